@@ -1,0 +1,96 @@
+//! Model clients.
+//!
+//! [`ModelClient`] takes a provider-neutral [`ModelRequest`] and returns the
+//! assistant turn; each provider converts to and from its wire format.
+//! Errors keep the HTTP status and `Retry-After` as data
+//! ([`ModelError`]), so the retry policy and the fleet's redelivery can
+//! decide without parsing text.
+#![warn(missing_docs)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod error;
+
+use async_trait::async_trait;
+use deepfleet_proto::{AssistantMessage, Message, Usage};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use error::{ErrorKind, ModelError};
+
+/// A tool as offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The name the model calls.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub parameters: Value,
+}
+
+/// Why a call is made, so usage and streamed tokens can be told apart.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallPurpose {
+    /// An agent step.
+    #[default]
+    Agent,
+    /// A summary of older messages (context compression).
+    Summarization,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The model name as the provider knows it (no `provider:` prefix).
+    pub model: String,
+    /// The system prompt (empty = none).
+    pub system: String,
+    /// The conversation.
+    pub messages: Vec<Message>,
+    /// Tools the model may call.
+    pub tools: Vec<ToolSpec>,
+    /// Completion token cap, if any.
+    pub max_output_tokens: Option<u64>,
+    /// Provider prompt-cache key (the thread id), where supported.
+    pub cache_key: Option<String>,
+    /// Why the call is made.
+    pub purpose: CallPurpose,
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FinishReason {
+    /// A natural end of the turn.
+    #[default]
+    Stop,
+    /// The turn asks for tool calls.
+    ToolCalls,
+    /// The completion hit its token cap.
+    Length,
+    /// The provider filtered the output.
+    ContentFilter,
+}
+
+/// The model's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelResponse {
+    /// The assistant turn (its `usage` is filled in).
+    pub message: AssistantMessage,
+    /// Tokens of this call.
+    pub usage: Usage,
+    /// Why the model stopped.
+    pub finish: FinishReason,
+}
+
+/// A model provider.
+///
+/// Implementations retry transient failures themselves within a small
+/// budget (see [`retry`]) and return the last error otherwise; the caller
+/// decides whether to redeliver the step.
+#[async_trait]
+pub trait ModelClient: Send + Sync {
+    /// Runs one completion.
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError>;
+}

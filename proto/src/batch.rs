@@ -1,0 +1,83 @@
+//! The JSONL batch interface of `deepfleet run` and `deepfleet submit`.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::Usage;
+
+/// One line of a tasks file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskLine {
+    /// The caller's id, echoed in the result line.
+    pub id: String,
+    /// The user message that starts the run.
+    pub input: String,
+    /// Runtime context for the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// Files seeded into the run's thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<BTreeMap<String, String>>,
+}
+
+/// How a run ended, as a result line reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultStatus {
+    /// Finished with a final answer.
+    Success,
+    /// Failed (or was cancelled); `error` says why.
+    Error,
+    /// Waiting for a human decision.
+    Interrupted,
+}
+
+/// Token totals of a result line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ResultUsage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+    /// Prompt tokens served from the provider's cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_input_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+impl From<Usage> for ResultUsage {
+    fn from(u: Usage) -> Self {
+        ResultUsage {
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+            cached_input_tokens: u.cached_input_tokens,
+        }
+    }
+}
+
+/// One line of a results file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResultLine {
+    /// The task's id.
+    pub id: String,
+    /// How the run ended.
+    pub status: ResultStatus,
+    /// The final answer (empty on error).
+    pub output: String,
+    /// Why the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Model calls of the run itself.
+    pub steps: u32,
+    /// Tokens of the run and all its subagents.
+    pub usage: ResultUsage,
+    /// The thread's text files at the end.
+    pub files: BTreeMap<String, String>,
+}

@@ -1,0 +1,80 @@
+//! Stable error codes: what a run record, a dead-letter reason or an API
+//! error carries, independent of any crate's error type.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A stable, machine-readable error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A queue message that is not a valid envelope.
+    InvalidJob,
+    /// An agent spec that does not parse or validate.
+    InvalidSpec,
+    /// A task or request that breaks the contract.
+    InvalidRequest,
+    /// A job for a run the store does not know.
+    UnknownRun,
+    /// The run hit its step limit.
+    MaxSteps,
+    /// The provider rejected the credentials.
+    ModelAuth,
+    /// The provider rejected the request as malformed.
+    ModelBadRequest,
+    /// The provider kept failing after every retry.
+    ModelUnavailable,
+    /// The conversation does not fit the model's window even after recovery.
+    ContextOverflow,
+    /// A tool failed in a way the model cannot act on.
+    ToolFailed,
+    /// A subagent run failed.
+    SubagentFailed,
+    /// The run was cancelled.
+    Cancelled,
+    /// The step failed on every delivery attempt.
+    AttemptsExhausted,
+    /// Anything else; details are in the logs.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The code as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidJob => "invalid_job",
+            ErrorCode::InvalidSpec => "invalid_spec",
+            ErrorCode::InvalidRequest => "invalid_request",
+            ErrorCode::UnknownRun => "unknown_run",
+            ErrorCode::MaxSteps => "max_steps",
+            ErrorCode::ModelAuth => "model_auth",
+            ErrorCode::ModelBadRequest => "model_bad_request",
+            ErrorCode::ModelUnavailable => "model_unavailable",
+            ErrorCode::ContextOverflow => "context_overflow",
+            ErrorCode::ToolFailed => "tool_failed",
+            ErrorCode::SubagentFailed => "subagent_failed",
+            ErrorCode::Cancelled => "cancelled",
+            ErrorCode::AttemptsExhausted => "attempts_exhausted",
+            ErrorCode::Internal => "internal",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn as_str_matches_serde() {
+        for code in [ErrorCode::InvalidJob, ErrorCode::MaxSteps, ErrorCode::AttemptsExhausted] {
+            let json = serde_json::to_value(code).unwrap();
+            assert_eq!(json.as_str(), Some(code.as_str()));
+        }
+    }
+}

@@ -1,0 +1,30 @@
+//! deepfleet's wire contract.
+//!
+//! Types only: jobs on the queue, agent specs, messages, run records, the
+//! checkpoint's stored shapes, the batch JSONL lines and the Redis key
+//! schema. No runtime, no IO: every other crate depends on this one, and
+//! services in other languages read its JSON Schemas (`proto/schema/`).
+#![warn(missing_docs)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod batch;
+pub mod checkpoint;
+pub mod error;
+pub mod job;
+pub mod keys;
+pub mod message;
+pub mod run;
+pub mod schema;
+pub mod spec;
+
+pub use batch::{ResultLine, ResultStatus, ResultUsage, TaskLine};
+pub use checkpoint::{ChildRun, Encoding, FileData, LoggedMessage, PendingCall, PendingTools};
+pub use error::ErrorCode;
+pub use job::{ENVELOPE_VERSION, Envelope, Job, StepJob};
+pub use keys::Keys;
+pub use message::{
+    AssistantMessage, ContentBlock, ImageSource, Message, SystemMessage, ToolCall, ToolMessage,
+    ToolStatus, Usage, UserMessage,
+};
+pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
+pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};

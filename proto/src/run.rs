@@ -1,0 +1,128 @@
+//! Runs: one agent invocation on a thread, and its lifecycle record.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ErrorCode;
+use crate::message::Usage;
+
+/// Where a run is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Accepted; its first step is queued.
+    Pending,
+    /// A step is queued or executing.
+    Running,
+    /// Parked until its subagent runs finish; holds no worker.
+    Waiting,
+    /// Parked until a human decides on its pending tool calls.
+    Interrupted,
+    /// Finished with a final answer.
+    Success,
+    /// Finished with an error.
+    Error,
+    /// Stopped on request.
+    Cancelled,
+}
+
+impl RunStatus {
+    /// Whether the run will take no further steps.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => true,
+            RunStatus::Pending | RunStatus::Running | RunStatus::Waiting | RunStatus::Interrupted => {
+                false
+            }
+        }
+    }
+}
+
+/// The link from a subagent run back to the `task` call that started it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ParentLink {
+    /// The parent run.
+    pub run_id: String,
+    /// The parent's thread.
+    pub thread_id: String,
+    /// The parent's `task` tool call this run answers.
+    pub tool_call_id: String,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunError {
+    /// Stable machine-readable code.
+    pub code: ErrorCode,
+    /// Human-readable reason.
+    pub message: String,
+}
+
+/// The durable record of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunRecord {
+    /// Unique run id.
+    pub run_id: String,
+    /// The thread the run appends to.
+    pub thread_id: String,
+    /// Name of the agent spec (the top-level agent even for subagent runs).
+    pub agent: String,
+    /// The subagent this run plays, for delegated runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<String>,
+    /// Current status.
+    pub status: RunStatus,
+    /// Set for subagent runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// Nesting depth: 0 for a top-level run.
+    #[serde(default)]
+    pub depth: u32,
+    /// The batch this run belongs to, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_id: Option<String>,
+    /// The caller's id for the task (a batch line's `id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// Runtime context: per-run configuration visible to tools and subagents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    /// Model calls made so far.
+    #[serde(default)]
+    pub steps: u32,
+    /// Tokens used by this run's own model calls (subagents excluded).
+    #[serde(default)]
+    pub usage: Usage,
+    /// The final answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Why the run failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<RunError>,
+    /// When the run was accepted.
+    pub created_at: DateTime<Utc>,
+    /// When the record last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// What a finished subagent run hands back to its parent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ChildResult {
+    /// The parent's `task` call this answers.
+    pub tool_call_id: String,
+    /// `success` or `error`.
+    pub status: RunStatus,
+    /// The subagent's final text, or the reason it failed.
+    pub output: String,
+    /// Files the subagent changed in the shared state backend
+    /// (`None` = deleted); merged into the parent in call order.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, Option<crate::checkpoint::FileData>>,
+    /// Tokens the subagent (and its own subagents) used.
+    #[serde(default)]
+    pub usage: Usage,
+}

@@ -1,0 +1,48 @@
+//! JSON Schemas of the wire types, for services in other languages.
+//!
+//! The files under `proto/schema/` are generated from these types; a test
+//! fails when they drift (`UPDATE_SCHEMAS=1 cargo test -p deepfleet-proto`
+//! rewrites them).
+
+use schemars::{JsonSchema, Schema, schema_for};
+
+/// Every exported schema, by file stem.
+pub fn all() -> Vec<(&'static str, Schema)> {
+    fn one<T: JsonSchema>(name: &'static str) -> (&'static str, Schema) {
+        (name, schema_for!(T))
+    }
+    vec![
+        one::<crate::job::Envelope>("envelope"),
+        one::<crate::spec::AgentSpec>("agent_spec"),
+        one::<crate::batch::TaskLine>("task_line"),
+        one::<crate::batch::ResultLine>("result_line"),
+        one::<crate::run::RunRecord>("run_record"),
+        one::<crate::message::Message>("message"),
+        one::<crate::checkpoint::FileData>("file_data"),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    #[test]
+    fn committed_schemas_match_the_types() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("schema");
+        let update = std::env::var_os("UPDATE_SCHEMAS").is_some();
+        let mut stale = Vec::new();
+        for (name, schema) in super::all() {
+            let path = dir.join(format!("{name}.json"));
+            let fresh = serde_json::to_string_pretty(&schema).unwrap() + "\n";
+            if update {
+                std::fs::write(&path, &fresh).unwrap();
+            } else if std::fs::read_to_string(&path).ok().as_deref() != Some(fresh.as_str()) {
+                stale.push(path.display().to_string());
+            }
+        }
+        assert!(
+            stale.is_empty(),
+            "stale schemas {stale:?}; run UPDATE_SCHEMAS=1 cargo test -p deepfleet-proto"
+        );
+    }
+}

@@ -1,0 +1,304 @@
+//! Agent specs: the YAML document that defines an agent.
+//!
+//! Parsing is two-stage, as with ripgrep's low/high args: serde reads the
+//! document (unknown fields are errors, so a typo never silently drops a
+//! setting), then [`AgentSpec::validate`] checks what serde cannot. Every
+//! error names the field, and parse errors also name the line.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The name of the subagent every agent gets unless it opts out.
+pub const GENERAL_PURPOSE: &str = "general-purpose";
+
+/// An agent definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    /// Unique name; the `graph_id` the API serves it under.
+    pub name: String,
+    /// `provider:model`, e.g. `openai:gpt-4.1` or `replay:script.yaml`.
+    pub model: String,
+    /// The agent's own instructions, first in the system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Adds the `write_todos` planning tool.
+    #[serde(default)]
+    pub planning: bool,
+    /// Whether the built-in `general-purpose` subagent is offered.
+    #[serde(default = "default_true")]
+    pub general_purpose_subagent: bool,
+    /// Subagents reachable through the `task` tool.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentSpec>,
+    /// Step, depth and fan-out limits.
+    #[serde(default)]
+    pub limits: Limits,
+    /// Overrides the built-in profile of the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_profile: Option<ModelProfile>,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// A subagent the `task` tool can start.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubagentSpec {
+    /// The `subagent_type` the model passes to `task`.
+    pub name: String,
+    /// When to use it; shown to the model in the `task` tool description.
+    pub description: String,
+    /// The subagent's own instructions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Model override; the parent's model when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Tool allowlist; the parent's tools when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+}
+
+/// Limits that end a run or refuse a delegation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Model calls one run may make before it fails.
+    pub max_steps: u32,
+    /// How deep subagents may nest (1 = subagents cannot delegate).
+    pub max_subagent_depth: u32,
+    /// How many `task` calls one model turn may make.
+    pub max_fanout: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: 100,
+            max_subagent_depth: 1,
+            max_fanout: 16,
+        }
+    }
+}
+
+/// What the harness needs to know about a model's window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelProfile {
+    /// Largest prompt the model accepts, in tokens.
+    pub max_input_tokens: u64,
+    /// Largest completion the model produces, in tokens.
+    pub max_output_tokens: u64,
+}
+
+/// A spec that failed to parse or validate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct SpecError {
+    /// Dotted path of the offending field (`subagents[1].name`); empty for
+    /// the document itself.
+    pub field: String,
+    /// 1-based line, when the parser knows it.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let field = if self.field.is_empty() { "spec" } else { &self.field };
+        match self.line {
+            Some(line) => write!(f, "{field} (line {line}): {}", self.message),
+            None => write!(f, "{field}: {}", self.message),
+        }
+    }
+}
+
+impl SpecError {
+    fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        SpecError {
+            field: field.into(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl AgentSpec {
+    /// Parses and validates a YAML spec.
+    pub fn from_yaml(source: &str) -> Result<Self, SpecError> {
+        let de = serde_norway::Deserializer::from_str(source);
+        let spec: AgentSpec = serde_path_to_error::deserialize(de).map_err(|err| {
+            let field = err.path().to_string();
+            let inner = err.into_inner();
+            SpecError {
+                field: if field == "." { String::new() } else { field },
+                line: inner.location().map(|l| l.line()),
+                message: strip_location(&inner.to_string()),
+            }
+        })?;
+        spec.validate()?;
+        Ok(spec)
+    }
+
+    /// Checks what serde cannot: names, model strings, limits.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        check_name("name", &self.name)?;
+        check_model("model", &self.model)?;
+        let mut seen = BTreeSet::new();
+        for (i, sub) in self.subagents.iter().enumerate() {
+            let at = |f: &str| format!("subagents[{i}].{f}");
+            check_name(&at("name"), &sub.name)?;
+            if !seen.insert(sub.name.as_str()) {
+                return Err(SpecError::field(
+                    at("name"),
+                    format!("duplicate subagent name '{}'", sub.name),
+                ));
+            }
+            if sub.description.trim().is_empty() {
+                return Err(SpecError::field(at("description"), "must not be empty"));
+            }
+            if let Some(model) = &sub.model {
+                check_model(&at("model"), model)?;
+            }
+        }
+        for (field, value) in [
+            ("limits.max_steps", self.limits.max_steps),
+            ("limits.max_fanout", self.limits.max_fanout),
+        ] {
+            if value == 0 {
+                return Err(SpecError::field(field, "must be at least 1"));
+            }
+        }
+        if let Some(profile) = self.model_profile
+            && profile.max_input_tokens == 0
+        {
+            return Err(SpecError::field(
+                "model_profile.max_input_tokens",
+                "must be at least 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The subagent the model may call by `name`, the built-in
+    /// general-purpose one included.
+    pub fn subagent(&self, name: &str) -> Option<SubagentSpec> {
+        if let Some(sub) = self.subagents.iter().find(|s| s.name == name) {
+            return Some(sub.clone());
+        }
+        (name == GENERAL_PURPOSE && self.general_purpose_subagent).then(general_purpose)
+    }
+
+    /// Every subagent offered to the model, general-purpose first.
+    pub fn all_subagents(&self) -> Vec<SubagentSpec> {
+        let mut out = Vec::new();
+        if self.general_purpose_subagent && !self.subagents.iter().any(|s| s.name == GENERAL_PURPOSE)
+        {
+            out.push(general_purpose());
+        }
+        out.extend(self.subagents.iter().cloned());
+        out
+    }
+}
+
+/// The built-in subagent: the parent's tools, a fresh context.
+pub fn general_purpose() -> SubagentSpec {
+    SubagentSpec {
+        name: GENERAL_PURPOSE.to_owned(),
+        description: "General-purpose agent for researching complex questions, searching files \
+                      and content, and carrying out multi-step tasks. Use it when a search may \
+                      take several tries, or to keep a large piece of work out of your own \
+                      context. It has the same tools you have."
+            .to_owned(),
+        system_prompt: None,
+        model: None,
+        tools: None,
+    }
+}
+
+fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
+    let valid = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(SpecError::field(
+            field,
+            format!("'{name}' must be 1-64 characters of letters, digits, '-' or '_'"),
+        ))
+    }
+}
+
+fn check_model(field: &str, model: &str) -> Result<(), SpecError> {
+    match model.split_once(':') {
+        Some((provider, name)) if !provider.is_empty() && !name.is_empty() => Ok(()),
+        _ => Err(SpecError::field(
+            field,
+            format!("'{model}' must be 'provider:model', e.g. 'openai:gpt-4.1'"),
+        )),
+    }
+}
+
+/// serde_norway appends " at line L column C"; we report the line apart.
+fn strip_location(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_owned(),
+        None => message.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn minimal_spec_gets_defaults() {
+        let spec = AgentSpec::from_yaml("name: a\nmodel: openai:gpt-4.1\n").unwrap();
+        assert_eq!(spec.limits, Limits::default());
+        assert!(spec.general_purpose_subagent);
+        assert_eq!(spec.all_subagents()[0].name, GENERAL_PURPOSE);
+    }
+
+    #[test]
+    fn type_errors_name_field_and_line() {
+        let err = AgentSpec::from_yaml("name: a\nmodel: openai:x\nlimits:\n  max_steps: lots\n")
+            .unwrap_err();
+        assert_eq!(err.field, "limits.max_steps");
+        assert_eq!(err.line, Some(4));
+    }
+
+    #[test]
+    fn unknown_fields_are_errors() {
+        let err = AgentSpec::from_yaml("name: a\nmodel: openai:x\nplaning: true\n").unwrap_err();
+        assert!(err.message.contains("unknown field `planing`"), "{err}");
+        assert_eq!(err.line, Some(3));
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let src = "name: a\nmodel: openai:x\nsubagents:\n  - {name: r, description: d}\n  - {name: r, description: e}\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(err.field, "subagents[1].name");
+        let err = AgentSpec::from_yaml("name: a\nmodel: gpt\n").unwrap_err();
+        assert_eq!(err.field, "model");
+    }
+
+    #[test]
+    fn declared_general_purpose_replaces_builtin() {
+        let src = "name: a\nmodel: openai:x\nsubagents:\n  - {name: general-purpose, description: mine}\n";
+        let spec = AgentSpec::from_yaml(src).unwrap();
+        let subs = spec.all_subagents();
+        assert_eq!(subs.len(), 1);
+        assert_eq!(subs[0].description, "mine");
+    }
+}

@@ -1,0 +1,4 @@
+//! The RabbitMQ implementation of [`crate::Queue`].
+
+/// A queue on RabbitMQ.
+pub struct AmqpQueue;

@@ -1,0 +1,89 @@
+//! The job queue.
+//!
+//! [`Queue`] is deliberately small (publish, consume) with deliveries that
+//! are acked, retried or dead-lettered explicitly: the step protocol acks
+//! last, after its commit and follow-up publishes, so a crash anywhere
+//! leads to a redelivery that fencing makes harmless.
+//!
+//! Two implementations: [`memory::MemoryQueue`] for embedded mode (one
+//! process, no server) and [`amqp::AmqpQueue`] on RabbitMQ. Both honour the
+//! same contract; the end-to-end tests run every scenario on both.
+#![warn(missing_docs)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod amqp;
+mod error;
+pub mod memory;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use error::QueueError;
+
+/// A durable job queue.
+///
+/// Implementations must:
+/// - return from [`Queue::publish`] only once the message is safely stored
+///   (publisher confirms on RabbitMQ);
+/// - redeliver every delivery that was neither acked nor dead-lettered when
+///   its consumer goes away (crash, dropped connection, dropped delivery);
+/// - never hand one consumer more than `prefetch` unsettled deliveries.
+#[async_trait]
+pub trait Queue: Send + Sync + 'static {
+    /// Publishes `payload`, visible to consumers after `delay` (retry
+    /// backoff) or at once.
+    async fn publish(&self, payload: Vec<u8>, delay: Option<Duration>) -> Result<(), QueueError>;
+
+    /// Starts a consumer holding at most `prefetch` unsettled deliveries.
+    async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError>;
+
+    /// Messages ready for delivery (not counting unacked ones), if the
+    /// backend can tell.
+    async fn depth(&self) -> Result<Option<u64>, QueueError>;
+}
+
+/// A stream of deliveries.
+#[async_trait]
+pub trait Consumer: Send {
+    /// The next delivery; `None` once the consumer is closed.
+    async fn next(&mut self) -> Option<Result<Box<dyn Delivery>, QueueError>>;
+}
+
+/// One delivered message, to be settled exactly once.
+#[async_trait]
+pub trait Delivery: Send + Sync {
+    /// The message body.
+    fn payload(&self) -> &[u8];
+
+    /// Whether the broker delivered this message before (to a consumer
+    /// that did not settle it).
+    fn redelivered(&self) -> bool;
+
+    /// Removes the message: it was handled.
+    async fn ack(self: Box<Self>) -> Result<(), QueueError>;
+
+    /// Hands the message back for another consumer, at once.
+    async fn requeue(self: Box<Self>) -> Result<(), QueueError>;
+
+    /// Moves the message to the dead-letter queue with `reason`, for an
+    /// operator to inspect; it is never delivered again.
+    async fn dead_letter(self: Box<Self>, reason: &str) -> Result<(), QueueError>;
+}
+
+/// A dead-lettered message and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The message body.
+    pub payload: Vec<u8>,
+    /// Why it was dead-lettered.
+    pub reason: String,
+}
+
+/// Backends whose dead letters can be read back (tests, `deepfleet run`'s
+/// summary).
+#[async_trait]
+pub trait DeadLetters: Send + Sync {
+    /// Removes and returns up to `max` dead letters.
+    async fn drain_dead_letters(&self, max: usize) -> Result<Vec<DeadLetter>, QueueError>;
+}

@@ -1,0 +1,34 @@
+use thiserror::Error;
+
+/// A store operation failed.
+#[derive(Debug, Error)]
+pub enum StoreError {
+    /// The server could not be reached or the connection broke.
+    #[error("store connection: {0}")]
+    Connection(String),
+    /// The server answered with an error.
+    #[error("store command failed: {0}")]
+    Command(String),
+    /// A stored value did not decode; the store holds data this build
+    /// cannot read.
+    #[error("corrupt stored value at {key}: {reason}")]
+    Corrupt {
+        /// The key holding the value.
+        key: String,
+        /// What did not decode.
+        reason: String,
+    },
+    /// A run, thread or spec that must exist does not.
+    #[error("not found: {0}")]
+    NotFound(String),
+}
+
+impl StoreError {
+    /// Whether trying again later can succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StoreError::Connection(_) | StoreError::Command(_) => true,
+            StoreError::Corrupt { .. } | StoreError::NotFound(_) => false,
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Durable state of the fleet: thread checkpoints, run records, subagent
+//! fan-in, cancel flags, specs and batch progress.
+//!
+//! A worker holds nothing between messages; everything a step needs is
+//! loaded from a [`Store`] and everything it produced is written back by one
+//! atomic [`Store::commit_step`], fenced by a compare-and-set on the step
+//! number. Messages are append-only, so bytes written per step are
+//! proportional to what the step added, never to the conversation.
+//!
+//! Two implementations: [`embedded::EmbeddedStore`] (in process) and
+//! [`redis::RedisStore`] (a single Redis or a Redis Cluster).
+#![warn(missing_docs)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod embedded;
+mod error;
+pub mod redis;
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use deepfleet_proto::{
+    AgentSpec, ChildResult, FileData, LoggedMessage, ParentLink, PendingTools, RunRecord,
+};
+use serde_json::{Map, Value};
+
+pub use error::StoreError;
+
+/// A thread as a step sees it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Checkpoint {
+    /// Steps committed on this thread so far; the next step is this number.
+    pub step: u64,
+    /// The highest step whose follow-up messages are known to be published.
+    pub published: u64,
+    /// The whole message log, oldest first.
+    pub messages: Vec<LoggedMessage>,
+    /// The state backend's files.
+    pub files: BTreeMap<String, FileData>,
+    /// Custom state fields (todos, agent-declared fields).
+    pub state: Map<String, Value>,
+    /// Tool calls the thread's parked run waits on.
+    pub pending: Option<PendingTools>,
+}
+
+/// What a new run brings to its thread.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadSeed {
+    /// Messages appended to the thread (the run's input).
+    pub messages: Vec<LoggedMessage>,
+    /// Files written into the state backend.
+    pub files: BTreeMap<String, FileData>,
+    /// Custom state fields set on the thread.
+    pub state: Map<String, Value>,
+}
+
+/// Everything one step writes, applied atomically.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepCommit {
+    /// The thread.
+    pub thread_id: String,
+    /// The step being committed; the commit succeeds only if the thread is
+    /// exactly at this step, and moves it to `step + 1`.
+    pub step: u64,
+    /// Messages appended to the log.
+    pub messages: Vec<LoggedMessage>,
+    /// File writes (`None` deletes the path).
+    pub files: BTreeMap<String, Option<FileData>>,
+    /// The custom state after the step, when it changed.
+    pub state: Option<Map<String, Value>>,
+    /// What the thread's run waits on after the step (`None` clears it).
+    pub pending: Option<PendingTools>,
+    /// The run record after the step.
+    pub run: RunRecord,
+    /// When the step parks the run on subagents: how many results to wait
+    /// for. Resets the run's fan-in.
+    pub fan_in_expected: Option<u32>,
+}
+
+/// The outcome of [`Store::commit_step`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommitOutcome {
+    /// Written; the thread is now at `step + 1`.
+    Committed,
+    /// The thread was not at the expected step (another delivery committed
+    /// it); nothing was written.
+    Conflict {
+        /// The thread's actual step.
+        current: u64,
+    },
+}
+
+/// The fleet's durable state.
+///
+/// Implementations must make [`Store::commit_step`] atomic (all of it or
+/// none) and fenced, [`Store::create_run`] and
+/// [`Store::record_child_result`] idempotent, and keep every key of one
+/// thread together so the commit can be one operation.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Saves an agent spec under its name, replacing an older one.
+    async fn put_spec(&self, spec: &AgentSpec) -> Result<(), StoreError>;
+
+    /// Loads an agent spec by name.
+    async fn get_spec(&self, name: &str) -> Result<Option<AgentSpec>, StoreError>;
+
+    /// Creates `run` and applies `seed` to its thread. Returns the thread's
+    /// step at which the run starts, or `None` if the run already existed
+    /// (nothing is written then: creation is idempotent).
+    async fn create_run(&self, run: &RunRecord, seed: &ThreadSeed)
+    -> Result<Option<u64>, StoreError>;
+
+    /// Loads a run record.
+    async fn get_run(&self, thread_id: &str, run_id: &str)
+    -> Result<Option<RunRecord>, StoreError>;
+
+    /// Loads a run record by id alone.
+    async fn find_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError>;
+
+    /// Loads a thread's checkpoint (empty for an unknown thread).
+    async fn load_thread(&self, thread_id: &str) -> Result<Checkpoint, StoreError>;
+
+    /// Commits one step atomically, if the thread is at `commit.step`.
+    async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError>;
+
+    /// Records that the follow-ups of `step` were published, so a late
+    /// redelivery of that step does not publish them again.
+    async fn mark_published(&self, thread_id: &str, step: u64) -> Result<(), StoreError>;
+
+    /// Records a subagent's result for its parent, once per `task` call
+    /// (repeats are ignored). Returns how many results the parent still
+    /// waits for.
+    async fn record_child_result(
+        &self,
+        parent: &ParentLink,
+        result: &ChildResult,
+    ) -> Result<u32, StoreError>;
+
+    /// The child results recorded for a parked run, in no particular order.
+    async fn child_results(
+        &self,
+        thread_id: &str,
+        run_id: &str,
+    ) -> Result<Vec<ChildResult>, StoreError>;
+
+    /// Asks a run to stop at its next step boundary.
+    async fn request_cancel(&self, thread_id: &str, run_id: &str) -> Result<(), StoreError>;
+
+    /// Whether a run was asked to stop.
+    async fn cancel_requested(&self, thread_id: &str, run_id: &str) -> Result<bool, StoreError>;
+
+    /// Appends a finished top-level run to its batch's done list.
+    async fn push_batch_done(&self, batch_id: &str, run_id: &str) -> Result<(), StoreError>;
+
+    /// Removes and returns up to `max` run ids from a batch's done list.
+    async fn pop_batch_done(&self, batch_id: &str, max: usize)
+    -> Result<Vec<String>, StoreError>;
+}

@@ -1,0 +1,4 @@
+//! The Redis implementation of [`crate::Store`].
+
+/// A store on Redis.
+pub struct RedisStore;

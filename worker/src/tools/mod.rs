@@ -1,0 +1,211 @@
+//! Tools: the typed [`Tool`] trait, its type-erased form and the registry.
+//!
+//! A tool declares its arguments as a `Deserialize + JsonSchema` type; the
+//! blanket [`DynTool`] impl parses the model's raw argument string, so
+//! broken JSON becomes an error message the model can read instead of a
+//! failed step. Errors come in two kinds ([`ToolError`]): `Model` errors are
+//! answers (a missing file, a bad path), `Fatal` ones fail the step and the
+//! queue retries it.
+
+pub mod delete;
+pub mod edit_file;
+pub mod glob;
+pub mod grep;
+pub mod ls;
+pub mod read_file;
+pub mod task;
+pub mod write_file;
+pub mod write_todos;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use deepfleet_model::ToolSpec;
+use deepfleet_proto::ContentBlock;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::backend::Backend;
+
+/// What a tool call returned.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolOutput {
+    /// A text result.
+    Text(String),
+    /// Rich content (e.g. an image read from a file).
+    Content(Vec<ContentBlock>),
+    /// Hand the work to a subagent run; its final answer becomes this
+    /// call's result when it finishes.
+    Delegate {
+        /// The subagent type.
+        subagent: String,
+        /// The task: the subagent's only user message.
+        description: String,
+    },
+}
+
+/// Why a tool call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// An answer for the model (status `error`): the text is what it reads.
+    #[error("{0}")]
+    Model(String),
+    /// A failure the model cannot act on: the step fails and is retried.
+    #[error("tool failed: {0}")]
+    Fatal(String),
+}
+
+/// The result of a tool call.
+pub type ToolResult = Result<ToolOutput, ToolError>;
+
+/// Everything a tool call can see and touch.
+#[derive(Clone)]
+pub struct ToolCtx {
+    /// The call's id.
+    pub call_id: String,
+    /// The files the tools operate on.
+    pub backend: Arc<dyn Backend>,
+    /// The run's runtime context.
+    pub context: Option<Value>,
+    /// Custom state of the thread; writes are committed with the step.
+    pub state: Arc<Mutex<Map<String, Value>>>,
+}
+
+/// A tool with typed arguments.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name the model calls it by.
+    const NAME: &'static str;
+    /// Its arguments; the JSON Schema the model sees is derived from them.
+    type Args: DeserializeOwned + JsonSchema + Send;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> String;
+
+    /// The path a call writes, for the guard against parallel mutations of
+    /// one path within a turn; `None` for read-only tools.
+    fn mutated_path(&self, _args: &Self::Args) -> Option<String> {
+        None
+    }
+
+    /// Runs the call.
+    async fn call(&self, ctx: &ToolCtx, args: Self::Args) -> ToolResult;
+}
+
+/// A tool with its arguments erased to the raw JSON string.
+#[async_trait]
+pub trait DynTool: Send + Sync {
+    /// The tool's name.
+    fn name(&self) -> &str;
+    /// Name, description and parameter schema, as sent to the model.
+    fn spec(&self) -> ToolSpec;
+    /// The path the call would mutate (see [`Tool::mutated_path`]).
+    fn mutated_path(&self, raw_args: &str) -> Option<String>;
+    /// Parses the arguments and runs the call.
+    async fn call_json(&self, ctx: &ToolCtx, raw_args: &str) -> ToolResult;
+}
+
+#[async_trait]
+impl<T: Tool> DynTool for T {
+    fn name(&self) -> &str {
+        T::NAME
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: T::NAME.to_owned(),
+            description: self.description(),
+            parameters: parameters_schema::<T::Args>(),
+        }
+    }
+
+    fn mutated_path(&self, raw_args: &str) -> Option<String> {
+        parse_args::<T::Args>(raw_args)
+            .ok()
+            .and_then(|args| Tool::mutated_path(self, &args))
+    }
+
+    async fn call_json(&self, ctx: &ToolCtx, raw_args: &str) -> ToolResult {
+        match parse_args::<T::Args>(raw_args) {
+            Ok(args) => self.call(ctx, args).await,
+            Err(reason) => Err(ToolError::Model(format!(
+                "Error: invalid arguments for tool `{}`: {reason}. Call it again with a JSON object matching its schema.",
+                T::NAME
+            ))),
+        }
+    }
+}
+
+/// Parses tool arguments; an empty string means no arguments.
+fn parse_args<A: DeserializeOwned>(raw: &str) -> Result<A, String> {
+    let raw = if raw.trim().is_empty() { "{}" } else { raw };
+    serde_json::from_str(raw).map_err(|e| e.to_string())
+}
+
+/// The JSON Schema of a tool's arguments, without the `$schema`/`title`
+/// noise providers do not need.
+pub fn parameters_schema<A: JsonSchema>() -> Value {
+    let mut schema = schemars::schema_for!(A).to_value();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    schema
+}
+
+/// Tools by name, in the order they are offered to the model.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    order: Vec<String>,
+    tools: BTreeMap<String, Arc<dyn DynTool>>,
+    specs: Vec<ToolSpec>,
+}
+
+impl ToolRegistry {
+    /// Adds a tool; a later tool with the same name replaces the earlier
+    /// one in place.
+    pub fn register(&mut self, tool: Arc<dyn DynTool>) {
+        let name = tool.name().to_owned();
+        let spec = tool.spec();
+        if let Some(i) = self.order.iter().position(|n| *n == name) {
+            self.specs[i] = spec;
+        } else {
+            self.order.push(name.clone());
+            self.specs.push(spec);
+        }
+        self.tools.insert(name, tool);
+    }
+
+    /// Removes tools not in `allow`.
+    pub fn retain(&mut self, allow: impl Fn(&str) -> bool) {
+        let keep: Vec<bool> = self.order.iter().map(|n| allow(n)).collect();
+        let mut i = 0;
+        self.specs.retain(|_| {
+            i += 1;
+            keep[i - 1]
+        });
+        self.order.retain(|n| allow(n));
+        self.tools.retain(|n, _| allow(n));
+    }
+
+    /// A tool by name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn DynTool>> {
+        self.tools.get(name)
+    }
+
+    /// Specs in registration order; computed once, so a step never
+    /// re-derives schemas.
+    pub fn specs(&self) -> &[ToolSpec] {
+        &self.specs
+    }
+
+    /// Tool names in registration order.
+    pub fn names(&self) -> &[String] {
+        &self.order
+    }
+}
+
+#[cfg(test)]
+mod tests;
