@@ -1,1 +1,66 @@
-fn main() {}
+//! `deepfleet`: run deep agents in batches, embedded or as a fleet.
+//!
+//! This binary is wiring only: flags and configuration in, the library
+//! crates do the work.
+
+mod batch_io;
+mod cmd;
+mod settings;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "deepfleet", version, about)]
+struct Cli {
+    /// Configuration file (TOML); `DEEPFLEET__...` variables override it.
+    #[arg(long, global = true, env = "DEEPFLEET_CONFIG")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a batch in this process, with no servers.
+    Run(cmd::run::RunArgs),
+    /// Enqueue a batch into a running fleet and follow it.
+    Submit(cmd::submit::SubmitArgs),
+    /// Execute steps from the fleet's queue.
+    Worker(cmd::worker::WorkerArgs),
+    /// Serve a replay script as an OpenAI-compatible endpoint.
+    ScriptedServer(cmd::scripted_server::ScriptedServerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: starting the runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    cmd::init_tracing();
+    // TLS to providers and brokers uses ring; installing twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let settings = settings::Settings::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Run(args) => cmd::run::run(args, settings).await,
+        Command::Submit(args) => cmd::submit::run(args, settings).await,
+        Command::Worker(args) => cmd::worker::run(args, settings).await,
+        Command::ScriptedServer(args) => cmd::scripted_server::run(args).await,
+    }
+}

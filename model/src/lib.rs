@@ -5,10 +5,20 @@
 //! Errors keep the HTTP status and `Retry-After` as data
 //! ([`ModelError`]), so the retry policy and the fleet's redelivery can
 //! decide without parsing text.
+//!
+//! - [`openai`]: the Chat Completions protocol and [`openai::OpenAiClient`],
+//!   used for every OpenAI-compatible provider.
+//! - [`retry`]: backoff with jitter, honouring `Retry-After`.
+//! - [`replay`]: the scripted model of tests, examples and benchmarks.
+//! - [`Providers`]: resolves `provider:model` strings to clients.
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod error;
+pub mod openai;
+mod registry;
+pub mod replay;
+pub mod retry;
 
 use async_trait::async_trait;
 use deepfleet_proto::{AssistantMessage, Message, Usage};
@@ -16,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::{ErrorKind, ModelError};
+pub use registry::{ProviderConfig, Providers, ResolvedModel};
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -13,6 +13,7 @@ pub mod error;
 pub mod job;
 pub mod keys;
 pub mod message;
+pub mod path;
 pub mod run;
 pub mod schema;
 pub mod spec;

@@ -203,7 +203,13 @@ mod tests {
         assert_eq!(b.payload(), b"b");
         b.dead_letter("bad").await.unwrap();
         let dead = q.drain_dead_letters(10).await.unwrap();
-        assert_eq!(dead, vec![DeadLetter { payload: b"b".to_vec(), reason: "bad".into() }]);
+        assert_eq!(
+            dead,
+            vec![DeadLetter {
+                payload: b"b".to_vec(),
+                reason: "bad".into()
+            }]
+        );
         assert_eq!(q.depth().await.unwrap(), Some(0));
     }
 
@@ -226,7 +232,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn delayed_publish_waits() {
         let q = MemoryQueue::new();
-        q.publish(b"later".to_vec(), Some(Duration::from_secs(5))).await.unwrap();
+        q.publish(b"later".to_vec(), Some(Duration::from_secs(5)))
+            .await
+            .unwrap();
         tokio::task::yield_now().await;
         assert_eq!(q.depth().await.unwrap(), Some(0));
         tokio::time::sleep(Duration::from_secs(6)).await;

@@ -97,7 +97,12 @@ impl Store for EmbeddedStore {
     }
 
     async fn load_thread(&self, thread_id: &str) -> Result<Checkpoint, StoreError> {
-        Ok(self.lock().threads.get(thread_id).cloned().unwrap_or_default())
+        Ok(self
+            .lock()
+            .threads
+            .get(thread_id)
+            .cloned()
+            .unwrap_or_default())
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {
@@ -190,11 +195,7 @@ impl Store for EmbeddedStore {
         Ok(())
     }
 
-    async fn pop_batch_done(
-        &self,
-        batch_id: &str,
-        max: usize,
-    ) -> Result<Vec<String>, StoreError> {
+    async fn pop_batch_done(&self, batch_id: &str, max: usize) -> Result<Vec<String>, StoreError> {
         let mut state = self.lock();
         let Some(done) = state.batch_done.get_mut(batch_id) else {
             return Ok(Vec::new());

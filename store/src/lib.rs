@@ -107,8 +107,11 @@ pub trait Store: Send + Sync + 'static {
     /// Creates `run` and applies `seed` to its thread. Returns the thread's
     /// step at which the run starts, or `None` if the run already existed
     /// (nothing is written then: creation is idempotent).
-    async fn create_run(&self, run: &RunRecord, seed: &ThreadSeed)
-    -> Result<Option<u64>, StoreError>;
+    async fn create_run(
+        &self,
+        run: &RunRecord,
+        seed: &ThreadSeed,
+    ) -> Result<Option<u64>, StoreError>;
 
     /// Loads a run record.
     async fn get_run(&self, thread_id: &str, run_id: &str)
@@ -153,6 +156,5 @@ pub trait Store: Send + Sync + 'static {
     async fn push_batch_done(&self, batch_id: &str, run_id: &str) -> Result<(), StoreError>;
 
     /// Removes and returns up to `max` run ids from a batch's done list.
-    async fn pop_batch_done(&self, batch_id: &str, max: usize)
-    -> Result<Vec<String>, StoreError>;
+    async fn pop_batch_done(&self, batch_id: &str, max: usize) -> Result<Vec<String>, StoreError>;
 }

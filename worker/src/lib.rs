@@ -3,8 +3,20 @@
 //! A worker executes one *step* of a run per queue message: load the thread
 //! checkpoint, assemble the prompt, call the model through the middleware
 //! stack, run the tool calls it asked for, commit everything atomically,
-//! then publish what comes next. See `docs/step-protocol.md`.
+//! then publish what comes next. See `docs/step-protocol.md` and
+//! `docs/middleware.md`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod agent;
 pub mod backend;
+mod error;
+pub mod middleware;
+pub mod prompt;
+pub mod runtime;
+pub mod step;
+pub mod tokens;
 pub mod tools;
+
+pub use error::StepError;
+pub use runtime::Worker;
+pub use step::{RetryConfig, StepRunner};

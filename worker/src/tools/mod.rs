@@ -9,6 +9,7 @@
 
 pub mod delete;
 pub mod edit_file;
+pub mod format;
 pub mod glob;
 pub mod grep;
 pub mod ls;

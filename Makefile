@@ -1,0 +1,27 @@
+# The verbs of the project. `make test` is what CI runs.
+CARGO ?= cargo
+
+.PHONY: build test lint run up schemas
+
+build:
+	$(CARGO) build --release
+
+## Starts RabbitMQ and Redis if needed, then runs every test (unit,
+## conformance, end-to-end on embedded and distributed modes).
+test: up
+	$(CARGO) test --workspace --all-targets
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## The example batch, embedded mode.
+run:
+	$(CARGO) run --release -- run examples/briefings/tasks.jsonl --agent examples/briefings/agent.yaml
+
+up:
+	scripts/services.sh
+
+## Regenerates proto/schema/*.json after a change to the wire types.
+schemas:
+	UPDATE_SCHEMAS=1 $(CARGO) test -p deepfleet-proto schema

@@ -1,0 +1,272 @@
+//! Serde types of the OpenAI Chat Completions API, as far as deepfleet
+//! uses it.
+//!
+//! Both sides speak these types: [`super::OpenAiClient`] sends a
+//! [`ChatRequest`] and decodes a [`ChatResponse`], and the replay engine
+//! (and the test kit's scripted server) receives the request and answers
+//! with the response. Fields other providers add are ignored on decode;
+//! optional fields are left out on encode so strict OpenAI-compatible
+//! servers accept the body.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `POST /chat/completions` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// Model name.
+    pub model: String,
+    /// The conversation, system prompt first.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ChatTool>,
+    /// `"auto"`, `"none"`, `"required"` or a named-function object; kept as
+    /// JSON because its shape varies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    /// Completion token cap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u64>,
+    /// Routes requests sharing a prefix to the same prompt cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<String>,
+}
+
+/// One message of a request, tagged by its role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum ChatMessage {
+    /// Instructions.
+    System {
+        /// The instructions.
+        content: MessageContent,
+    },
+    /// User input.
+    User {
+        /// Text or parts (text and images).
+        content: MessageContent,
+    },
+    /// A model turn.
+    Assistant {
+        /// Text; absent when the turn only calls tools.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<MessageContent>,
+        /// Tool calls of the turn.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall>,
+    },
+    /// The result of a tool call.
+    Tool {
+        /// The call this answers.
+        tool_call_id: String,
+        /// The result as text.
+        content: MessageContent,
+    },
+}
+
+/// Message content: a plain string or a list of parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    /// Plain text.
+    Text(String),
+    /// Text and image parts.
+    Parts(Vec<ContentPart>),
+}
+
+impl MessageContent {
+    /// The text parts joined by newlines (images skipped).
+    pub fn text(&self) -> String {
+        match self {
+            MessageContent::Text(text) => text.clone(),
+            MessageContent::Parts(parts) => {
+                let texts: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        ContentPart::Text { text } => Some(text.as_str()),
+                        ContentPart::ImageUrl { .. } => None,
+                    })
+                    .collect();
+                texts.join("\n")
+            }
+        }
+    }
+}
+
+/// One part of a multi-part message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, by URL or as a `data:` URL.
+    ImageUrl {
+        /// Where the image is.
+        image_url: ImageUrl,
+    },
+}
+
+/// The image of an [`ContentPart::ImageUrl`] part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    /// An `https:` or `data:` URL.
+    pub url: String,
+}
+
+/// A tool offered to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatTool {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The function.
+    pub function: FunctionDef,
+}
+
+/// A function tool's definition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionDef {
+    /// Name the model calls.
+    pub name: String,
+    /// What it does.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    /// JSON Schema of its arguments.
+    #[serde(default)]
+    pub parameters: Value,
+}
+
+/// A tool call of an assistant turn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireToolCall {
+    /// Call id, echoed by the tool message.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type", default = "function_kind")]
+    pub kind: String,
+    /// The call.
+    pub function: FunctionCall,
+}
+
+fn function_kind() -> String {
+    "function".to_owned()
+}
+
+/// The function part of a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// Tool name.
+    pub name: String,
+    /// Arguments as the model wrote them: JSON text, possibly broken.
+    #[serde(default)]
+    pub arguments: String,
+}
+
+/// A successful `/chat/completions` answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    /// Completion id.
+    #[serde(default)]
+    pub id: String,
+    /// Always `chat.completion`; kept so SDK clients of the scripted
+    /// server accept the body.
+    #[serde(default = "completion_object")]
+    pub object: String,
+    /// Unix seconds.
+    #[serde(default)]
+    pub created: u64,
+    /// The model that answered.
+    #[serde(default)]
+    pub model: String,
+    /// Candidates; deepfleet asks for one.
+    pub choices: Vec<Choice>,
+    /// Tokens of the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<WireUsage>,
+}
+
+fn completion_object() -> String {
+    "chat.completion".to_owned()
+}
+
+/// One candidate answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Choice {
+    /// Position among the candidates.
+    #[serde(default)]
+    pub index: u32,
+    /// The assistant turn.
+    pub message: ResponseMessage,
+    /// `stop`, `tool_calls`, `length`, `content_filter`, or absent.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// The assistant turn of a [`Choice`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResponseMessage {
+    /// Always `assistant`.
+    #[serde(default = "assistant_role")]
+    pub role: String,
+    /// Text, or null when the turn only calls tools.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Requested tool calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<WireToolCall>,
+}
+
+fn assistant_role() -> String {
+    "assistant".to_owned()
+}
+
+/// Token counts of a call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireUsage {
+    /// Prompt tokens, cached ones included.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// Their sum.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Cache details.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// Details of the prompt tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens served from the cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+/// An error answer: `{"error": {...}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// The error of an [`ErrorBody`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// What went wrong, in the provider's words.
+    #[serde(default)]
+    pub message: String,
+    /// Error class, e.g. `invalid_request_error`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A string code such as `context_length_exceeded`; some providers
+    /// send numbers, so it stays JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<Value>,
+}

@@ -1,4 +1,0 @@
-//! The RabbitMQ implementation of [`crate::Queue`].
-
-/// A queue on RabbitMQ.
-pub struct AmqpQueue;

@@ -1,0 +1,398 @@
+//! The RabbitMQ implementation of [`crate::Queue`].
+//!
+//! Topology for a base name `q`, declared idempotently by
+//! [`AmqpQueue::connect`]:
+//!
+//! - `q`: the work queue, a durable quorum queue with a delivery limit that
+//!   dead-letters to `q.dlx`;
+//! - `q.dlx` (fanout exchange) → `q.dead`: dead letters, read back through
+//!   [`DeadLetters`](crate::DeadLetters);
+//! - `q.delay.{ms}`: one TTL queue per delay bucket, declared on first use,
+//!   that dead-letters its expired messages back into `q` and deletes itself
+//!   when unused.
+//!
+//! Publishes wait for publisher confirms and are `mandatory`, so a message
+//! the broker did not store, or could not route, is an error rather than a
+//! silent loss. Consumers ack manually with a bounded prefetch.
+//!
+//! The connection recovers by itself (lapin's auto-recovery replays the
+//! topology, QoS and consumers); publishes interrupted by a recovery wait
+//! for it and are retried. Deliveries received before a recovery can no
+//! longer be settled: the broker redelivers them, so consumers must be
+//! idempotent (the step protocol's fencing).
+//!
+//! TLS: `amqps://` uses rustls with ring. If the process has not installed
+//! a default rustls crypto provider, the connector installs ring itself,
+//! so connecting never panics for lack of one; the binary still installs
+//! ring at start-up so all its rustls clients agree.
+
+mod consumer;
+mod dead_letters;
+mod topology;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use lapin::options::{
+    BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
+    ExchangeDeleteOptions, QueueDeclareOptions, QueueDeleteOptions,
+};
+use lapin::types::FieldTable;
+use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
+use uuid::Uuid;
+
+use crate::{Consumer, Queue, QueueError};
+use consumer::AmqpConsumer;
+use topology::Names;
+
+/// How many times a publish is tried when the connection fails under it.
+const PUBLISH_ATTEMPTS: u32 = 3;
+
+/// AMQP `delivery-mode` for messages written to disk.
+const PERSISTENT: u8 = 2;
+
+/// How to reach RabbitMQ and which queue to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AmqpConfig {
+    /// The broker, e.g. `amqp://guest:guest@127.0.0.1:5672/%2f`.
+    pub url: String,
+    /// The base name from which every queue and exchange name is derived,
+    /// e.g. `deepfleet.steps`.
+    pub queue: String,
+    /// Failed deliveries (a requeue, or a consumer gone without settling)
+    /// a message may have; the next failure makes the broker dead-letter it
+    /// (reason `delivery_limit`) instead of redelivering it, so it is
+    /// delivered at most `delivery_limit + 1` times. Fixed when the queue
+    /// is first declared: redeclaring with another value fails.
+    pub delivery_limit: u32,
+    /// How long [`AmqpQueue::connect`] waits for the broker. Without it, a
+    /// broker that is down would keep the first connection attempt
+    /// retrying for the whole recovery back-off (minutes).
+    pub connect_timeout: Duration,
+}
+
+impl AmqpConfig {
+    /// A configuration with a delivery limit of 10 and a 30 s connect
+    /// timeout.
+    pub fn new(url: impl Into<String>, queue: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            queue: queue.into(),
+            delivery_limit: 10,
+            connect_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A queue on RabbitMQ; clones share one connection.
+#[derive(Clone)]
+pub struct AmqpQueue {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for AmqpQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmqpQueue")
+            .field("queue", &self.shared.names.main)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the queue, its consumers and their deliveries share.
+struct Shared {
+    connection: Connection,
+    /// The one channel for publishing, in confirm mode. lapin matches
+    /// confirms to publishes itself, so concurrent publishers can share it.
+    /// Nothing else runs on it: a channel-level error (a failed declare)
+    /// would close it for good, since lapin only reopens channels when the
+    /// whole connection recovers.
+    publisher: Channel,
+    names: Names,
+    /// When this process last declared each delay queue (by bucket), to
+    /// renew its `x-expires` lease often enough; see
+    /// [`topology::DELAY_QUEUE_SLACK`].
+    delays_declared: Mutex<HashMap<u64, Instant>>,
+}
+
+/// Where a message goes.
+#[derive(Debug, Clone, Copy)]
+enum Route {
+    Main,
+    Delay(u64),
+    DeadLetter,
+}
+
+/// Why one publish attempt failed.
+enum Failure {
+    /// The channel or connection failed; recovery may fix it.
+    Broker(lapin::Error),
+    /// The broker returned the message as unroutable.
+    Returned(String),
+    /// The broker nacked the message.
+    Refused(String),
+}
+
+impl From<lapin::Error> for Failure {
+    fn from(err: lapin::Error) -> Self {
+        Failure::Broker(err)
+    }
+}
+
+fn connection_error(err: lapin::Error) -> QueueError {
+    QueueError::Connection(err.to_string())
+}
+
+impl AmqpQueue {
+    /// Connects to the broker and declares the topology (idempotent).
+    pub async fn connect(config: AmqpConfig) -> Result<AmqpQueue, QueueError> {
+        let properties = ConnectionProperties::default()
+            .with_connection_name(format!("deepfleet {}", config.queue).into())
+            .enable_auto_recover();
+        let connection = tokio::time::timeout(
+            config.connect_timeout,
+            Connection::connect(&config.url, properties),
+        )
+        .await
+        .map_err(|_| {
+            QueueError::Connection(format!(
+                "no connection to the broker within {:?}",
+                config.connect_timeout
+            ))
+        })?
+        .map_err(connection_error)?;
+        let names = Names::new(&config.queue);
+        let publisher = connection
+            .create_channel()
+            .await
+            .map_err(connection_error)?;
+        publisher
+            .confirm_select(ConfirmSelectOptions::default())
+            .await
+            .map_err(connection_error)?;
+        // Declared on the publisher channel so lapin replays the topology
+        // when the connection recovers, should the broker have lost it.
+        topology::declare(&publisher, &names, config.delivery_limit)
+            .await
+            .map_err(connection_error)?;
+        Ok(AmqpQueue {
+            shared: Arc::new(Shared {
+                connection,
+                publisher,
+                names,
+                delays_declared: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Deletes the main, dead-letter and delay queues and the dead-letter
+    /// exchange, with whatever messages they hold.
+    ///
+    /// For tests and tear-down only: other processes on the same base name
+    /// lose their consumers, and their publishes fail as unroutable, until
+    /// one of them connects again and so redeclares the topology.
+    pub async fn delete_all(&self) -> Result<(), QueueError> {
+        let names = &self.shared.names;
+        let channel = self.shared.open_channel().await?;
+        let queues = [names.main.clone(), names.dead.clone()]
+            .into_iter()
+            .chain(names.all_delays());
+        for queue in queues {
+            // Deleting a queue that does not exist succeeds in RabbitMQ,
+            // so delay buckets that were never used need no special case.
+            channel
+                .queue_delete(queue.into(), QueueDeleteOptions::default())
+                .await
+                .map_err(connection_error)?;
+        }
+        channel
+            .exchange_delete(names.dlx.as_str().into(), ExchangeDeleteOptions::default())
+            .await
+            .map_err(connection_error)
+    }
+
+    /// Closes the connection. Deliveries not yet settled go back to the
+    /// queue, marked redelivered.
+    pub async fn close(&self) -> Result<(), QueueError> {
+        self.shared
+            .connection
+            .close(200, "closed by deepfleet".into())
+            .await
+            .map_err(connection_error)
+    }
+}
+
+impl Shared {
+    fn delays_declared(&self) -> MutexGuard<'_, HashMap<u64, Instant>> {
+        // A poisoned lock only means a panic elsewhere; the map is a cache
+        // that is always safe to read or overwrite.
+        self.delays_declared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new channel, for consumers and for one-off operations that may
+    /// fail at channel level (a passive declare of a missing queue) without
+    /// harming the publisher. It closes when its last handle is dropped.
+    async fn open_channel(&self) -> Result<Channel, QueueError> {
+        self.connection
+            .create_channel()
+            .await
+            .map_err(connection_error)
+    }
+
+    /// Declares the delay queue for `bucket_ms` unless this process did so
+    /// recently enough that it cannot have expired.
+    async fn ensure_delay_queue(&self, bucket_ms: u64) -> Result<(), Failure> {
+        let fresh = self
+            .delays_declared()
+            .get(&bucket_ms)
+            .is_some_and(|at| at.elapsed() < topology::DELAY_QUEUE_SLACK / 2);
+        if fresh {
+            return Ok(());
+        }
+        let channel = self.connection.create_channel().await?;
+        topology::declare_delay(&channel, &self.names, bucket_ms).await?;
+        self.delays_declared().insert(bucket_ms, Instant::now());
+        Ok(())
+    }
+
+    /// Publishes with confirms, retrying through a connection recovery.
+    async fn publish(
+        &self,
+        route: Route,
+        payload: &[u8],
+        headers: Option<FieldTable>,
+    ) -> Result<(), QueueError> {
+        let mut properties = BasicProperties::default().with_delivery_mode(PERSISTENT);
+        if let Some(headers) = headers {
+            properties = properties.with_headers(headers);
+        }
+        let mut attempt = 1;
+        loop {
+            match self.try_publish(route, payload, properties.clone()).await {
+                Ok(()) => return Ok(()),
+                Err(Failure::Broker(err)) if attempt < PUBLISH_ATTEMPTS => {
+                    tracing::warn!(%err, attempt, "publish failed, waiting for the connection to recover");
+                    self.publisher
+                        .wait_for_recovery(err)
+                        .await
+                        .map_err(connection_error)?;
+                }
+                Err(Failure::Returned(reply)) if attempt < PUBLISH_ATTEMPTS => match route {
+                    // The delay queue expired or was deleted since this
+                    // process declared it: declare it again.
+                    Route::Delay(bucket_ms) => {
+                        self.delays_declared().remove(&bucket_ms);
+                    }
+                    Route::Main | Route::DeadLetter => {
+                        return Err(QueueError::NotConfirmed(reply));
+                    }
+                },
+                Err(Failure::Broker(err)) => return Err(connection_error(err)),
+                Err(Failure::Returned(reply) | Failure::Refused(reply)) => {
+                    return Err(QueueError::NotConfirmed(reply));
+                }
+            }
+            attempt += 1;
+        }
+    }
+
+    async fn try_publish(
+        &self,
+        route: Route,
+        payload: &[u8],
+        properties: BasicProperties,
+    ) -> Result<(), Failure> {
+        let (exchange, routing_key) = match route {
+            Route::Main => (String::new(), self.names.main.clone()),
+            Route::Delay(bucket_ms) => {
+                self.ensure_delay_queue(bucket_ms).await?;
+                (String::new(), self.names.delay(bucket_ms))
+            }
+            Route::DeadLetter => (self.names.dlx.clone(), self.names.main.clone()),
+        };
+        let confirmation = self
+            .publisher
+            .basic_publish(
+                exchange.into(),
+                routing_key.clone().into(),
+                BasicPublishOptions {
+                    mandatory: true,
+                    ..BasicPublishOptions::default()
+                },
+                payload,
+                properties,
+            )
+            .await?
+            .await?;
+        match confirmation {
+            // A mandatory message nobody could route is acked *and*
+            // returned; only a bare ack means it was stored.
+            Confirmation::Ack(None) => Ok(()),
+            Confirmation::Ack(Some(returned)) => Err(Failure::Returned(format!(
+                "unroutable to {routing_key}: {} {}",
+                returned.reply_code, returned.reply_text
+            ))),
+            Confirmation::Nack(_) => Err(Failure::Refused(format!(
+                "the broker nacked a message for {routing_key}"
+            ))),
+            Confirmation::NotRequested => Err(Failure::Refused(
+                "the publisher channel is not in confirm mode".into(),
+            )),
+        }
+    }
+}
+
+#[async_trait]
+impl Queue for AmqpQueue {
+    async fn publish(&self, payload: Vec<u8>, delay: Option<Duration>) -> Result<(), QueueError> {
+        let route = delay
+            .and_then(topology::delay_bucket)
+            .map_or(Route::Main, Route::Delay);
+        self.shared.publish(route, &payload, None).await
+    }
+
+    async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError> {
+        // Its own channel: QoS is per channel, and a channel error while
+        // settling must not take the publisher down with it.
+        let channel = self.shared.open_channel().await?;
+        // A prefetch of 0 means "unlimited" in AMQP; the contract is at
+        // least one, as in MemoryQueue.
+        channel
+            .basic_qos(prefetch.max(1), BasicQosOptions::default())
+            .await
+            .map_err(connection_error)?;
+        let consumer = channel
+            .basic_consume(
+                self.shared.names.main.as_str().into(),
+                format!("deepfleet-{}", Uuid::new_v4()).into(),
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .map_err(connection_error)?;
+        Ok(Box::new(AmqpConsumer::new(
+            Arc::clone(&self.shared),
+            channel,
+            consumer,
+        )))
+    }
+
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        let channel = self.shared.open_channel().await?;
+        let queue = channel
+            .queue_declare(
+                self.shared.names.main.as_str().into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
+            .await
+            .map_err(connection_error)?;
+        Ok(Some(u64::from(queue.message_count())))
+    }
+}

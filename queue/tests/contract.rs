@@ -1,0 +1,369 @@
+//! The `Queue` contract, run against every backend.
+//!
+//! Each scenario is a generic async fn; `contract!` runs it once on
+//! `MemoryQueue` and once on `AmqpQueue` (a fresh, uniquely named queue on
+//! the RabbitMQ at `AMQP_URL`, default `amqp://127.0.0.1:5672`, deleted
+//! afterwards). Without a reachable RabbitMQ the AMQP cases are skipped,
+//! unless `CI=true`, where they fail.
+
+// clippy's allow-unwrap-in-tests covers #[test] fns only, not the
+// scenarios and helpers they call.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::panic::AssertUnwindSafe;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
+use deepfleet_queue::{Consumer, DeadLetter, DeadLetters, Delivery, Queue, QueueError};
+use futures::FutureExt;
+use pretty_assertions::assert_eq;
+
+/// Long enough for a broker round trip on a loaded machine.
+const PATIENCE: Duration = Duration::from_secs(10);
+/// How long to watch for something that must not arrive.
+const QUIET: Duration = Duration::from_millis(500);
+
+fn amqp_url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".into())
+}
+
+/// A configuration for a queue no other test uses.
+fn fresh_config(delivery_limit: u32) -> AmqpConfig {
+    AmqpConfig {
+        delivery_limit,
+        connect_timeout: Duration::from_secs(5),
+        ..AmqpConfig::new(
+            amqp_url(),
+            format!("deepfleet.test.{}", uuid::Uuid::new_v4()),
+        )
+    }
+}
+
+/// Whether anything listens at the broker's address. Probed once, so that
+/// without RabbitMQ every AMQP test is skipped at once rather than after
+/// the connect timeout.
+fn broker_reachable() -> bool {
+    static REACHABLE: OnceLock<bool> = OnceLock::new();
+    *REACHABLE.get_or_init(|| {
+        let Ok(uri) = amqp_url().parse::<lapin::uri::AMQPUri>() else {
+            return false;
+        };
+        (uri.authority.host.as_str(), uri.authority.port)
+            .to_socket_addrs()
+            .into_iter()
+            .flatten()
+            .any(|addr| TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok())
+    })
+}
+
+/// Connects, or returns `None` (after a note) when RabbitMQ is not
+/// reachable outside CI.
+async fn connect(config: AmqpConfig) -> Option<AmqpQueue> {
+    if broker_reachable() {
+        return Some(AmqpQueue::connect(config).await.unwrap());
+    }
+    let advice = format!(
+        "RabbitMQ is unreachable at {}; start it with `rabbitmq-server -detached`",
+        amqp_url()
+    );
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{advice} (required under CI=true)"
+    );
+    eprintln!("skipping: {advice}");
+    None
+}
+
+/// Runs `scenario` on a fresh AMQP queue (and the configuration that
+/// reaches it), then deletes the queue, even if the scenario panicked.
+async fn on_amqp<F, Fut>(delivery_limit: u32, scenario: F)
+where
+    F: FnOnce(AmqpQueue, AmqpConfig) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let config = fresh_config(delivery_limit);
+    let Some(queue) = connect(config.clone()).await else {
+        return;
+    };
+    let outcome = AssertUnwindSafe(scenario(queue.clone(), config))
+        .catch_unwind()
+        .await;
+    queue.delete_all().await.unwrap();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+macro_rules! contract {
+    ($($scenario:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    super::$scenario(deepfleet_queue::memory::MemoryQueue::new()).await;
+                }
+            )*
+        }
+        mod amqp {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    super::on_amqp(10, |q, _| super::$scenario(q)).await;
+                }
+            )*
+        }
+    };
+}
+
+contract!(
+    publish_consume_ack,
+    dropped_delivery_is_redelivered,
+    requeued_delivery_is_redelivered,
+    prefetch_bounds_unsettled_deliveries,
+    delayed_publish_arrives_after_the_delay,
+    dead_letter_keeps_the_reason,
+    depth_counts_ready_messages,
+);
+
+async fn next(consumer: &mut Box<dyn Consumer>) -> Box<dyn Delivery> {
+    tokio::time::timeout(PATIENCE, consumer.next())
+        .await
+        .expect("no delivery in time")
+        .expect("consumer closed")
+        .expect("consumer failed")
+}
+
+async fn nothing_within(consumer: &mut Box<dyn Consumer>, quiet: Duration) {
+    if let Ok(got) = tokio::time::timeout(quiet, consumer.next()).await {
+        let payload = got.map(|d| d.map(|d| d.payload().to_vec()));
+        panic!("expected no delivery, got {payload:?}");
+    }
+}
+
+async fn publish_consume_ack<Q: Queue>(q: Q) {
+    q.publish(b"one".to_vec(), None).await.unwrap();
+    let mut consumer = q.consume(1).await.unwrap();
+    let delivery = next(&mut consumer).await;
+    assert_eq!(
+        (delivery.payload(), delivery.redelivered()),
+        (&b"one"[..], false)
+    );
+    delivery.ack().await.unwrap();
+    nothing_within(&mut consumer, QUIET).await;
+    assert_eq!(q.depth().await.unwrap(), Some(0));
+}
+
+async fn dropped_delivery_is_redelivered<Q: Queue>(q: Q) {
+    q.publish(b"dropped".to_vec(), None).await.unwrap();
+    let mut consumer = q.consume(1).await.unwrap();
+    drop(next(&mut consumer).await);
+    let again = next(&mut consumer).await;
+    assert_eq!(
+        (again.payload(), again.redelivered()),
+        (&b"dropped"[..], true)
+    );
+    again.ack().await.unwrap();
+}
+
+async fn requeued_delivery_is_redelivered<Q: Queue>(q: Q) {
+    q.publish(b"requeued".to_vec(), None).await.unwrap();
+    let mut consumer = q.consume(1).await.unwrap();
+    next(&mut consumer).await.requeue().await.unwrap();
+    let again = next(&mut consumer).await;
+    assert_eq!(
+        (again.payload(), again.redelivered()),
+        (&b"requeued"[..], true)
+    );
+    again.ack().await.unwrap();
+}
+
+async fn prefetch_bounds_unsettled_deliveries<Q: Queue>(q: Q) {
+    for i in 0..3u8 {
+        q.publish(vec![i], None).await.unwrap();
+    }
+    let mut consumer = q.consume(2).await.unwrap();
+    let first = next(&mut consumer).await;
+    let second = next(&mut consumer).await;
+    nothing_within(&mut consumer, QUIET).await;
+    first.ack().await.unwrap();
+    let third = next(&mut consumer).await;
+    assert_eq!(
+        [second.payload(), third.payload()],
+        [&[1u8][..], &[2u8][..]]
+    );
+    second.ack().await.unwrap();
+    third.ack().await.unwrap();
+}
+
+async fn delayed_publish_arrives_after_the_delay<Q: Queue>(q: Q) {
+    let delay = Duration::from_secs(1);
+    let mut consumer = q.consume(1).await.unwrap();
+    let start = Instant::now();
+    q.publish(b"later".to_vec(), Some(delay)).await.unwrap();
+    nothing_within(&mut consumer, delay / 2).await;
+    let delivery = next(&mut consumer).await;
+    assert!(
+        start.elapsed() >= delay,
+        "arrived after {:?}",
+        start.elapsed()
+    );
+    assert_eq!(delivery.payload(), b"later");
+    delivery.ack().await.unwrap();
+}
+
+async fn dead_letter_keeps_the_reason<Q: Queue + DeadLetters>(q: Q) {
+    q.publish(b"poison".to_vec(), None).await.unwrap();
+    let mut consumer = q.consume(1).await.unwrap();
+    next(&mut consumer)
+        .await
+        .dead_letter("bad input: no run id")
+        .await
+        .unwrap();
+    nothing_within(&mut consumer, QUIET).await;
+    let dead = q.drain_dead_letters(10).await.unwrap();
+    assert_eq!(
+        dead,
+        vec![DeadLetter {
+            payload: b"poison".to_vec(),
+            reason: "bad input: no run id".into(),
+        }]
+    );
+    assert_eq!(q.drain_dead_letters(10).await.unwrap(), vec![]);
+}
+
+async fn depth_counts_ready_messages<Q: Queue>(q: Q) {
+    assert_eq!(q.depth().await.unwrap(), Some(0));
+    for i in 0..3u8 {
+        q.publish(vec![i], None).await.unwrap();
+    }
+    assert_eq!(q.depth().await.unwrap(), Some(3));
+    let mut consumer = q.consume(1).await.unwrap();
+    let delivery = next(&mut consumer).await;
+    // An unacked delivery is not ready.
+    assert_eq!(q.depth().await.unwrap(), Some(2));
+    delivery.ack().await.unwrap();
+}
+
+/// A consumer whose connection drops before it acks: the broker hands the
+/// message to the next consumer, marked redelivered.
+#[tokio::test]
+async fn amqp_connection_drop_redelivers_to_a_new_consumer() {
+    on_amqp(10, |q, config| async move {
+        let doomed_queue = AmqpQueue::connect(config).await.unwrap();
+        q.publish(b"in flight".to_vec(), None).await.unwrap();
+        let mut doomed = doomed_queue.consume(1).await.unwrap();
+        let unacked = next(&mut doomed).await;
+        assert!(!unacked.redelivered());
+        // The survivor's prefetch is free, so nothing but the drop stands
+        // between it and the message.
+        let mut survivor = q.consume(1).await.unwrap();
+        nothing_within(&mut survivor, QUIET).await;
+        doomed_queue.close().await.unwrap();
+        let again = next(&mut survivor).await;
+        assert_eq!(
+            (again.payload(), again.redelivered()),
+            (&b"in flight"[..], true)
+        );
+        again.ack().await.unwrap();
+        // The old delivery cannot be settled any more.
+        assert!(unacked.ack().await.is_err());
+    })
+    .await;
+}
+
+/// With a delivery limit of 2 the third failed delivery makes the broker
+/// dead-letter the message itself, and the reason says so.
+#[tokio::test]
+async fn amqp_delivery_limit_dead_letters() {
+    on_amqp(2, |q, _| async move {
+        q.publish(b"flaky".to_vec(), None).await.unwrap();
+        let mut consumer = q.consume(1).await.unwrap();
+        for _ in 0..3 {
+            next(&mut consumer).await.requeue().await.unwrap();
+        }
+        nothing_within(&mut consumer, QUIET).await;
+        let dead = drain_until_some(&q).await;
+        assert_eq!(
+            dead,
+            vec![DeadLetter {
+                payload: b"flaky".to_vec(),
+                reason: "delivery_limit".into(),
+            }]
+        );
+    })
+    .await;
+}
+
+/// The broker closes the connection under a consumer holding a delivery:
+/// lapin recovers it, a publish made meanwhile waits for the recovery and
+/// succeeds, the old delivery can no longer be settled (`Settle`), and the
+/// recovered consumer gets the message again.
+///
+/// Needs `rabbitmqctl` (run as root, as in CI); skipped without it.
+#[tokio::test]
+async fn amqp_recovers_from_a_forced_close() {
+    on_amqp(10, |q, config| async move {
+        q.publish(b"before".to_vec(), None).await.unwrap();
+        let mut consumer = q.consume(1).await.unwrap();
+        let stale = next(&mut consumer).await;
+        if !force_close(&config.queue) {
+            eprintln!("skipping: `rabbitmqctl close_connection` is not available here");
+            return;
+        }
+        q.publish(b"after".to_vec(), None).await.unwrap();
+        let err = stale.ack().await.unwrap_err();
+        assert!(matches!(err, QueueError::Settle(_)), "{err:?}");
+        let again = next(&mut consumer).await;
+        assert_eq!(
+            (again.payload(), again.redelivered()),
+            (&b"before"[..], true)
+        );
+        again.ack().await.unwrap();
+        let after = next(&mut consumer).await;
+        assert_eq!(
+            (after.payload(), after.redelivered()),
+            (&b"after"[..], false)
+        );
+        after.ack().await.unwrap();
+    })
+    .await;
+}
+
+/// Has the broker close the connection named after `queue` (the
+/// connection name `AmqpQueue` sets); false if `rabbitmqctl` is unusable.
+fn force_close(queue: &str) -> bool {
+    let rabbitmqctl = |args: &[&str]| {
+        std::process::Command::new("rabbitmqctl")
+            .arg("-q")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+    };
+    let Some(listing) = rabbitmqctl(&["list_connections", "pid", "client_properties"]) else {
+        return false;
+    };
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let Some(pid) = listing
+        .lines()
+        .find(|line| line.contains(queue))
+        .and_then(|line| line.split('\t').next())
+    else {
+        return false;
+    };
+    rabbitmqctl(&["close_connection", pid, "forced by the contract tests"]).is_some()
+}
+
+/// Broker dead-lettering is asynchronous: poll until something arrives.
+async fn drain_until_some(q: &AmqpQueue) -> Vec<DeadLetter> {
+    let start = Instant::now();
+    loop {
+        let dead = q.drain_dead_letters(10).await.unwrap();
+        if !dead.is_empty() || start.elapsed() > PATIENCE {
+            return dead;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,90 @@
+//! Following a batch of runs to the end.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use deepfleet_proto::{
+    Encoding, ResultLine, ResultStatus, RunRecord, RunStatus, checkpoint::FileData,
+};
+use deepfleet_store::Store;
+
+use crate::SchedulerError;
+
+/// Collects the results of a batch's runs as they finish.
+pub struct BatchFollower {
+    store: Arc<dyn Store>,
+    batch_id: String,
+    /// Submitted runs not yet reported: run id -> thread id.
+    waiting: HashMap<String, String>,
+}
+
+impl BatchFollower {
+    /// Follows `batch_id`.
+    pub fn new(store: Arc<dyn Store>, batch_id: impl Into<String>) -> Self {
+        BatchFollower {
+            store,
+            batch_id: batch_id.into(),
+            waiting: HashMap::new(),
+        }
+    }
+
+    /// Adds a submitted run to follow.
+    pub fn track(&mut self, run: &RunRecord) {
+        self.waiting.insert(run.run_id.clone(), run.thread_id.clone());
+    }
+
+    /// Runs still going.
+    pub fn remaining(&self) -> usize {
+        self.waiting.len()
+    }
+
+    /// Result lines of runs that finished since the last call (possibly
+    /// none). Duplicate notices (a republished follow-up) are ignored.
+    pub async fn poll(&mut self) -> Result<Vec<ResultLine>, SchedulerError> {
+        let done = self.store.pop_batch_done(&self.batch_id, 512).await?;
+        let mut lines = Vec::with_capacity(done.len());
+        for run_id in done {
+            let Some(thread_id) = self.waiting.remove(&run_id) else {
+                continue;
+            };
+            let Some(run) = self.store.get_run(&thread_id, &run_id).await? else {
+                continue;
+            };
+            let thread = self.store.load_thread(&thread_id).await?;
+            lines.push(result_line(&run, &thread.files));
+        }
+        Ok(lines)
+    }
+}
+
+/// The result line of a finished run.
+pub fn result_line(
+    run: &RunRecord,
+    files: &std::collections::BTreeMap<String, FileData>,
+) -> ResultLine {
+    let status = match run.status {
+        RunStatus::Success => ResultStatus::Success,
+        RunStatus::Interrupted => ResultStatus::Interrupted,
+        RunStatus::Error
+        | RunStatus::Cancelled
+        | RunStatus::Pending
+        | RunStatus::Running
+        | RunStatus::Waiting => ResultStatus::Error,
+    };
+    ResultLine {
+        id: run.task_id.clone().unwrap_or_else(|| run.run_id.clone()),
+        status,
+        output: run.output.clone().unwrap_or_default(),
+        error: run
+            .error
+            .as_ref()
+            .map(|e| format!("{}: {}", e.code, e.message)),
+        steps: run.steps,
+        usage: run.usage.into(),
+        files: files
+            .iter()
+            .filter(|(_, f)| f.encoding == Encoding::Utf8)
+            .map(|(p, f)| (p.clone(), f.content.clone()))
+            .collect(),
+    }
+}

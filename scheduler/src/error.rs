@@ -1,0 +1,28 @@
+use deepfleet_proto::SpecError;
+use deepfleet_queue::QueueError;
+use deepfleet_store::StoreError;
+
+/// Why the scheduler refused or failed a request.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    /// A task breaks the contract; nothing was written.
+    #[error("task {id}: {reason}")]
+    InvalidTask {
+        /// The task's id (empty if it had none).
+        id: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The agent spec is invalid.
+    #[error("invalid agent spec: {0}")]
+    Spec(#[from] SpecError),
+    /// No spec by that name is registered.
+    #[error("unknown agent '{0}'")]
+    UnknownAgent(String),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The queue failed.
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}

@@ -1,0 +1,153 @@
+//! Accepting runs: validate, record, publish the first step.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use deepfleet_proto::{
+    AgentSpec, Envelope, FileData, Job, LoggedMessage, Message, RunRecord, RunStatus, StepJob,
+    TaskLine, Usage,
+};
+use deepfleet_queue::Queue;
+use deepfleet_store::{Store, ThreadSeed};
+
+use crate::SchedulerError;
+
+/// Takes runs in.
+#[derive(Clone)]
+pub struct Intake {
+    store: Arc<dyn Store>,
+    queue: Arc<dyn Queue>,
+}
+
+impl Intake {
+    /// Intake over a store and a queue.
+    pub fn new(store: Arc<dyn Store>, queue: Arc<dyn Queue>) -> Self {
+        Intake { store, queue }
+    }
+
+    /// Validates and stores a spec so workers can load it by name.
+    pub async fn register(&self, spec: &AgentSpec) -> Result<(), SchedulerError> {
+        spec.validate()?;
+        self.store.put_spec(spec).await?;
+        Ok(())
+    }
+
+    /// Starts a run of `agent` for `task`, part of `batch_id` if given.
+    /// `count_tokens` gives the input message's token count, stored with
+    /// it so no step ever counts it again.
+    pub async fn submit(
+        &self,
+        agent: &str,
+        task: &TaskLine,
+        batch_id: Option<&str>,
+        count_tokens: impl Fn(&Message) -> u32,
+    ) -> Result<RunRecord, SchedulerError> {
+        let files = validate_task(task)?;
+        if self.store.get_spec(agent).await?.is_none() {
+            return Err(SchedulerError::UnknownAgent(agent.to_owned()));
+        }
+        let now = Utc::now();
+        let run = RunRecord {
+            run_id: uuid::Uuid::now_v7().to_string(),
+            thread_id: uuid::Uuid::new_v4().to_string(),
+            agent: agent.to_owned(),
+            subagent: None,
+            status: RunStatus::Pending,
+            parent: None,
+            depth: 0,
+            batch_id: batch_id.map(str::to_owned),
+            task_id: Some(task.id.clone()),
+            context: task.context.clone(),
+            steps: 0,
+            usage: Usage::default(),
+            output: None,
+            error: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let input = Message::user(task.input.clone());
+        let seed = ThreadSeed {
+            messages: vec![LoggedMessage {
+                tokens: count_tokens(&input),
+                message: input,
+            }],
+            files: files
+                .into_iter()
+                .map(|(path, content)| (path, FileData::text(content, now)))
+                .collect(),
+            state: Default::default(),
+        };
+        // A fresh run id cannot exist yet, so creation always happens.
+        let step = self.store.create_run(&run, &seed).await?.unwrap_or(0);
+        let envelope = Envelope::new(
+            uuid::Uuid::now_v7().to_string(),
+            Job::Step(StepJob {
+                run_id: run.run_id.clone(),
+                thread_id: run.thread_id.clone(),
+                step,
+            }),
+        );
+        let payload = serde_json::to_vec(&envelope).map_err(|e| SchedulerError::InvalidTask {
+            id: task.id.clone(),
+            reason: format!("cannot encode: {e}"),
+        })?;
+        self.queue.publish(payload, None).await?;
+        Ok(run)
+    }
+}
+
+/// Checks a task without submitting it; returns its seed files with
+/// normalised paths.
+pub fn validate_task(task: &TaskLine) -> Result<BTreeMap<String, String>, SchedulerError> {
+    let invalid = |reason: String| SchedulerError::InvalidTask {
+        id: task.id.clone(),
+        reason,
+    };
+    if task.id.trim().is_empty() {
+        return Err(invalid("`id` must not be empty".to_owned()));
+    }
+    if task.input.trim().is_empty() {
+        return Err(invalid("`input` must not be empty".to_owned()));
+    }
+    let mut files = BTreeMap::new();
+    for (path, content) in task.files.iter().flatten() {
+        let normal = deepfleet_proto::path::validate(path)
+            .map_err(|e| invalid(format!("files: {e}")))?;
+        files.insert(normal, content.clone());
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str, input: &str, files: &[(&str, &str)]) -> TaskLine {
+        TaskLine {
+            id: id.into(),
+            input: input.into(),
+            context: None,
+            files: Some(
+                files
+                    .iter()
+                    .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
+                    .collect(),
+            ),
+        }
+    }
+
+    #[test]
+    fn rejects_empty_fields_and_traversal() {
+        assert!(validate_task(&task("", "x", &[])).is_err());
+        assert!(validate_task(&task("a", " ", &[])).is_err());
+        let err = validate_task(&task("a", "x", &[("/../etc/passwd", "")])).unwrap_err();
+        assert!(err.to_string().contains("Path traversal not allowed"), "{err}");
+    }
+
+    #[test]
+    fn normalises_seed_paths() {
+        let files = validate_task(&task("a", "x", &[("notes//a.md", "hi")])).unwrap();
+        assert_eq!(files.keys().collect::<Vec<_>>(), vec!["/notes/a.md"]);
+    }
+}

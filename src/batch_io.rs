@@ -1,0 +1,161 @@
+//! Reading batch inputs and writing results: tasks JSONL, agent specs,
+//! results JSONL and the summary table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use deepfleet_proto::{AgentSpec, ResultLine, ResultStatus, TaskLine};
+
+/// Reads a tasks file. Every malformed line is reported (with its number)
+/// before anything runs, so a bad batch starts nothing.
+pub fn read_tasks(path: &Path) -> anyhow::Result<Vec<TaskLine>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading tasks from {}", path.display()))?;
+    let mut tasks = Vec::new();
+    let mut errors = Vec::new();
+    let mut ids = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<TaskLine>(line) {
+            Ok(task) => {
+                if let Some(first) = ids.insert(task.id.clone(), n) {
+                    errors.push(format!("line {n}: duplicate id {:?} (first on line {first})", task.id));
+                }
+                tasks.push(task);
+            }
+            Err(e) => errors.push(format!("line {n}: {e}")),
+        }
+    }
+    if !errors.is_empty() {
+        bail!("{} has {} invalid line(s):\n  {}", path.display(), errors.len(), errors.join("\n  "));
+    }
+    if tasks.is_empty() {
+        bail!("{} has no tasks", path.display());
+    }
+    Ok(tasks)
+}
+
+/// Loads an agent spec. A `replay:PATH` model with a relative path is
+/// resolved against the spec's directory, so examples run from anywhere;
+/// `model_override` replaces every model of the spec.
+pub fn load_spec(path: &Path, model_override: Option<&str>) -> anyhow::Result<AgentSpec> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading agent spec {}", path.display()))?;
+    let mut spec = AgentSpec::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let resolve = |model: &str| -> String {
+        match model.strip_prefix("replay:") {
+            Some(rel) if Path::new(rel).is_relative() => {
+                let abs: PathBuf = dir.join(rel);
+                format!("replay:{}", abs.canonicalize().unwrap_or(abs).display())
+            }
+            _ => model.to_owned(),
+        }
+    };
+    spec.model = resolve(model_override.unwrap_or(&spec.model));
+    for sub in &mut spec.subagents {
+        sub.model = match model_override {
+            Some(m) => Some(m.to_owned()),
+            None => sub.model.as_deref().map(resolve),
+        };
+    }
+    Ok(spec)
+}
+
+/// Totals of a finished batch.
+#[derive(Debug, Default)]
+pub struct Summary {
+    runs: usize,
+    by_status: BTreeMap<&'static str, usize>,
+    steps: u64,
+    input_tokens: u64,
+    output_tokens: u64,
+    cached_tokens: u64,
+}
+
+impl Summary {
+    /// Counts one result.
+    pub fn add(&mut self, line: &ResultLine) {
+        self.runs += 1;
+        let status = match line.status {
+            ResultStatus::Success => "success",
+            ResultStatus::Error => "error",
+            ResultStatus::Interrupted => "interrupted",
+        };
+        *self.by_status.entry(status).or_default() += 1;
+        self.steps += u64::from(line.steps);
+        self.input_tokens += line.usage.input_tokens;
+        self.output_tokens += line.usage.output_tokens;
+        self.cached_tokens += line.usage.cached_input_tokens;
+    }
+
+    /// Whether every run succeeded.
+    pub fn all_succeeded(&self) -> bool {
+        self.by_status.get("success").copied().unwrap_or(0) == self.runs
+    }
+
+    /// The table printed at the end of a batch.
+    pub fn table(&self, wall: Duration) -> String {
+        let secs = wall.as_secs_f64();
+        let mut rows: Vec<(String, String)> = vec![("runs".into(), self.runs.to_string())];
+        for (status, n) in &self.by_status {
+            rows.push((format!("  {status}"), n.to_string()));
+        }
+        rows.push(("model calls".into(), self.steps.to_string()));
+        rows.push(("input tokens".into(), self.input_tokens.to_string()));
+        if self.cached_tokens > 0 {
+            rows.push(("  cached".into(), self.cached_tokens.to_string()));
+        }
+        rows.push(("output tokens".into(), self.output_tokens.to_string()));
+        rows.push(("wall time".into(), format!("{secs:.2} s")));
+        if secs > 0.0 {
+            rows.push(("runs/s".into(), format!("{:.1}", self.runs as f64 / secs)));
+        }
+        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        let mut out = String::new();
+        for (k, v) in rows {
+            let _ = writeln!(out, "{k:<width$}  {v:>12}");
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_lines_are_all_reported_with_numbers() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.jsonl");
+        std::fs::write(
+            &path,
+            "{\"id\": \"a\", \"input\": \"x\"}\n{bad json}\n\n{\"id\": \"a\", \"input\": \"y\"}\n{\"id\": \"b\", \"input\": \"z\", \"fles\": {}}\n",
+        )
+        .unwrap();
+        let err = read_tasks(&path).unwrap_err().to_string();
+        assert!(err.contains("3 invalid line(s)"), "{err}");
+        assert!(err.contains("line 2:"), "{err}");
+        assert!(err.contains("line 4: duplicate id \"a\" (first on line 1)"), "{err}");
+        assert!(err.contains("line 5: unknown field `fles`"), "{err}");
+    }
+
+    #[test]
+    fn replay_paths_resolve_against_the_spec() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.yaml"), "rules: []\n").unwrap();
+        let spec_path = dir.path().join("agent.yaml");
+        std::fs::write(&spec_path, "name: a\nmodel: replay:s.yaml\n").unwrap();
+        let spec = load_spec(&spec_path, None).unwrap();
+        let expected = dir.path().join("s.yaml").canonicalize().unwrap();
+        assert_eq!(spec.model, format!("replay:{}", expected.display()));
+        let spec = load_spec(&spec_path, Some("openai:gpt-4.1-mini")).unwrap();
+        assert_eq!(spec.model, "openai:gpt-4.1-mini");
+    }
+}

@@ -1,0 +1,84 @@
+//! Submitting a batch and following it to the end: shared by `run`
+//! (embedded) and `submit` (distributed).
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use deepfleet_proto::{AgentSpec, TaskLine};
+use deepfleet_queue::Queue;
+use deepfleet_scheduler::{BatchFollower, Intake};
+use deepfleet_store::Store;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::batch_io::Summary;
+
+/// Runs `tasks` of `spec` through the fleet behind `queue` and `store`,
+/// writing result lines to `out` as runs finish. Exits non-zero if any
+/// run did not succeed.
+pub async fn run_batch(
+    queue: Arc<dyn Queue>,
+    store: Arc<dyn Store>,
+    spec: &AgentSpec,
+    tasks: &[TaskLine],
+    out: &Path,
+) -> anyhow::Result<ExitCode> {
+    let invalid: Vec<String> = tasks
+        .iter()
+        .filter_map(|t| deepfleet_scheduler::validate_task(t).err())
+        .map(|e| e.to_string())
+        .collect();
+    if !invalid.is_empty() {
+        bail!("{} invalid task(s):\n  {}", invalid.len(), invalid.join("\n  "));
+    }
+    let mut writer = BufWriter::new(
+        File::create(out).with_context(|| format!("creating {}", out.display()))?,
+    );
+    let intake = Intake::new(Arc::clone(&store), queue);
+    intake.register(spec).await?;
+    let batch_id = uuid::Uuid::now_v7().to_string();
+    let mut follower = BatchFollower::new(store, &batch_id);
+
+    let started = Instant::now();
+    let progress = ProgressBar::new(tasks.len() as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} {pos}/{len} runs [{elapsed_precise}] {bar:40} {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    progress.set_message("submitting");
+    for task in tasks {
+        let run = intake
+            .submit(&spec.name, task, Some(&batch_id), deepfleet_worker::tokens::count_message)
+            .await?;
+        follower.track(&run);
+    }
+    progress.set_message("running");
+
+    let mut summary = Summary::default();
+    while follower.remaining() > 0 {
+        let lines = follower.poll().await?;
+        if lines.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        }
+        for line in lines {
+            serde_json::to_writer(&mut writer, &line)?;
+            writer.write_all(b"\n")?;
+            summary.add(&line);
+            progress.inc(1);
+        }
+    }
+    writer.flush()?;
+    progress.finish_and_clear();
+    print!("{}", summary.table(started.elapsed()));
+    println!("results   {}", out.display());
+    Ok(if summary.all_succeeded() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

@@ -1,0 +1,38 @@
+//! `deepfleet submit`: enqueue a batch into a running fleet and follow it.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use crate::batch_io::{load_spec, read_tasks};
+use crate::settings::Settings;
+
+/// Arguments of `deepfleet submit`.
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// Tasks, one JSON object per line.
+    tasks: PathBuf,
+    /// The agent spec (YAML).
+    #[arg(long)]
+    agent: PathBuf,
+    /// RabbitMQ URL.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Redis URL (`redis://...`, or `redis+cluster://h1:p1,h2:p2`).
+    #[arg(long)]
+    store: Option<String>,
+    /// Where result lines go.
+    #[arg(long, default_value = "results.jsonl")]
+    out: PathBuf,
+    /// Use this model (`provider:model`) instead of the spec's.
+    #[arg(long)]
+    model: Option<String>,
+}
+
+pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
+    let spec = load_spec(&args.agent, args.model.as_deref())?;
+    let tasks = read_tasks(&args.tasks)?;
+    let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
+    super::batch::run_batch(queue, store, &spec, &tasks, &args.out).await
+}

@@ -1,0 +1,51 @@
+-- Commits one step of a thread, fenced by a compare-and-set on its step
+-- number. Everything it writes is proportional to what the step added: the
+-- log only grows by RPUSH and files change one field at a time.
+--
+-- KEYS: 1 meta hash, 2 log list, 3 files hash, 4 run record,
+--       5 fan-in hash, 6 fan-in expected count
+-- ARGV: 1 the step being committed, 2 run record JSON,
+--       3 state JSON ('' = unchanged), 4 pending JSON ('' = none),
+--       5 fan-in expected count ('' = leave the fan-in alone),
+--       6 message count n, 7 .. 6+n messages,
+--       then path, file pairs (file '' = delete the path)
+-- Returns {1, new step} when committed, {0, current step} on a conflict.
+local meta, log, files = KEYS[1], KEYS[2], KEYS[3]
+
+local current = redis.call('HGET', meta, 'step') or '0'
+if current ~= ARGV[1] then
+  return {0, tonumber(current)}
+end
+
+local n = tonumber(ARGV[6])
+local first, last = 7, 6 + n
+-- unpack() is bounded by Lua's C stack, so long message lists go in chunks.
+for i = first, last, 1000 do
+  redis.call('RPUSH', log, unpack(ARGV, i, math.min(i + 999, last)))
+end
+
+for i = last + 1, #ARGV, 2 do
+  if ARGV[i + 1] == '' then
+    redis.call('HDEL', files, ARGV[i])
+  else
+    redis.call('HSET', files, ARGV[i], ARGV[i + 1])
+  end
+end
+
+if ARGV[3] ~= '' then
+  redis.call('HSET', meta, 'state', ARGV[3])
+end
+if ARGV[4] ~= '' then
+  redis.call('HSET', meta, 'pending', ARGV[4])
+else
+  redis.call('HDEL', meta, 'pending')
+end
+
+redis.call('SET', KEYS[4], ARGV[2])
+
+if ARGV[5] ~= '' then
+  redis.call('DEL', KEYS[5])
+  redis.call('SET', KEYS[6], ARGV[5])
+end
+
+return {1, redis.call('HINCRBY', meta, 'step', 1)}

@@ -1,0 +1,40 @@
+-- Creates a run and seeds its thread, once: a run that exists already is
+-- left alone (SET NX semantics), so a repeated intake writes nothing.
+--
+-- The seed's state is merged by the caller (Lua's cjson would turn empty
+-- arrays into objects and round large numbers), so this script only checks
+-- that the state it merged into is still the thread's state.
+--
+-- KEYS: 1 run record, 2 meta hash, 3 log list, 4 files hash
+-- ARGV: 1 run record JSON, 2 '1' when the state changes,
+--       3 the state the caller merged into ('' = none),
+--       4 the merged state JSON, 5 message count n, 6 .. 5+n messages,
+--       then path, file pairs
+-- Returns nil when the run existed, -1 when the state moved under the
+-- caller (merge again and retry), else the thread's step.
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return false
+end
+
+local meta = KEYS[2]
+if ARGV[2] == '1' then
+  local seen = redis.call('HGET', meta, 'state') or ''
+  if seen ~= ARGV[3] then
+    return -1
+  end
+  redis.call('HSET', meta, 'state', ARGV[4])
+end
+
+redis.call('SET', KEYS[1], ARGV[1])
+
+local n = tonumber(ARGV[5])
+local first, last = 6, 5 + n
+-- unpack() is bounded by Lua's C stack, so long seeds go in chunks.
+for i = first, last, 1000 do
+  redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, last)))
+end
+for i = last + 1, #ARGV, 2 do
+  redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
+end
+
+return tonumber(redis.call('HGET', meta, 'step') or '0')

@@ -1,4 +1,0 @@
-//! The Redis implementation of [`crate::Store`].
-
-/// A store on Redis.
-pub struct RedisStore;

@@ -1,0 +1,77 @@
+//! Why a step failed, and whether redelivering it can help.
+
+use deepfleet_model::ModelError;
+use deepfleet_proto::ErrorCode;
+use deepfleet_queue::QueueError;
+use deepfleet_store::StoreError;
+
+/// A step that could not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// The model call failed (after the client's own retries).
+    #[error("model call failed: {0}")]
+    Model(#[from] ModelError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The queue failed.
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+    /// A tool failed in a way the model cannot act on.
+    #[error("tool `{tool}` failed: {message}")]
+    Tool {
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The agent spec cannot be turned into an agent (e.g. an unknown
+    /// provider).
+    #[error("agent `{agent}`: {message}")]
+    Agent {
+        /// The agent's name.
+        agent: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The stored state contradicts itself (e.g. a missing child result).
+    #[error("inconsistent state: {0}")]
+    Inconsistent(String),
+}
+
+impl StepError {
+    /// Whether redelivering the step can succeed.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            StepError::Model(e) => e.is_retryable(),
+            StepError::Store(e) => e.is_retryable(),
+            StepError::Queue(e) => e.is_retryable(),
+            StepError::Tool { .. } => true,
+            StepError::Agent { .. } | StepError::Inconsistent(_) => false,
+        }
+    }
+
+    /// The code recorded on a run this error ends.
+    pub fn code(&self) -> ErrorCode {
+        use deepfleet_model::ErrorKind;
+        match self {
+            StepError::Model(e) => match e.kind {
+                ErrorKind::Auth => ErrorCode::ModelAuth,
+                ErrorKind::BadRequest | ErrorKind::InvalidResponse | ErrorKind::Unsupported => {
+                    ErrorCode::ModelBadRequest
+                }
+                ErrorKind::ContextOverflow => ErrorCode::ContextOverflow,
+                ErrorKind::RateLimited
+                | ErrorKind::Overloaded
+                | ErrorKind::Server
+                | ErrorKind::Timeout
+                | ErrorKind::Transport => ErrorCode::ModelUnavailable,
+            },
+            StepError::Tool { .. } => ErrorCode::ToolFailed,
+            StepError::Agent { .. } => ErrorCode::InvalidSpec,
+            StepError::Store(_) | StepError::Queue(_) | StepError::Inconsistent(_) => {
+                ErrorCode::Internal
+            }
+        }
+    }
+}

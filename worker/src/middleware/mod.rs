@@ -1,0 +1,146 @@
+//! Harness middleware, composed like tower layers.
+//!
+//! Each middleware may contribute tools and a prompt section, run a hook
+//! before the model call, wrap the model call, and wrap each tool call.
+//! Wrapping hooks get the request and a `next` to call (or not: a layer may
+//! short-circuit). The stack's first entry is the outermost layer; the
+//! order is fixed in one place, [`crate::agent::Agent::build`], and written
+//! up in `docs/middleware.md`.
+
+pub mod filesystem;
+pub mod patch_tool_calls;
+pub mod planning;
+pub mod subagents;
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use deepfleet_model::{ModelClient, ModelRequest, ModelResponse};
+use deepfleet_proto::{AgentSpec, LoggedMessage, RunRecord, ToolCall};
+use serde_json::{Map, Value};
+
+use crate::backend::Backend;
+use crate::error::StepError;
+use crate::prompt::PromptSection;
+use crate::tools::{DynTool, ToolCtx, ToolError, ToolRegistry, ToolResult};
+
+/// What a step's middleware can see.
+pub struct StepCx {
+    /// The run being stepped.
+    pub run: RunRecord,
+    /// The agent spec.
+    pub spec: Arc<AgentSpec>,
+    /// The thread's log before this step.
+    pub history: Arc<Vec<LoggedMessage>>,
+    /// Messages this step added before the model call (results of a
+    /// resumed turn).
+    pub added: Vec<LoggedMessage>,
+    /// The thread's files.
+    pub backend: Arc<dyn Backend>,
+    /// The thread's custom state.
+    pub state: Arc<Mutex<Map<String, Value>>>,
+}
+
+/// A layer of the harness.
+#[async_trait]
+pub trait Middleware: Send + Sync {
+    /// A short name for logs and docs.
+    fn name(&self) -> &'static str;
+
+    /// Tools this middleware adds, in the order offered to the model.
+    fn tools(&self) -> Vec<Arc<dyn DynTool>> {
+        Vec::new()
+    }
+
+    /// This middleware's section of the system prompt.
+    fn prompt(&self, _cx: &StepCx) -> Option<PromptSection> {
+        None
+    }
+
+    /// Runs before the request is built (e.g. to load memory).
+    async fn before_model(&self, _cx: &mut StepCx) -> Result<(), StepError> {
+        Ok(())
+    }
+
+    /// Wraps the model call.
+    async fn wrap_model(
+        &self,
+        request: ModelRequest,
+        cx: &StepCx,
+        next: ModelNext<'_>,
+    ) -> Result<ModelResponse, StepError> {
+        next.run(request, cx).await
+    }
+
+    /// Wraps one tool call.
+    async fn wrap_tool(&self, call: &ToolCall, ctx: &ToolCtx, next: ToolNext<'_>) -> ToolResult {
+        next.run(call, ctx).await
+    }
+}
+
+/// The rest of the model-call chain.
+pub struct ModelNext<'a> {
+    rest: &'a [Arc<dyn Middleware>],
+    model: &'a dyn ModelClient,
+}
+
+impl<'a> ModelNext<'a> {
+    /// The chain over `stack`, ending in `model`.
+    pub fn new(stack: &'a [Arc<dyn Middleware>], model: &'a dyn ModelClient) -> Self {
+        ModelNext { rest: stack, model }
+    }
+
+    /// Passes the request to the next layer, or to the model.
+    pub async fn run(self, request: ModelRequest, cx: &StepCx) -> Result<ModelResponse, StepError> {
+        match self.rest.split_first() {
+            Some((layer, rest)) => {
+                let next = ModelNext {
+                    rest,
+                    model: self.model,
+                };
+                layer.wrap_model(request, cx, next).await
+            }
+            None => Ok(self.model.complete(&request).await?),
+        }
+    }
+}
+
+/// The rest of a tool-call chain.
+pub struct ToolNext<'a> {
+    rest: &'a [Arc<dyn Middleware>],
+    tools: &'a ToolRegistry,
+}
+
+impl<'a> ToolNext<'a> {
+    /// The chain over `stack`, ending in the tool from `tools`.
+    pub fn new(stack: &'a [Arc<dyn Middleware>], tools: &'a ToolRegistry) -> Self {
+        ToolNext { rest: stack, tools }
+    }
+
+    /// Passes the call to the next layer, or runs the tool.
+    pub async fn run(self, call: &ToolCall, ctx: &ToolCtx) -> ToolResult {
+        match self.rest.split_first() {
+            Some((layer, rest)) => {
+                let next = ToolNext {
+                    rest,
+                    tools: self.tools,
+                };
+                layer.wrap_tool(call, ctx, next).await
+            }
+            None => match self.tools.get(&call.name) {
+                Some(tool) => tool.call_json(ctx, &call.arguments).await,
+                None => Err(ToolError::Model(unknown_tool(&call.name, self.tools))),
+            },
+        }
+    }
+}
+
+fn unknown_tool(name: &str, tools: &ToolRegistry) -> String {
+    let available = tools
+        .names()
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!("Error: {name} is not a valid tool, try one of [{available}].")
+}

@@ -1,0 +1,190 @@
+//! The sans-IO heart of the step protocol: what to do with a step message,
+//! and what a committed step must publish.
+//!
+//! Both are pure functions of stored state, so a redelivered message, a
+//! crashed worker or a duplicate publish all lead to the same decisions.
+
+use deepfleet_proto::{ChildRun, ParentLink, PendingTools, RunRecord, RunStatus, StepJob};
+
+/// What a worker does with `Step{n}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Run the step.
+    Execute,
+    /// Step `n` was committed but its follow-ups may not have been
+    /// published (a crash between commit and publish): publish them again.
+    Republish,
+    /// End the run as cancelled.
+    Cancel,
+    /// Nothing to do; the reason is for the logs.
+    Skip(&'static str),
+    /// The message contradicts the store; dead-letter it with this reason.
+    Reject(String),
+}
+
+/// Decides what to do with `job`, given the run and the thread's
+/// checkpoint position (`step`, `published`).
+pub fn decide(
+    job: &StepJob,
+    run: &RunRecord,
+    step: u64,
+    published: u64,
+    cancel_requested: bool,
+) -> Decision {
+    if step > job.step {
+        // Fencing: never run a step twice on top of itself.
+        return if step == job.step + 1 && published < step {
+            Decision::Republish
+        } else {
+            Decision::Skip("step already executed")
+        };
+    }
+    if step < job.step {
+        return Decision::Reject(format!(
+            "step {} is ahead of thread {} at step {step}",
+            job.step, job.thread_id
+        ));
+    }
+    match run.status {
+        RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
+            Decision::Skip("run already finished")
+        }
+        RunStatus::Interrupted => Decision::Skip("run waits for a human decision"),
+        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting if cancel_requested => {
+            Decision::Cancel
+        }
+        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => Decision::Execute,
+    }
+}
+
+/// Something a committed step must publish or record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FollowUp {
+    /// The run's next step.
+    Step(StepJob),
+    /// Create a subagent run and publish its first step.
+    StartChild(ChildRun),
+    /// Hand this finished subagent run's result to its parent.
+    Report(ParentLink),
+    /// Tell the batch this top-level run finished.
+    BatchDone(String),
+}
+
+/// The follow-ups of a run whose thread is now at `step`.
+pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) -> Vec<FollowUp> {
+    match run.status {
+        RunStatus::Pending | RunStatus::Running => vec![FollowUp::Step(StepJob {
+            run_id: run.run_id.clone(),
+            thread_id: run.thread_id.clone(),
+            step,
+        })],
+        RunStatus::Waiting => pending
+            .map(|p| p.children.iter().cloned().map(FollowUp::StartChild).collect())
+            .unwrap_or_default(),
+        RunStatus::Interrupted => Vec::new(),
+        RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
+            let mut out = Vec::new();
+            if let Some(parent) = &run.parent {
+                out.push(FollowUp::Report(parent.clone()));
+            }
+            if let Some(batch) = &run.batch_id {
+                out.push(FollowUp::BatchDone(batch.clone()));
+            }
+            out
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use deepfleet_proto::Usage;
+    use pretty_assertions::assert_eq;
+
+    fn run(status: RunStatus) -> RunRecord {
+        RunRecord {
+            run_id: "r".into(),
+            thread_id: "t".into(),
+            agent: "a".into(),
+            subagent: None,
+            status,
+            parent: None,
+            depth: 0,
+            batch_id: Some("b".into()),
+            task_id: None,
+            context: None,
+            steps: 0,
+            usage: Usage::default(),
+            output: None,
+            error: None,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }
+    }
+
+    fn job(step: u64) -> StepJob {
+        StepJob {
+            run_id: "r".into(),
+            thread_id: "t".into(),
+            step,
+        }
+    }
+
+    #[test]
+    fn current_step_executes() {
+        assert_eq!(decide(&job(3), &run(RunStatus::Running), 3, 3, false), Decision::Execute);
+        assert_eq!(decide(&job(3), &run(RunStatus::Waiting), 3, 3, false), Decision::Execute);
+    }
+
+    #[test]
+    fn redelivery_republishes_only_unconfirmed_follow_ups() {
+        let r = run(RunStatus::Running);
+        assert_eq!(decide(&job(3), &r, 4, 3, false), Decision::Republish);
+        assert_eq!(decide(&job(3), &r, 4, 4, false), Decision::Skip("step already executed"));
+        // Two steps behind: the follow-up was consumed, or it would not have
+        // committed; republishing would start a chain of duplicates.
+        assert_eq!(decide(&job(3), &r, 5, 4, false), Decision::Skip("step already executed"));
+    }
+
+    #[test]
+    fn future_steps_are_rejected() {
+        assert!(matches!(
+            decide(&job(7), &run(RunStatus::Running), 3, 3, false),
+            Decision::Reject(_)
+        ));
+    }
+
+    #[test]
+    fn cancel_and_terminal_runs() {
+        assert_eq!(decide(&job(1), &run(RunStatus::Running), 1, 1, true), Decision::Cancel);
+        assert_eq!(
+            decide(&job(1), &run(RunStatus::Success), 1, 1, true),
+            Decision::Skip("run already finished")
+        );
+    }
+
+    #[test]
+    fn follow_ups_by_status() {
+        assert_eq!(follow_ups(&run(RunStatus::Running), 4, None), vec![FollowUp::Step(job(4))]);
+        assert_eq!(
+            follow_ups(&run(RunStatus::Success), 4, None),
+            vec![FollowUp::BatchDone("b".into())]
+        );
+        let child = ChildRun {
+            run_id: "c".into(),
+            thread_id: "ct".into(),
+            tool_call_id: "call_1".into(),
+            subagent: "general-purpose".into(),
+            description: "d".into(),
+        };
+        let pending = PendingTools {
+            calls: Vec::new(),
+            children: vec![child.clone()],
+        };
+        assert_eq!(
+            follow_ups(&run(RunStatus::Waiting), 4, Some(&pending)),
+            vec![FollowUp::StartChild(child)]
+        );
+    }
+}

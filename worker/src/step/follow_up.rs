@@ -1,0 +1,182 @@
+//! Publishing what a committed step asks for.
+//!
+//! Every follow-up is idempotent, because a redelivered step publishes
+//! them again: child runs are created at most once, child results are
+//! recorded once per call, and duplicate step messages are fenced.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use deepfleet_proto::{
+    ChildResult, ChildRun, Envelope, FileData, Job, ParentLink, RunRecord, RunStatus, StepJob,
+    Usage,
+};
+use deepfleet_queue::Queue;
+use deepfleet_store::{Store, ThreadSeed};
+
+use crate::error::StepError;
+use crate::step::decide::FollowUp;
+use crate::tokens::logged;
+
+/// Publishes `follow_ups` of `run`; `files` are the run's thread files
+/// after the step (the seed of new subagent runs).
+pub async fn publish(
+    queue: &dyn Queue,
+    store: &dyn Store,
+    run: &RunRecord,
+    follow_ups: Vec<FollowUp>,
+    files: &BTreeMap<String, FileData>,
+) -> Result<(), StepError> {
+    for follow_up in follow_ups {
+        match follow_up {
+            FollowUp::Step(job) => publish_step(queue, job).await?,
+            FollowUp::StartChild(child) => start_child(queue, store, run, child, files).await?,
+            FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
+            FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
+        }
+    }
+    Ok(())
+}
+
+/// Publishes a step message.
+pub async fn publish_step(queue: &dyn Queue, job: StepJob) -> Result<(), StepError> {
+    let envelope = Envelope::new(uuid::Uuid::now_v7().to_string(), Job::Step(job));
+    let payload = serde_json::to_vec(&envelope)
+        .map_err(|e| StepError::Inconsistent(format!("encoding a step job: {e}")))?;
+    queue.publish(payload, None).await?;
+    Ok(())
+}
+
+async fn start_child(
+    queue: &dyn Queue,
+    store: &dyn Store,
+    parent: &RunRecord,
+    child: ChildRun,
+    files: &BTreeMap<String, FileData>,
+) -> Result<(), StepError> {
+    let now = Utc::now();
+    let record = RunRecord {
+        run_id: child.run_id.clone(),
+        thread_id: child.thread_id.clone(),
+        agent: parent.agent.clone(),
+        subagent: Some(child.subagent),
+        status: RunStatus::Pending,
+        parent: Some(ParentLink {
+            run_id: parent.run_id.clone(),
+            thread_id: parent.thread_id.clone(),
+            tool_call_id: child.tool_call_id,
+        }),
+        depth: parent.depth + 1,
+        batch_id: None,
+        task_id: None,
+        // Subagents see the parent's runtime context unchanged.
+        context: parent.context.clone(),
+        steps: 0,
+        usage: Usage::default(),
+        output: None,
+        error: None,
+        created_at: now,
+        updated_at: now,
+    };
+    let seed = ThreadSeed {
+        messages: vec![logged(deepfleet_proto::Message::user(child.description))],
+        files: files.clone(),
+        state: Default::default(),
+    };
+    // An existing child means this is a republish: its first step message
+    // may not have gone out, and a duplicate is fenced, so send it anyway.
+    let step = store.create_run(&record, &seed).await?.unwrap_or(0);
+    publish_step(
+        queue,
+        StepJob {
+            run_id: child.run_id,
+            thread_id: child.thread_id,
+            step,
+        },
+    )
+    .await
+}
+
+/// Records a finished subagent's result for its parent; the last one to
+/// arrive wakes the parent.
+async fn report(
+    queue: &dyn Queue,
+    store: &dyn Store,
+    run: &RunRecord,
+    parent: &ParentLink,
+    files: &BTreeMap<String, FileData>,
+) -> Result<(), StepError> {
+    let parent_thread = store.load_thread(&parent.thread_id).await?;
+    let output = match (&run.status, &run.output, &run.error) {
+        (RunStatus::Success, Some(output), _) => output.clone(),
+        (_, _, Some(error)) => format!("Error: the subagent failed ({}): {}", error.code, error.message),
+        _ => format!("Error: the subagent ended with status {:?}", run.status),
+    };
+    let result = ChildResult {
+        tool_call_id: parent.tool_call_id.clone(),
+        status: run.status,
+        output,
+        files: file_changes(&parent_thread.files, files),
+        usage: run.usage,
+    };
+    let remaining = store.record_child_result(parent, &result).await?;
+    if remaining == 0 {
+        publish_step(
+            queue,
+            StepJob {
+                run_id: parent.run_id.clone(),
+                thread_id: parent.thread_id.clone(),
+                step: parent_thread.step,
+            },
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// What the subagent changed: the parent is parked while its children run,
+/// so its files are exactly the children's seed.
+fn file_changes(
+    base: &BTreeMap<String, FileData>,
+    after: &BTreeMap<String, FileData>,
+) -> BTreeMap<String, Option<FileData>> {
+    let mut changes: BTreeMap<String, Option<FileData>> = after
+        .iter()
+        .filter(|(path, file)| base.get(*path) != Some(*file))
+        .map(|(path, file)| (path.clone(), Some(file.clone())))
+        .collect();
+    for path in base.keys().filter(|p| !after.contains_key(*p)) {
+        changes.insert(path.clone(), None);
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn file_changes_are_writes_and_deletes_against_the_seed() {
+        let now = Utc::now();
+        let f = |c: &str| FileData::text(c, now);
+        let base = BTreeMap::from([
+            ("/same".to_owned(), f("s")),
+            ("/edited".to_owned(), f("a")),
+            ("/gone".to_owned(), f("g")),
+        ]);
+        let after = BTreeMap::from([
+            ("/same".to_owned(), f("s")),
+            ("/edited".to_owned(), f("b")),
+            ("/new".to_owned(), f("n")),
+        ]);
+        assert_eq!(
+            file_changes(&base, &after),
+            BTreeMap::from([
+                ("/edited".to_owned(), Some(f("b"))),
+                ("/gone".to_owned(), None),
+                ("/new".to_owned(), Some(f("n"))),
+            ])
+        );
+    }
+}

@@ -1,0 +1,15 @@
+//! The step protocol (see `docs/step-protocol.md`).
+//!
+//! - [`decide`]: pure decisions (fencing, follow-ups);
+//! - [`execute`]: one model call plus its tools, producing a commit;
+//! - [`driver`]: delivery in, commit, follow-ups out, ack last;
+//! - [`follow_up`]: idempotent publishing of next steps and child runs;
+//! - [`guard`]: checks across the calls of one turn.
+
+pub mod decide;
+pub mod driver;
+pub mod execute;
+pub mod follow_up;
+pub mod guard;
+
+pub use driver::{RetryConfig, StepRunner};
