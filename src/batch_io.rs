@@ -25,7 +25,10 @@ pub fn read_tasks(path: &Path) -> anyhow::Result<Vec<TaskLine>> {
         match serde_json::from_str::<TaskLine>(line) {
             Ok(task) => {
                 if let Some(first) = ids.insert(task.id.clone(), n) {
-                    errors.push(format!("line {n}: duplicate id {:?} (first on line {first})", task.id));
+                    errors.push(format!(
+                        "line {n}: duplicate id {:?} (first on line {first})",
+                        task.id
+                    ));
                 }
                 tasks.push(task);
             }
@@ -33,7 +36,12 @@ pub fn read_tasks(path: &Path) -> anyhow::Result<Vec<TaskLine>> {
         }
     }
     if !errors.is_empty() {
-        bail!("{} has {} invalid line(s):\n  {}", path.display(), errors.len(), errors.join("\n  "));
+        bail!(
+            "{} has {} invalid line(s):\n  {}",
+            path.display(),
+            errors.len(),
+            errors.join("\n  ")
+        );
     }
     if tasks.is_empty() {
         bail!("{} has no tasks", path.display());
@@ -47,25 +55,28 @@ pub fn read_tasks(path: &Path) -> anyhow::Result<Vec<TaskLine>> {
 pub fn load_spec(path: &Path, model_override: Option<&str>) -> anyhow::Result<AgentSpec> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading agent spec {}", path.display()))?;
-    let mut spec = AgentSpec::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut spec =
+        AgentSpec::from_yaml(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let resolve = |model: &str| -> String {
-        match model.strip_prefix("replay:") {
-            Some(rel) if Path::new(rel).is_relative() => {
-                let abs: PathBuf = dir.join(rel);
-                format!("replay:{}", abs.canonicalize().unwrap_or(abs).display())
-            }
-            _ => model.to_owned(),
-        }
-    };
-    spec.model = resolve(model_override.unwrap_or(&spec.model));
+    spec.model = resolve_replay(dir, model_override.unwrap_or(&spec.model));
     for sub in &mut spec.subagents {
         sub.model = match model_override {
             Some(m) => Some(m.to_owned()),
-            None => sub.model.as_deref().map(resolve),
+            None => sub.model.as_deref().map(|m| resolve_replay(dir, m)),
         };
     }
     Ok(spec)
+}
+
+/// `replay:REL` relative to `dir`; other models unchanged.
+fn resolve_replay(dir: &Path, model: &str) -> String {
+    match model.strip_prefix("replay:") {
+        Some(rel) if Path::new(rel).is_relative() => {
+            let abs: PathBuf = dir.join(rel);
+            format!("replay:{}", abs.canonicalize().unwrap_or(abs).display())
+        }
+        _ => model.to_owned(),
+    }
 }
 
 /// Totals of a finished batch.
@@ -142,7 +153,10 @@ mod tests {
         let err = read_tasks(&path).unwrap_err().to_string();
         assert!(err.contains("3 invalid line(s)"), "{err}");
         assert!(err.contains("line 2:"), "{err}");
-        assert!(err.contains("line 4: duplicate id \"a\" (first on line 1)"), "{err}");
+        assert!(
+            err.contains("line 4: duplicate id \"a\" (first on line 1)"),
+            "{err}"
+        );
         assert!(err.contains("line 5: unknown field `fles`"), "{err}");
     }
 

@@ -72,7 +72,11 @@ mod tests {
 
     #[test]
     fn as_str_matches_serde() {
-        for code in [ErrorCode::InvalidJob, ErrorCode::MaxSteps, ErrorCode::AttemptsExhausted] {
+        for code in [
+            ErrorCode::InvalidJob,
+            ErrorCode::MaxSteps,
+            ErrorCode::AttemptsExhausted,
+        ] {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json.as_str(), Some(code.as_str()));
         }

@@ -35,9 +35,10 @@ impl RunStatus {
     pub fn is_terminal(self) -> bool {
         match self {
             RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => true,
-            RunStatus::Pending | RunStatus::Running | RunStatus::Waiting | RunStatus::Interrupted => {
-                false
-            }
+            RunStatus::Pending
+            | RunStatus::Running
+            | RunStatus::Waiting
+            | RunStatus::Interrupted => false,
         }
     }
 }

@@ -111,7 +111,11 @@ pub struct SpecError {
 
 impl fmt::Display for SpecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let field = if self.field.is_empty() { "spec" } else { &self.field };
+        let field = if self.field.is_empty() {
+            "spec"
+        } else {
+            &self.field
+        };
         match self.line {
             Some(line) => write!(f, "{field} (line {line}): {}", self.message),
             None => write!(f, "{field}: {}", self.message),
@@ -198,7 +202,8 @@ impl AgentSpec {
     /// Every subagent offered to the model, general-purpose first.
     pub fn all_subagents(&self) -> Vec<SubagentSpec> {
         let mut out = Vec::new();
-        if self.general_purpose_subagent && !self.subagents.iter().any(|s| s.name == GENERAL_PURPOSE)
+        if self.general_purpose_subagent
+            && !self.subagents.iter().any(|s| s.name == GENERAL_PURPOSE)
         {
             out.push(general_purpose());
         }

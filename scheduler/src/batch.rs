@@ -30,7 +30,8 @@ impl BatchFollower {
 
     /// Adds a submitted run to follow.
     pub fn track(&mut self, run: &RunRecord) {
-        self.waiting.insert(run.run_id.clone(), run.thread_id.clone());
+        self.waiting
+            .insert(run.run_id.clone(), run.thread_id.clone());
     }
 
     /// Runs still going.

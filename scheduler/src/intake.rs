@@ -112,8 +112,8 @@ pub fn validate_task(task: &TaskLine) -> Result<BTreeMap<String, String>, Schedu
     }
     let mut files = BTreeMap::new();
     for (path, content) in task.files.iter().flatten() {
-        let normal = deepfleet_proto::path::validate(path)
-            .map_err(|e| invalid(format!("files: {e}")))?;
+        let normal =
+            deepfleet_proto::path::validate(path).map_err(|e| invalid(format!("files: {e}")))?;
         files.insert(normal, content.clone());
     }
     Ok(files)
@@ -142,7 +142,10 @@ mod tests {
         assert!(validate_task(&task("", "x", &[])).is_err());
         assert!(validate_task(&task("a", " ", &[])).is_err());
         let err = validate_task(&task("a", "x", &[("/../etc/passwd", "")])).unwrap_err();
-        assert!(err.to_string().contains("Path traversal not allowed"), "{err}");
+        assert!(
+            err.to_string().contains("Path traversal not allowed"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -33,11 +33,14 @@ pub async fn run_batch(
         .map(|e| e.to_string())
         .collect();
     if !invalid.is_empty() {
-        bail!("{} invalid task(s):\n  {}", invalid.len(), invalid.join("\n  "));
+        bail!(
+            "{} invalid task(s):\n  {}",
+            invalid.len(),
+            invalid.join("\n  ")
+        );
     }
-    let mut writer = BufWriter::new(
-        File::create(out).with_context(|| format!("creating {}", out.display()))?,
-    );
+    let mut writer =
+        BufWriter::new(File::create(out).with_context(|| format!("creating {}", out.display()))?);
     let intake = Intake::new(Arc::clone(&store), queue);
     intake.register(spec).await?;
     let batch_id = uuid::Uuid::now_v7().to_string();
@@ -46,13 +49,20 @@ pub async fn run_batch(
     let started = Instant::now();
     let progress = ProgressBar::new(tasks.len() as u64);
     progress.set_style(
-        ProgressStyle::with_template("{spinner} {pos}/{len} runs [{elapsed_precise}] {bar:40} {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(
+            "{spinner} {pos}/{len} runs [{elapsed_precise}] {bar:40} {msg}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     progress.set_message("submitting");
     for task in tasks {
         let run = intake
-            .submit(&spec.name, task, Some(&batch_id), deepfleet_worker::tokens::count_message)
+            .submit(
+                &spec.name,
+                task,
+                Some(&batch_id),
+                deepfleet_worker::tokens::count_message,
+            )
             .await?;
         follower.track(&run);
     }

@@ -44,8 +44,18 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         max_attempts: settings.worker.max_attempts,
         ..RetryConfig::default()
     };
-    let runner = Arc::new(StepRunner::new(queue.clone(), store.clone(), providers, retry));
-    let worker = Worker::new(queue.clone(), runner, args.concurrency, Duration::from_secs(1));
+    let runner = Arc::new(StepRunner::new(
+        queue.clone(),
+        store.clone(),
+        providers,
+        retry,
+    ));
+    let worker = Worker::new(
+        queue.clone(),
+        runner,
+        args.concurrency,
+        Duration::from_secs(1),
+    );
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     let handle = tokio::spawn(async move { worker.run(stop).await });

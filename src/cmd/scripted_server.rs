@@ -31,7 +31,11 @@ pub async fn run(args: ScriptedServerArgs) -> anyhow::Result<ExitCode> {
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;
-    println!("serving {} at http://{}/v1", args.script.display(), listener.local_addr()?);
+    println!(
+        "serving {} at http://{}/v1",
+        args.script.display(),
+        listener.local_addr()?
+    );
     deepfleet_testkit::serve(
         Arc::new(engine),
         Duration::from_millis(args.latency_ms),

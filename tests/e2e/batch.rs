@@ -37,8 +37,13 @@ scenario!(fifty_briefings, |fleet| {
         assert_eq!(r.steps, 4);
         assert!(r.usage.input_tokens > 0 && r.usage.output_tokens > 0);
         assert_eq!(
-            r.files.get(&format!("/notes/topic {i}.md")).map(String::as_str),
-            Some(format!("# topic {i}\n\nSummary: topic {i} matters because it is in our batch.\n").as_str())
+            r.files
+                .get(&format!("/notes/topic {i}.md"))
+                .map(String::as_str),
+            Some(
+                format!("# topic {i}\n\nSummary: topic {i} matters because it is in our batch.\n")
+                    .as_str()
+            )
         );
     }
 });

@@ -15,7 +15,9 @@ async fn sigkilled_workers_lose_and_repeat_nothing() {
         return;
     };
     let spec = briefings_spec();
-    let batch = fleet.run_killing(&spec, &briefing_tasks(200), Some(15)).await;
+    let batch = fleet
+        .run_killing(&spec, &briefing_tasks(200), Some(15))
+        .await;
     assert!(batch.kills >= 5, "only {} kills happened", batch.kills);
     for (i, r) in batch.results.iter().enumerate() {
         assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
@@ -24,18 +26,36 @@ async fn sigkilled_workers_lose_and_repeat_nothing() {
     // No step was committed twice: one assistant message per model call,
     // and exactly one result per tool call.
     for run in &batch.runs {
-        let record = fleet.store.get_run(&run.thread_id, &run.run_id).await.unwrap().unwrap();
+        let record = fleet
+            .store
+            .get_run(&run.thread_id, &run.run_id)
+            .await
+            .unwrap()
+            .unwrap();
         let thread = fleet.store.load_thread(&run.thread_id).await.unwrap();
-        let turns = thread.messages.iter().filter(|m| matches!(m.message, Message::Assistant(_))).count();
+        let turns = thread
+            .messages
+            .iter()
+            .filter(|m| matches!(m.message, Message::Assistant(_)))
+            .count();
         assert_eq!(turns as u32, record.steps, "run {}", run.run_id);
         assert_eq!(thread.step, u64::from(record.steps), "run {}", run.run_id);
         let mut answered = HashSet::new();
         for m in &thread.messages {
             if let Message::Tool(t) = &m.message {
-                assert!(answered.insert(t.tool_call_id.clone()), "duplicate result for {}", t.tool_call_id);
+                assert!(
+                    answered.insert(t.tool_call_id.clone()),
+                    "duplicate result for {}",
+                    t.tool_call_id
+                );
             }
         }
-        let calls: HashSet<String> = thread.messages.iter().flat_map(|m| m.message.tool_calls()).map(|c| c.id.clone()).collect();
+        let calls: HashSet<String> = thread
+            .messages
+            .iter()
+            .flat_map(|m| m.message.tool_calls())
+            .map(|c| c.id.clone())
+            .collect();
         assert_eq!(calls, answered);
     }
     fleet.shutdown().await;

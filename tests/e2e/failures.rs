@@ -20,7 +20,12 @@ scenario!(broken_tool_json_becomes_a_tool_error, |fleet| {
     let spec = spec("broken", &replay_model(dir.path(), BROKEN_JSON), "");
     let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
     assert_eq!(r.status, ResultStatus::Success);
-    assert!(r.output.starts_with("recovered: Error: invalid arguments for tool `ls`"), "{}", r.output);
+    assert!(
+        r.output
+            .starts_with("recovered: Error: invalid arguments for tool `ls`"),
+        "{}",
+        r.output
+    );
 });
 
 const UNKNOWN_TOOL: &str = r##"
@@ -37,7 +42,12 @@ scenario!(unknown_tool_becomes_a_tool_error, |fleet| {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec("unknown", &replay_model(dir.path(), UNKNOWN_TOOL), "");
     let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
-    assert!(r.output.starts_with("Error: frobnicate is not a valid tool, try one of [`ls`, `read_file`"), "{}", r.output);
+    assert!(
+        r.output
+            .starts_with("Error: frobnicate is not a valid tool, try one of [`ls`, `read_file`"),
+        "{}",
+        r.output
+    );
 });
 
 const FOREVER: &str = r##"
@@ -50,7 +60,11 @@ rules:
 
 scenario!(max_steps_ends_the_run, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("loop", &replay_model(dir.path(), FOREVER), "limits: {max_steps: 3}\n");
+    let spec = spec(
+        "loop",
+        &replay_model(dir.path(), FOREVER),
+        "limits: {max_steps: 3}\n",
+    );
     let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
     assert_eq!(r.status, ResultStatus::Error);
     assert_eq!(r.steps, 3);
@@ -104,12 +118,27 @@ scenario!(unscripted_requests_fail_clearly, |fleet| {
     let spec = spec("norule", &replay_model(dir.path(), NO_RULE), "");
     let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
     assert_eq!(r.status, ResultStatus::Error);
-    assert!(r.error.as_deref().unwrap_or_default().starts_with("model_bad_request: "), "{:?}", r.error);
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with("model_bad_request: "),
+        "{:?}",
+        r.error
+    );
 });
 
 scenario!(malformed_jobs_are_dead_lettered, |fleet| {
-    fleet.queue.publish(b"{not json".to_vec(), None).await.unwrap();
+    fleet
+        .queue
+        .publish(b"{not json".to_vec(), None)
+        .await
+        .unwrap();
     let dead = fleet.wait_dead_letters(1).await;
     assert_eq!(dead[0].payload, b"{not json");
-    assert!(dead[0].reason.starts_with("malformed job: "), "{}", dead[0].reason);
+    assert!(
+        dead[0].reason.starts_with("malformed job: "),
+        "{}",
+        dead[0].reason
+    );
 });

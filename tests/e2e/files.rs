@@ -1,7 +1,6 @@
 //! File tools inside real runs: write, edit, ls, read, and the guard
 //! against two mutations of one path in a turn.
 
-
 use crate::support::{replay_model, scenario, spec, task};
 
 const SCRIPT: &str = r##"
@@ -29,7 +28,10 @@ scenario!(write_edit_ls_read, |fleet| {
     let results = fleet.run(&spec, &[task("t1", "take notes")]).await;
     let r = &results[0];
     assert_eq!(r.error, None);
-    assert_eq!(r.output, "@@ lines 1-4 of 4 @@\n# Notes\nalpha\nbeta (edited)\ngamma");
+    assert_eq!(
+        r.output,
+        "@@ lines 1-4 of 4 @@\n# Notes\nalpha\nbeta (edited)\ngamma"
+    );
     assert_eq!(r.steps, 4);
     assert_eq!(
         r.files.get("/notes.md").map(String::as_str),
@@ -55,7 +57,10 @@ scenario!(parallel_mutations_of_one_path, |fleet| {
     let spec = spec("same-path", &replay_model(dir.path(), SAME_PATH), "");
     let results = fleet.run(&spec, &[task("t1", "write twice")]).await;
     let r = &results[0];
-    assert_eq!(r.output, "Error: parallel file mutations to the same path are not allowed.");
+    assert_eq!(
+        r.output,
+        "Error: parallel file mutations to the same path are not allowed."
+    );
     assert_eq!(r.files.get("/same.txt").map(String::as_str), Some("first"));
     assert_eq!(r.files.get("/other.txt").map(String::as_str), Some("other"));
 });

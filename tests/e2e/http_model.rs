@@ -13,9 +13,12 @@ use crate::batch::{briefing_tasks, expected_briefing};
 use crate::support::{Fleet, spec};
 
 async fn server() -> ScriptedServer {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/briefings/script.yaml");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/briefings/script.yaml");
     let engine = ReplayEngine::new(Script::load(&path).unwrap());
-    ScriptedServer::start(Arc::new(engine), Duration::ZERO).await.unwrap()
+    ScriptedServer::start(Arc::new(engine), Duration::ZERO)
+        .await
+        .unwrap()
 }
 
 async fn two_hundred_briefings(mut fleet: Fleet, server: &ScriptedServer) {
@@ -50,7 +53,11 @@ async fn two_hundred_runs_over_http_distributed() {
 async fn the_model_sees_prompt_tools_and_history_in_order() {
     let server = server().await;
     let mut fleet = Fleet::embedded_with(Some(server.url())).await;
-    let spec = spec("layout", "openai:scripted-model", "system_prompt: You write short briefings.\n");
+    let spec = spec(
+        "layout",
+        "openai:scripted-model",
+        "system_prompt: You write short briefings.\n",
+    );
     fleet.run(&spec, &briefing_tasks(1)).await;
     let requests = server.requests();
     let first = &requests[0];
@@ -63,14 +70,34 @@ async fn the_model_sees_prompt_tools_and_history_in_order() {
         .collect();
     // deepagents conformance §13.2 item 1 (our stack adds `delete` and
     // `task` as deepagents does; `execute` only with a sandbox).
-    assert_eq!(tools, ["ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "task"]);
+    assert_eq!(
+        tools,
+        [
+            "ls",
+            "read_file",
+            "write_file",
+            "edit_file",
+            "delete",
+            "glob",
+            "grep",
+            "task"
+        ]
+    );
     let messages = first["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");
     let system = messages[0]["content"].as_str().unwrap();
-    let order = ["You write short briefings.", "You are a capable agent", "## Files", "## Subagents"];
+    let order = [
+        "You write short briefings.",
+        "You are a capable agent",
+        "## Files",
+        "## Subagents",
+    ];
     let positions: Vec<usize> = order.iter().map(|s| system.find(s).unwrap()).collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
-    assert_eq!(messages[1], serde_json::json!({"role": "user", "content": "Write a briefing on topic 0."}));
+    assert_eq!(
+        messages[1],
+        serde_json::json!({"role": "user", "content": "Write a briefing on topic 0."})
+    );
     // The prompt prefix is identical on every main-agent step (cache hits).
     let main_systems: Vec<&serde_json::Value> = requests
         .iter()

@@ -2,6 +2,9 @@
 //! process, in-memory queue and store) and distributed (RabbitMQ, Redis
 //! and two `deepfleet worker` processes). Under `CI=true` a missing
 //! RabbitMQ or Redis fails the distributed half instead of skipping it.
+// Test support helpers are not `#[test]` fns, so the test exemption of
+// clippy.toml does not reach them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 

@@ -59,18 +59,22 @@ rules:
     reply: {text: 'wrote {{word}}'}
 "##;
 
-scenario!(a_failed_child_is_an_error_result_and_siblings_go_on, |fleet| {
-    let dir = tempfile::tempdir().unwrap();
-    let spec = spec("onefails", &replay_model(dir.path(), ONE_FAILS), "");
-    let r = &fleet.run(&spec, &[task("t1", "Two jobs")]).await[0];
-    assert_eq!(r.status, ResultStatus::Success);
-    assert!(
-        r.output.starts_with("Error: the subagent failed (model_bad_request): "),
-        "{}",
-        r.output
-    );
-    assert_eq!(r.files.get("/ok.txt").map(String::as_str), Some("ok"));
-});
+scenario!(
+    a_failed_child_is_an_error_result_and_siblings_go_on,
+    |fleet| {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec("onefails", &replay_model(dir.path(), ONE_FAILS), "");
+        let r = &fleet.run(&spec, &[task("t1", "Two jobs")]).await[0];
+        assert_eq!(r.status, ResultStatus::Success);
+        assert!(
+            r.output
+                .starts_with("Error: the subagent failed (model_bad_request): "),
+            "{}",
+            r.output
+        );
+        assert_eq!(r.files.get("/ok.txt").map(String::as_str), Some("ok"));
+    }
+);
 
 const NESTED: &str = r##"
 rules:
@@ -92,5 +96,9 @@ scenario!(depth_limit_hides_task_from_subagents, |fleet| {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec("nested", &replay_model(dir.path(), NESTED), "");
     let r = &fleet.run(&spec, &[task("t1", "Delegate")]).await[0];
-    assert!(r.output.starts_with("Error: task is not a valid tool"), "{}", r.output);
+    assert!(
+        r.output.starts_with("Error: task is not a valid tool"),
+        "{}",
+        r.output
+    );
 });

@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use deepfleet_model::{ProviderConfig, Providers};
 use deepfleet_proto::{AgentSpec, ResultLine, RunRecord, TaskLine};
-use deepfleet_queue::{DeadLetter, DeadLetters, Queue};
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_queue::{DeadLetter, DeadLetters, Queue};
 use deepfleet_scheduler::{BatchFollower, Intake};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
@@ -109,6 +109,8 @@ impl Fleet {
 
     /// Embedded, with `openai:` models served at `base_url`.
     pub async fn embedded_with(base_url: Option<String>) -> Fleet {
+        // What `main` does for the binary: HTTP clients need a TLS provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         let queue = Arc::new(MemoryQueue::new());
         let store = Arc::new(EmbeddedStore::new());
         let mut providers = HashMap::new();
@@ -192,9 +194,13 @@ impl Fleet {
 
     /// Starts one more worker process (distributed mode only).
     pub fn spawn_worker(&mut self) {
-        let child = worker_command(&self.queue_name, &self.prefix, self.model_base_url.as_deref())
-            .spawn()
-            .expect("spawning a worker process");
+        let child = worker_command(
+            &self.queue_name,
+            &self.prefix,
+            self.model_base_url.as_deref(),
+        )
+        .spawn()
+        .expect("spawning a worker process");
         if let Workers::Processes(children) = &mut self.workers {
             children.push(child);
         }
@@ -205,9 +211,13 @@ impl Fleet {
         if let Workers::Processes(children) = &mut self.workers {
             let i = i % children.len();
             children[i].kill().await.expect("killing a worker");
-            children[i] = worker_command(&self.queue_name, &self.prefix, self.model_base_url.as_deref())
-                .spawn()
-                .expect("respawning a worker");
+            children[i] = worker_command(
+                &self.queue_name,
+                &self.prefix,
+                self.model_base_url.as_deref(),
+            )
+            .spawn()
+            .expect("respawning a worker");
         }
     }
 
@@ -231,7 +241,12 @@ impl Fleet {
         let mut runs = Vec::new();
         for task in tasks {
             let run = intake
-                .submit(&spec.name, task, Some(&batch), deepfleet_worker::tokens::count_message)
+                .submit(
+                    &spec.name,
+                    task,
+                    Some(&batch),
+                    deepfleet_worker::tokens::count_message,
+                )
                 .await
                 .expect("submitting a task");
             follower.track(&run);
@@ -260,10 +275,17 @@ impl Fleet {
                 kills += 1;
             }
         }
-        let order: HashMap<&str, usize> =
-            tasks.iter().enumerate().map(|(i, t)| (t.id.as_str(), i)).collect();
+        let order: HashMap<&str, usize> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.as_str(), i))
+            .collect();
         results.sort_by_key(|r| order.get(r.id.as_str()).copied().unwrap_or(usize::MAX));
-        Batch { results, runs, kills }
+        Batch {
+            results,
+            runs,
+            kills,
+        }
     }
 
     /// Waits until at least `n` messages were dead-lettered; returns them.
@@ -271,8 +293,16 @@ impl Fleet {
         let mut dead = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         while dead.len() < n {
-            assert!(tokio::time::Instant::now() < deadline, "no dead letter arrived");
-            dead.extend(self.dead.drain_dead_letters(n).await.expect("reading dead letters"));
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no dead letter arrived"
+            );
+            dead.extend(
+                self.dead
+                    .drain_dead_letters(n)
+                    .await
+                    .expect("reading dead letters"),
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         dead
@@ -302,18 +332,27 @@ impl Fleet {
 
 fn worker_command(queue_name: &str, prefix: &str, base_url: Option<&str>) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_deepfleet"));
-    cmd.args(["worker", "--queue", AMQP_URL, "--store", REDIS_URL, "--concurrency", "32"])
-        .env("DEEPFLEET__QUEUE_NAME", queue_name)
-        .env("DEEPFLEET__KEY_PREFIX", prefix)
-        .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
-        .env("RUST_LOG", "warn")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true);
+    cmd.args([
+        "worker",
+        "--queue",
+        AMQP_URL,
+        "--store",
+        REDIS_URL,
+        "--concurrency",
+        "32",
+    ])
+    .env("DEEPFLEET__QUEUE_NAME", queue_name)
+    .env("DEEPFLEET__KEY_PREFIX", prefix)
+    .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
+    .env("RUST_LOG", "warn")
+    .env_remove("OPENAI_BASE_URL")
+    .env_remove("OPENAI_API_KEY")
+    .stdout(Stdio::null())
+    .stderr(Stdio::inherit())
+    .kill_on_drop(true);
     if let Some(url) = base_url {
-        cmd.env("OPENAI_BASE_URL", url).env("OPENAI_API_KEY", "test-key");
+        cmd.env("OPENAI_BASE_URL", url)
+            .env("OPENAI_API_KEY", "test-key");
     }
     cmd
 }

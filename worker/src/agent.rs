@@ -44,7 +44,11 @@ impl Agent {
     /// The stack, outermost first: patch dangling tool calls, filesystem,
     /// planning (opt-in), subagents (while depth allows). Keep
     /// `docs/middleware.md` in step with this function.
-    pub fn build(spec: &AgentSpec, run: &RunRecord, providers: &Providers) -> Result<Self, StepError> {
+    pub fn build(
+        spec: &AgentSpec,
+        run: &RunRecord,
+        providers: &Providers,
+    ) -> Result<Self, StepError> {
         let invalid = |message: String| StepError::Agent {
             agent: spec.name.clone(),
             message,
@@ -85,7 +89,9 @@ impl Agent {
         }
 
         Ok(Agent {
-            name: role.as_ref().map_or_else(|| spec.name.clone(), |r| r.name.clone()),
+            name: role
+                .as_ref()
+                .map_or_else(|| spec.name.clone(), |r| r.name.clone()),
             model: resolved.client,
             model_name: resolved.model,
             stack,

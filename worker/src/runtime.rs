@@ -38,7 +38,10 @@ impl Worker {
 
     /// Runs until `shutdown` fires. Steps still running after the grace
     /// period are dropped unacked, so the queue redelivers them elsewhere.
-    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), deepfleet_queue::QueueError> {
+    pub async fn run(
+        &self,
+        shutdown: CancellationToken,
+    ) -> Result<(), deepfleet_queue::QueueError> {
         let mut consumer = self.queue.consume(self.concurrency).await?;
         let mut in_flight = JoinSet::new();
         loop {
@@ -69,7 +72,10 @@ impl Worker {
         })
         .await;
         if drained.is_err() {
-            warn!(aborted = in_flight.len(), "grace period over; unfinished steps will be redelivered");
+            warn!(
+                aborted = in_flight.len(),
+                "grace period over; unfinished steps will be redelivered"
+            );
             in_flight.abort_all();
         }
         Ok(())

@@ -54,7 +54,10 @@ mod tests {
     #[test]
     fn counts_text_and_overhead() {
         assert_eq!(count_text("hello world"), 2);
-        assert_eq!(count_message(&Message::user("hello world")), 2 + MESSAGE_OVERHEAD);
+        assert_eq!(
+            count_message(&Message::user("hello world")),
+            2 + MESSAGE_OVERHEAD
+        );
     }
 
     #[test]

@@ -79,7 +79,13 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             step,
         })],
         RunStatus::Waiting => pending
-            .map(|p| p.children.iter().cloned().map(FollowUp::StartChild).collect())
+            .map(|p| {
+                p.children
+                    .iter()
+                    .cloned()
+                    .map(FollowUp::StartChild)
+                    .collect()
+            })
             .unwrap_or_default(),
         RunStatus::Interrupted => Vec::new(),
         RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
@@ -133,18 +139,30 @@ mod tests {
 
     #[test]
     fn current_step_executes() {
-        assert_eq!(decide(&job(3), &run(RunStatus::Running), 3, 3, false), Decision::Execute);
-        assert_eq!(decide(&job(3), &run(RunStatus::Waiting), 3, 3, false), Decision::Execute);
+        assert_eq!(
+            decide(&job(3), &run(RunStatus::Running), 3, 3, false),
+            Decision::Execute
+        );
+        assert_eq!(
+            decide(&job(3), &run(RunStatus::Waiting), 3, 3, false),
+            Decision::Execute
+        );
     }
 
     #[test]
     fn redelivery_republishes_only_unconfirmed_follow_ups() {
         let r = run(RunStatus::Running);
         assert_eq!(decide(&job(3), &r, 4, 3, false), Decision::Republish);
-        assert_eq!(decide(&job(3), &r, 4, 4, false), Decision::Skip("step already executed"));
+        assert_eq!(
+            decide(&job(3), &r, 4, 4, false),
+            Decision::Skip("step already executed")
+        );
         // Two steps behind: the follow-up was consumed, or it would not have
         // committed; republishing would start a chain of duplicates.
-        assert_eq!(decide(&job(3), &r, 5, 4, false), Decision::Skip("step already executed"));
+        assert_eq!(
+            decide(&job(3), &r, 5, 4, false),
+            Decision::Skip("step already executed")
+        );
     }
 
     #[test]
@@ -157,7 +175,10 @@ mod tests {
 
     #[test]
     fn cancel_and_terminal_runs() {
-        assert_eq!(decide(&job(1), &run(RunStatus::Running), 1, 1, true), Decision::Cancel);
+        assert_eq!(
+            decide(&job(1), &run(RunStatus::Running), 1, 1, true),
+            Decision::Cancel
+        );
         assert_eq!(
             decide(&job(1), &run(RunStatus::Success), 1, 1, true),
             Decision::Skip("run already finished")
@@ -166,7 +187,10 @@ mod tests {
 
     #[test]
     fn follow_ups_by_status() {
-        assert_eq!(follow_ups(&run(RunStatus::Running), 4, None), vec![FollowUp::Step(job(4))]);
+        assert_eq!(
+            follow_ups(&run(RunStatus::Running), 4, None),
+            vec![FollowUp::Step(job(4))]
+        );
         assert_eq!(
             follow_ups(&run(RunStatus::Success), 4, None),
             vec![FollowUp::BatchDone("b".into())]

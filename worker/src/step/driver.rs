@@ -110,7 +110,11 @@ impl StepRunner {
                     .dead_letter(delivery, &format!("unsupported envelope version {}", e.v))
                     .await;
             }
-            Err(e) => return self.dead_letter(delivery, &format!("malformed job: {e}")).await,
+            Err(e) => {
+                return self
+                    .dead_letter(delivery, &format!("malformed job: {e}"))
+                    .await;
+            }
         };
         let Job::Step(job) = envelope.job.clone();
         let settled = match self.step(&job).await {
@@ -126,7 +130,11 @@ impl StepRunner {
 
     async fn step(&self, job: &StepJob) -> Result<(), Failure> {
         let Some(run) = self.store.get_run(&job.thread_id, &job.run_id).await? else {
-            return Err(Failure::Reject(format!("{}: run {}", ErrorCode::UnknownRun, job.run_id)));
+            return Err(Failure::Reject(format!(
+                "{}: run {}",
+                ErrorCode::UnknownRun,
+                job.run_id
+            )));
         };
         let checkpoint = self.store.load_thread(&job.thread_id).await?;
         let cancel = self
@@ -169,8 +177,15 @@ impl StepRunner {
         checkpoint: deepfleet_store::Checkpoint,
     ) -> Result<(), Failure> {
         let mut children = Vec::new();
-        if let Some(pending) = checkpoint.pending.as_ref().filter(|p| !p.children.is_empty()) {
-            children = self.store.child_results(&job.thread_id, &job.run_id).await?;
+        if let Some(pending) = checkpoint
+            .pending
+            .as_ref()
+            .filter(|p| !p.children.is_empty())
+        {
+            children = self
+                .store
+                .child_results(&job.thread_id, &job.run_id)
+                .await?;
             if children.len() < pending.children.len() {
                 debug!(run = %job.run_id, "step message before all subagents finished");
                 return Ok(());
@@ -258,7 +273,10 @@ impl StepRunner {
                 _ => self.retry.delay(attempt),
             };
             warn!(run = %job.run_id, step = job.step, attempt, ?delay, error = %error, "step failed; retrying");
-            let retry = Envelope { attempt, ..envelope };
+            let retry = Envelope {
+                attempt,
+                ..envelope
+            };
             let republished = match serde_json::to_vec(&retry) {
                 Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
                 Err(_) => false,

@@ -161,7 +161,11 @@ async fn run_tools(
         async move {
             match refused {
                 Some(error) => Err(ToolError::Model(error)),
-                None => ToolNext::new(&agent.stack, &agent.tools).run(call, &ctx).await,
+                None => {
+                    ToolNext::new(&agent.stack, &agent.tools)
+                        .run(call, &ctx)
+                        .await
+                }
             }
         }
     }))
@@ -184,9 +188,19 @@ async fn run_tools(
                 });
                 None
             }
-            Ok(ToolOutput::Text(text)) => Some(tool_message(call, vec![ContentBlock::text(text)], ToolStatus::Success)),
-            Ok(ToolOutput::Content(content)) => Some(tool_message(call, content, ToolStatus::Success)),
-            Err(ToolError::Model(text)) => Some(tool_message(call, vec![ContentBlock::text(text)], ToolStatus::Error)),
+            Ok(ToolOutput::Text(text)) => Some(tool_message(
+                call,
+                vec![ContentBlock::text(text)],
+                ToolStatus::Success,
+            )),
+            Ok(ToolOutput::Content(content)) => {
+                Some(tool_message(call, content, ToolStatus::Success))
+            }
+            Err(ToolError::Model(text)) => Some(tool_message(
+                call,
+                vec![ContentBlock::text(text)],
+                ToolStatus::Error,
+            )),
             Err(ToolError::Fatal(message)) => {
                 return Err(StepError::Tool {
                     tool: call.name.clone(),

@@ -109,7 +109,10 @@ async fn report(
     let parent_thread = store.load_thread(&parent.thread_id).await?;
     let output = match (&run.status, &run.output, &run.error) {
         (RunStatus::Success, Some(output), _) => output.clone(),
-        (_, _, Some(error)) => format!("Error: the subagent failed ({}): {}", error.code, error.message),
+        (_, _, Some(error)) => format!(
+            "Error: the subagent failed ({}): {}",
+            error.code, error.message
+        ),
         _ => format!("Error: the subagent ended with status {:?}", run.status),
     };
     let result = ChildResult {

@@ -4,10 +4,10 @@ use std::collections::{HashMap, HashSet};
 
 use deepfleet_proto::ToolCall;
 
-use crate::tools::ToolRegistry;
-use crate::tools::write_todos::WriteTodos;
 use crate::tools::Tool;
+use crate::tools::ToolRegistry;
 use crate::tools::task::Task;
+use crate::tools::write_todos::WriteTodos;
 
 /// Error texts for calls of a turn that must not run, by call id:
 /// - a second mutation of one path (the first one runs);
@@ -21,7 +21,9 @@ pub fn turn_errors(
     let mut errors = HashMap::new();
     let mut mutated = HashSet::new();
     for call in calls {
-        if let Some(path) = tools.get(&call.name).and_then(|t| t.mutated_path(&call.arguments))
+        if let Some(path) = tools
+            .get(&call.name)
+            .and_then(|t| t.mutated_path(&call.arguments))
             && !mutated.insert(path)
         {
             errors.insert(
@@ -30,7 +32,10 @@ pub fn turn_errors(
             );
         }
     }
-    let todo_calls: Vec<&ToolCall> = calls.iter().filter(|c| c.name == WriteTodos::NAME).collect();
+    let todo_calls: Vec<&ToolCall> = calls
+        .iter()
+        .filter(|c| c.name == WriteTodos::NAME)
+        .collect();
     if todo_calls.len() > 1 {
         for call in todo_calls {
             errors.insert(

@@ -93,7 +93,10 @@ mod tests {
     #[tokio::test]
     async fn known_type_delegates() {
         let out = task()
-            .call_json(&ctx(), r#"{"description": "find x", "subagent_type": "general-purpose"}"#)
+            .call_json(
+                &ctx(),
+                r#"{"description": "find x", "subagent_type": "general-purpose"}"#,
+            )
             .await;
         assert_eq!(
             out,
@@ -126,6 +129,8 @@ mod tests {
                 r#"{"description": "d", "subagent_type": "general-purpose", "x": 1}"#,
             )
             .await;
-        assert!(matches!(out, Err(crate::tools::ToolError::Model(m)) if m.contains("unknown field `x`")));
+        assert!(
+            matches!(out, Err(crate::tools::ToolError::Model(m)) if m.contains("unknown field `x`"))
+        );
     }
 }

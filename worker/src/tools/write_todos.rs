@@ -68,7 +68,10 @@ impl Tool for WriteTodos {
                     TodoStatus::InProgress => "in_progress",
                     TodoStatus::Completed => "completed",
                 };
-                format!("{{'content': {}, 'status': '{status}'}}", py_str(&t.content))
+                format!(
+                    "{{'content': {}, 'status': '{status}'}}",
+                    py_str(&t.content)
+                )
             })
             .collect::<Vec<_>>()
             .join(", ");
