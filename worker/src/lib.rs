@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod backend;
 mod error;
+pub mod events;
 pub mod middleware;
 pub mod prompt;
 pub mod runtime;

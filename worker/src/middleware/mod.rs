@@ -21,6 +21,7 @@ use serde_json::{Map, Value};
 
 use crate::backend::Backend;
 use crate::error::StepError;
+use crate::events::{Event, EventScope, EventSink};
 use crate::prompt::PromptSection;
 use crate::tools::{DynTool, ToolCtx, ToolError, ToolRegistry, ToolResult};
 
@@ -39,6 +40,17 @@ pub struct StepCx {
     pub backend: Arc<dyn Backend>,
     /// The thread's custom state.
     pub state: Arc<Mutex<Map<String, Value>>>,
+    /// Which run events belong to.
+    pub scope: EventScope,
+    /// Where events go.
+    pub events: Arc<dyn EventSink>,
+}
+
+impl StepCx {
+    /// Reports an event of this step.
+    pub fn emit(&self, event: Event) {
+        self.events.emit(&self.scope, &event);
+    }
 }
 
 /// A layer of the harness.

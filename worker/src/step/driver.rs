@@ -2,7 +2,7 @@
 //! commit, follow-ups out, and the ack last.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use deepfleet_model::Providers;
@@ -16,6 +16,7 @@ use tracing::{debug, info, warn};
 
 use crate::agent::AgentCache;
 use crate::error::StepError;
+use crate::events::{Event, EventScope, EventSink, NoopSink};
 use crate::step::decide::{Decision, decide, follow_ups};
 use crate::step::execute::execute;
 use crate::step::follow_up;
@@ -61,6 +62,7 @@ pub struct StepRunner {
     providers: Arc<Providers>,
     agents: AgentCache,
     retry: RetryConfig,
+    events: Arc<dyn EventSink>,
 }
 
 /// Why a message could not be handled now.
@@ -97,7 +99,14 @@ impl StepRunner {
             providers,
             agents: AgentCache::default(),
             retry,
+            events: Arc::new(NoopSink),
         }
+    }
+
+    /// Reports harness events to `events`.
+    pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.events = events;
+        self
     }
 
     /// Handles one delivery and settles it. Never panics on bad input: a
@@ -198,10 +207,26 @@ impl StepRunner {
             })
         })?;
         let agent = self.agents.get(&spec, &run, &self.providers)?;
-        let executed = execute(&agent, Arc::new(spec), run, checkpoint, children).await?;
+        let started = Instant::now();
+        let executed = execute(
+            &agent,
+            Arc::new(spec),
+            run,
+            checkpoint,
+            children,
+            Arc::clone(&self.events),
+        )
+        .await?;
         match self.store.commit_step(&executed.commit).await? {
             CommitOutcome::Committed => {
                 let run = &executed.commit.run;
+                self.events.emit(
+                    &EventScope::of(run),
+                    &Event::StepCommitted {
+                        status: run.status,
+                        latency: started.elapsed(),
+                    },
+                );
                 let step = executed.commit.step + 1;
                 let follow = follow_ups(run, step, executed.commit.pending.as_ref());
                 follow_up::publish(&*self.queue, &*self.store, run, follow, &executed.files)

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use chrono::Utc;
 use deepfleet_model::{CallPurpose, ModelRequest};
@@ -17,6 +18,7 @@ use futures::future::join_all;
 use crate::agent::Agent;
 use crate::backend::{Backend, StateBackend};
 use crate::error::StepError;
+use crate::events::{Event, EventScope, EventSink};
 use crate::middleware::{ModelNext, StepCx, ToolNext};
 use crate::step::guard::turn_errors;
 use crate::tokens::logged;
@@ -39,6 +41,7 @@ pub async fn execute(
     mut run: RunRecord,
     checkpoint: Checkpoint,
     children: Vec<ChildResult>,
+    events: Arc<dyn EventSink>,
 ) -> Result<Executed, StepError> {
     let state_before = checkpoint.state.clone();
     let state = Arc::new(Mutex::new(checkpoint.state));
@@ -48,7 +51,10 @@ pub async fn execute(
     if let Some(pending) = checkpoint.pending {
         added = resume(pending, children, backend.as_ref(), &mut run).await?;
     }
+    let scope = EventScope::of(&run);
     let mut cx = StepCx {
+        scope,
+        events,
         run,
         spec: Arc::clone(&spec),
         history: Arc::new(checkpoint.messages),
@@ -85,9 +91,17 @@ pub async fn execute(
             cache_key: Some(cx.run.thread_id.clone()),
             purpose: CallPurpose::Agent,
         };
+        let started = Instant::now();
         let response = ModelNext::new(&agent.stack, agent.model.as_ref())
             .run(request, &cx)
-            .await?;
+            .await;
+        cx.emit(Event::ModelCall {
+            model: agent.model_name.clone(),
+            purpose: CallPurpose::Agent,
+            usage: response.as_ref().ok().map(|r| r.usage),
+            latency: started.elapsed(),
+        });
+        let response = response?;
         cx.run.steps += 1;
         cx.run.usage.add(&response.usage);
         let mut turn = response.message;
