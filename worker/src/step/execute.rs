@@ -16,7 +16,7 @@ use deepfleet_store::{Checkpoint, StepCommit};
 use futures::future::join_all;
 
 use crate::agent::Agent;
-use crate::backend::{Backend, StateBackend};
+use crate::backend::{Backend, BackendError, StateBackend};
 use crate::error::StepError;
 use crate::events::{Event, EventScope, EventSink};
 use crate::middleware::{ModelNext, StepCx, ToolNext};
@@ -121,9 +121,12 @@ pub async fn execute(
         mut run, mut added, ..
     } = cx;
     added.extend(outcome.messages);
-    if let Some(pending) = &outcome.pending {
+    let fan_in_expected = outcome
+        .pending
+        .as_ref()
+        .map(|p| u32::try_from(p.children.len()).unwrap_or(u32::MAX));
+    if fan_in_expected.is_some() {
         run.status = RunStatus::Waiting;
-        outcome.fan_in = Some(u32::try_from(pending.children.len()).unwrap_or(u32::MAX));
     } else if !run.status.is_terminal() {
         run.status = RunStatus::Running;
     }
@@ -137,7 +140,7 @@ pub async fn execute(
         state: (state_after != state_before).then_some(state_after),
         pending: outcome.pending,
         run,
-        fan_in_expected: outcome.fan_in,
+        fan_in_expected,
     };
     Ok(Executed {
         commit,
@@ -152,7 +155,6 @@ struct Outcome {
     messages: Vec<LoggedMessage>,
     /// The parked turn (when some call was delegated).
     pending: Option<PendingTools>,
-    fan_in: Option<u32>,
 }
 
 /// Runs a turn's tool calls concurrently through the middleware.
@@ -244,7 +246,6 @@ async fn run_tools(
             calls: pending_calls,
             children,
         }),
-        fan_in: None,
     })
 }
 
@@ -282,7 +283,11 @@ async fn resume(
                 for (path, file) in &child.files {
                     let applied = match file {
                         Some(file) => backend.write(path, &file.content).await,
-                        None => backend.delete(path).await,
+                        // Already gone (a sibling deleted it too): fine.
+                        None => match backend.delete(path).await {
+                            Err(BackendError::NotFound) => Ok(()),
+                            other => other,
+                        },
                     };
                     applied.map_err(|e| {
                         StepError::Inconsistent(format!("merging subagent file {path}: {e}"))
