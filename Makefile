@@ -7,9 +7,11 @@ build:
 	$(CARGO) build --release
 
 ## Starts RabbitMQ and Redis if needed, then runs every test (unit,
-## conformance, end-to-end on embedded and distributed modes).
+## conformance, end-to-end on embedded and distributed modes), then the
+## promtool checks of alerts and dashboards.
 test: up
 	$(CARGO) test --workspace --all-targets
+	CARGO=$(CARGO) scripts/check-observability.sh
 
 lint:
 	$(CARGO) fmt --all --check

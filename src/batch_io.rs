@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use deepfleet_proto::{AgentSpec, ResultLine, ResultStatus, TaskLine};
+use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, ResultStatus, TaskLine};
 
 /// Reads a tasks file. Every malformed line is reported (with its number)
 /// before anything runs, so a bad batch starts nothing.
@@ -135,6 +135,43 @@ impl Summary {
         }
         out
     }
+}
+
+/// How to resume the interrupted runs of a batch: for each task, the run
+/// to resume and the calls waiting, then the command to run.
+pub fn resume_hint(reviews: &[(String, PendingReview)], state_file: Option<&Path>) -> String {
+    let mut out = format!("\n{} run(s) wait for a human decision:\n", reviews.len());
+    for (task, review) in reviews {
+        let calls: Vec<String> = review
+            .action_requests
+            .iter()
+            .zip(&review.review_configs)
+            .map(|(request, config)| {
+                let allowed: Vec<&str> = config
+                    .allowed_decisions
+                    .iter()
+                    .map(|d| d.as_str())
+                    .collect();
+                format!("{} [{}]", request.name, allowed.join("|"))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "  task {task}: run {} on {}",
+            review.run_id,
+            calls.join(", ")
+        );
+    }
+    let where_ = match state_file {
+        Some(path) => format!("--state {}", path.display()),
+        None => "--queue ... --store ...".to_owned(),
+    };
+    let _ = writeln!(
+        out,
+        "resume each with one decision per call, in order:\n  deepfleet resume {where_} --run RUN_ID --decisions decisions.json\n\
+         decisions.json: [{{\"type\": \"approve\"}}, {{\"type\": \"reject\", \"message\": \"why\"}}, ...]"
+    );
+    out
 }
 
 #[cfg(test)]

@@ -18,6 +18,10 @@ struct Cli {
     /// Configuration file (TOML); `DEEPFLEET__...` variables override it.
     #[arg(long, global = true, env = "DEEPFLEET_CONFIG")]
     config: Option<PathBuf>,
+    /// Export traces over OTLP/HTTP to this collector (base URL, e.g.
+    /// `http://127.0.0.1:4318`); overrides `otlp_endpoint`. Off by default.
+    #[arg(long, global = true)]
+    otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +34,10 @@ enum Command {
     Submit(cmd::submit::SubmitArgs),
     /// Execute steps from the fleet's queue.
     Worker(cmd::worker::WorkerArgs),
+    /// Answer a run that waits for a human decision and continue it.
+    Resume(cmd::resume::ResumeArgs),
+    /// Serve the HTTP API (Agent Server protocol) over the fleet.
+    Scheduler(cmd::scheduler::SchedulerArgs),
     /// Serve a replay script as an OpenAI-compatible endpoint.
     ScriptedServer(cmd::scripted_server::ScriptedServerArgs),
 }
@@ -53,14 +61,19 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    cmd::init_tracing();
     // TLS to providers and brokers uses ring; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = settings::Settings::load(cli.config.as_deref())?;
-    match cli.command {
+    let otlp = cli.otlp_endpoint.or_else(|| settings.otlp_endpoint.clone());
+    let telemetry = cmd::telemetry::init(otlp.as_deref())?;
+    let code = match cli.command {
         Command::Run(args) => cmd::run::run(args, settings).await,
         Command::Submit(args) => cmd::submit::run(args, settings).await,
         Command::Worker(args) => cmd::worker::run(args, settings).await,
+        Command::Resume(args) => cmd::resume::run(args, settings).await,
+        Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
         Command::ScriptedServer(args) => cmd::scripted_server::run(args).await,
-    }
+    };
+    telemetry.shutdown().await;
+    code
 }

@@ -22,9 +22,22 @@ pub struct Settings {
     pub key_prefix: String,
     /// Worker tuning.
     pub worker: WorkerSettings,
+    /// OTLP/HTTP collector base URL for traces; none = no export.
+    pub otlp_endpoint: Option<String>,
+    /// Where a worker (or an embedded run) serves `/metrics`.
+    pub metrics_listen: Option<String>,
     /// Model providers by name (`[providers.openai]`).
     #[serde(default)]
     pub providers: HashMap<String, ProviderConfig>,
+    /// The fleet's key for runtime context: base64 of 32 bytes
+    /// (`DEEPFLEET__CONTEXT_KEY`). Every scheduler and worker of a fleet
+    /// shares it; contexts are stored and queued only sealed with it.
+    pub context_key: Option<String>,
+    /// Harness profiles by `provider:model` or `provider`
+    /// (`[profiles."openai:gpt-5"]`): prompt and tool adjustments per model;
+    /// a spec's own `profiles` lie on top.
+    #[serde(default)]
+    pub profiles: std::collections::BTreeMap<String, deepfleet_proto::harness::HarnessProfile>,
 }
 
 /// Worker tuning.
@@ -37,9 +50,33 @@ pub struct WorkerSettings {
     pub max_attempts: u32,
     /// Seconds to let steps in flight finish on shutdown.
     pub grace_secs: u64,
+    /// First backoff of a failed step, in milliseconds.
+    pub retry_base_ms: u64,
+    /// Longest backoff of a failed step, in milliseconds.
+    pub retry_max_ms: u64,
+}
+
+impl WorkerSettings {
+    /// The step retry policy these settings describe.
+    pub fn retry(&self) -> deepfleet_worker::RetryConfig {
+        deepfleet_worker::RetryConfig {
+            max_attempts: self.max_attempts,
+            base_delay: std::time::Duration::from_millis(self.retry_base_ms),
+            max_delay: std::time::Duration::from_millis(self.retry_max_ms),
+        }
+    }
 }
 
 impl Settings {
+    /// The configured context key, if any; a malformed one is an error.
+    pub fn context_key(&self) -> anyhow::Result<Option<deepfleet_store::sealed::ContextKey>> {
+        self.context_key
+            .as_deref()
+            .map(deepfleet_store::sealed::ContextKey::from_base64)
+            .transpose()
+            .context("context_key (DEEPFLEET__CONTEXT_KEY)")
+    }
+
     /// Loads settings from `file` (if any) and the environment.
     pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
         let mut builder = config::Config::builder()
@@ -47,7 +84,9 @@ impl Settings {
             .set_default("key_prefix", "deepfleet")?
             .set_default("worker.concurrency", 64)?
             .set_default("worker.max_attempts", 5)?
-            .set_default("worker.grace_secs", 30)?;
+            .set_default("worker.grace_secs", 30)?
+            .set_default("worker.retry_base_ms", 1_000)?
+            .set_default("worker.retry_max_ms", 60_000)?;
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
         }

@@ -8,17 +8,29 @@
 //!
 //! - [`openai`]: the Chat Completions protocol and [`openai::OpenAiClient`],
 //!   used for every OpenAI-compatible provider.
+//! - [`anthropic`]: the Messages protocol and [`anthropic::AnthropicClient`].
+//! - [`gemini`]: Gemini `generateContent` and [`gemini::GeminiClient`].
+//! - [`stream`]: streamed deltas ([`DeltaEvent`]) and their assembly into
+//!   the same [`ModelResponse`] a non-streamed call returns.
+//! - [`profiles`]: known models' input and output limits.
 //! - [`retry`]: backoff with jitter, honouring `Retry-After`.
 //! - [`replay`]: the scripted model of tests, examples and benchmarks.
 //! - [`Providers`]: resolves `provider:model` strings to clients.
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod anthropic;
+pub mod classify;
 mod error;
+pub mod gemini;
+mod http;
 pub mod openai;
+pub mod profiles;
 mod registry;
 pub mod replay;
 pub mod retry;
+mod sse;
+pub mod stream;
 
 use async_trait::async_trait;
 use deepfleet_proto::{AssistantMessage, Message, Usage};
@@ -27,6 +39,7 @@ use serde_json::Value;
 
 pub use error::{ErrorKind, ModelError};
 pub use registry::{ProviderConfig, Providers, ResolvedModel};
+pub use stream::{Delta, DeltaEvent, DeltaSink};
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,6 +78,11 @@ pub struct ModelRequest {
     pub max_output_tokens: Option<u64>,
     /// Provider prompt-cache key (the thread id), where supported.
     pub cache_key: Option<String>,
+    /// Byte offsets into `system` where a cacheable block ends (e.g. after
+    /// the memory section), ascending; empty = the whole system prompt is
+    /// one block. Providers with explicit cache breakpoints (Anthropic)
+    /// split the system prompt there; the others ignore them.
+    pub cache_breakpoints: Vec<usize>,
     /// Why the call is made.
     pub purpose: CallPurpose,
 }
@@ -104,4 +122,20 @@ pub struct ModelResponse {
 pub trait ModelClient: Send + Sync {
     /// Runs one completion.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError>;
+
+    /// Runs one completion, handing text and tool-call deltas to `sink` as
+    /// they arrive (each tagged with the request's [`CallPurpose`]); returns
+    /// the same response [`ModelClient::complete`] would.
+    ///
+    /// Implementations retry only until the first delta was delivered: a
+    /// retry after that would show the sink a second, different answer.
+    /// The default makes a non-streamed call and delivers no delta.
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<ModelResponse, ModelError> {
+        let _ = sink;
+        self.complete(request).await
+    }
 }

@@ -1,8 +1,11 @@
-//! [`Providers`]: resolves `provider:model` strings to clients.
+//! [`Providers`]: resolves `provider:model` strings to clients and model
+//! profiles.
 //!
-//! Every known provider speaks the OpenAI protocol; they differ in base URL
-//! and key. Clients are built on first use and cached per provider, all
-//! sharing one connection pool.
+//! `anthropic` speaks the Messages protocol, `google_genai` the Gemini
+//! one, and every other provider (openai, openrouter, fireworks, baseten,
+//! ollama, or any host given a base URL) Chat Completions. Clients are
+//! built on first use and cached per provider, all sharing one connection
+//! pool.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,9 +13,14 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use deepfleet_proto::ModelProfile;
 use serde::Deserialize;
 
-use crate::openai::{DEFAULT_TIMEOUT, OpenAiClient, OpenAiConfig, http_client};
+use crate::anthropic::{AnthropicClient, AnthropicConfig};
+use crate::gemini::{GeminiClient, GeminiConfig};
+use crate::http::{DEFAULT_TIMEOUT, http_client};
+use crate::openai::{OpenAiClient, OpenAiConfig};
+use crate::profiles;
 use crate::replay::{ReplayClient, ReplayEngine};
 use crate::retry::RetryPolicy;
 use crate::{ErrorKind, ModelClient, ModelError};
@@ -24,6 +32,18 @@ const DEFAULT_BASE_URLS: &[(&str, &str)] = &[
     ("fireworks", "https://api.fireworks.ai/inference/v1"),
     ("baseten", "https://inference.baseten.co/v1"),
     ("ollama", "http://localhost:11434/v1"),
+    ("anthropic", "https://api.anthropic.com"),
+    (
+        "google_genai",
+        "https://generativelanguage.googleapis.com/v1beta",
+    ),
+];
+
+/// Key variables the providers' own SDKs read, tried after the
+/// `{PROVIDER}_API_KEY` convention.
+const KEY_ALIASES: &[(&str, &str)] = &[
+    ("google_genai", "GOOGLE_API_KEY"),
+    ("google_genai", "GEMINI_API_KEY"),
 ];
 
 /// The provider name of scripted models (`replay:PATH`).
@@ -42,6 +62,15 @@ pub struct ProviderConfig {
     /// Limit of one HTTP attempt, in seconds.
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Whether every call streams (SSE), deltas discarded unless the
+    /// caller asks for them; long completions then never sit idle on a
+    /// proxy's timeout.
+    #[serde(default)]
+    pub stream: bool,
+    /// Model profiles by name or name prefix, over the built-in table
+    /// ([`crate::profiles`]).
+    #[serde(default)]
+    pub profiles: HashMap<String, ModelProfile>,
 }
 
 // Hand-written so the key never reaches a log line.
@@ -51,17 +80,69 @@ impl fmt::Debug for ProviderConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout_secs", &self.timeout_secs)
+            .field("stream", &self.stream)
+            .field("profiles", &self.profiles)
             .finish()
     }
 }
 
-/// A resolved model: the client to call and the model name to send.
+/// A resolved model: the client to call, the model name to send, and the
+/// model's limits when known.
 #[derive(Clone)]
 pub struct ResolvedModel {
     /// The provider's client.
     pub client: Arc<dyn ModelClient>,
     /// The model name without the provider prefix.
     pub model: String,
+    /// The model's limits: the provider config's `profiles`, else the
+    /// built-in table; `None` for a model neither knows.
+    pub profile: Option<ModelProfile>,
+}
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    OpenAi,
+    Anthropic,
+    Gemini,
+}
+
+impl Protocol {
+    fn of(provider: &str) -> Self {
+        match provider {
+            "anthropic" => Protocol::Anthropic,
+            "google_genai" => Protocol::Gemini,
+            _ => Protocol::OpenAi,
+        }
+    }
+}
+
+/// A built client, before it is shared as a `dyn ModelClient`.
+#[derive(Debug)]
+enum Built {
+    OpenAi(OpenAiClient),
+    Anthropic(AnthropicClient),
+    Gemini(GeminiClient),
+}
+
+impl Built {
+    fn into_shared(self) -> Arc<dyn ModelClient> {
+        match self {
+            Built::OpenAi(client) => Arc::new(client),
+            Built::Anthropic(client) => Arc::new(client),
+            Built::Gemini(client) => Arc::new(client),
+        }
+    }
+
+    /// Where a call of `model` goes (tests and diagnostics).
+    #[cfg(test)]
+    fn endpoint(&self, model: &str) -> String {
+        match self {
+            Built::OpenAi(client) => client.endpoint().to_owned(),
+            Built::Anthropic(client) => client.endpoint().to_owned(),
+            Built::Gemini(client) => client.endpoint(model, "generateContent"),
+        }
+    }
 }
 
 type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -126,17 +207,22 @@ impl Providers {
                 ),
             ));
         };
+        let profile = match self.configs.get(provider) {
+            Some(config) => profiles::lookup(&config.profiles, model),
+            None => profiles::builtin(model),
+        };
         if provider == REPLAY {
             return Ok(ResolvedModel {
                 client: self.replay(model)?,
                 model: model.to_owned(),
+                profile,
             });
         }
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         let client = match clients.get(provider) {
             Some(client) => client.clone(),
             None => {
-                let client: Arc<dyn ModelClient> = Arc::new(self.build(provider)?);
+                let client = self.build(provider)?.into_shared();
                 clients.insert(provider.to_owned(), client.clone());
                 client
             }
@@ -144,6 +230,7 @@ impl Providers {
         Ok(ResolvedModel {
             client,
             model: model.to_owned(),
+            profile,
         })
     }
 
@@ -165,7 +252,7 @@ impl Providers {
         Ok(Arc::new(ReplayClient::new(engine).with_retry(self.retry)))
     }
 
-    fn build(&self, provider: &str) -> Result<OpenAiClient, ModelError> {
+    fn build(&self, provider: &str) -> Result<Built, ModelError> {
         let config = self.configs.get(provider).cloned().unwrap_or_default();
         let prefix = provider.to_ascii_uppercase().replace('-', "_");
         let base_url = (self.env)(&format!("{prefix}_BASE_URL"))
@@ -185,20 +272,51 @@ impl Providers {
                     ),
                 )
             })?;
-        let api_key = (self.env)(&format!("{prefix}_API_KEY")).or(config.api_key);
+        let api_key = (self.env)(&format!("{prefix}_API_KEY"))
+            .or_else(|| {
+                KEY_ALIASES
+                    .iter()
+                    .filter(|(name, _)| *name == provider)
+                    .find_map(|(_, variable)| (self.env)(variable))
+            })
+            .or(config.api_key);
         let timeout = config
             .timeout_secs
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_TIMEOUT);
-        OpenAiClient::with_http(
-            self.http()?,
-            OpenAiConfig {
-                base_url,
-                api_key,
-                timeout,
-                retry: self.retry,
-            },
-        )
+        let (retry, stream, http) = (self.retry, config.stream, self.http()?);
+        Ok(match Protocol::of(provider) {
+            Protocol::OpenAi => Built::OpenAi(OpenAiClient::with_http(
+                http,
+                OpenAiConfig {
+                    base_url,
+                    api_key,
+                    timeout,
+                    retry,
+                    stream,
+                },
+            )?),
+            Protocol::Anthropic => Built::Anthropic(AnthropicClient::with_http(
+                http,
+                AnthropicConfig {
+                    base_url,
+                    api_key,
+                    timeout,
+                    retry,
+                    stream,
+                },
+            )?),
+            Protocol::Gemini => Built::Gemini(GeminiClient::with_http(
+                http,
+                GeminiConfig {
+                    base_url,
+                    api_key,
+                    timeout,
+                    retry,
+                    stream,
+                },
+            )?),
+        })
     }
 
     fn http(&self) -> Result<reqwest::Client, ModelError> {

@@ -18,6 +18,7 @@ fn providers(env: &[(&str, &str)]) -> Providers {
                 base_url: Some("https://config.invalid/v1".into()),
                 api_key: Some("sk-config".into()),
                 timeout_secs: Some(5),
+                ..ProviderConfig::default()
             },
         ),
         (
@@ -53,7 +54,7 @@ fn known_providers_have_default_base_urls() {
         ("local", "http://127.0.0.1:9/v1/chat/completions"),
     ];
     for (provider, endpoint) in cases {
-        assert_eq!(providers.build(provider).unwrap().endpoint(), endpoint);
+        assert_eq!(providers.build(provider).unwrap().endpoint("m"), endpoint);
     }
 }
 
@@ -66,10 +67,16 @@ fn environment_overrides_config() {
         ("MY_PROXY_BASE_URL", "http://proxy.invalid"),
     ]);
     let client = providers.build("openai").unwrap();
-    assert_eq!(client.endpoint(), "http://env.invalid/v1/chat/completions");
+    assert_eq!(
+        client.endpoint("m"),
+        "http://env.invalid/v1/chat/completions"
+    );
     // A provider unknown by name works once a base URL is given for it.
     let client = providers.build("my-proxy").unwrap();
-    assert_eq!(client.endpoint(), "http://proxy.invalid/chat/completions");
+    assert_eq!(
+        client.endpoint("m"),
+        "http://proxy.invalid/chat/completions"
+    );
 }
 
 #[test]
@@ -112,6 +119,7 @@ async fn replay_paths_share_one_engine() {
         tools: vec![],
         max_output_tokens: None,
         cache_key: None,
+        cache_breakpoints: Vec::new(),
         purpose: crate::CallPurpose::Agent,
     };
     let first = providers.resolve(&spec).unwrap();
@@ -155,6 +163,83 @@ fn provider_config_deserializes() {
             base_url: None,
             api_key: Some("k".into()),
             timeout_secs: Some(30),
+            ..ProviderConfig::default()
         }
     );
+}
+
+#[test]
+fn anthropic_and_gemini_get_their_own_protocols_and_key_variables() {
+    install_crypto();
+    let providers = providers(&[
+        ("GOOGLE_API_KEY", "AIza-env"),
+        ("ANTHROPIC_BASE_URL", "http://anthropic.invalid"),
+    ]);
+    let anthropic = providers.build("anthropic").unwrap();
+    assert!(matches!(anthropic, Built::Anthropic(_)));
+    assert_eq!(
+        anthropic.endpoint("claude-sonnet-4-5"),
+        "http://anthropic.invalid/v1/messages"
+    );
+    let gemini = providers.build("google_genai").unwrap();
+    assert!(matches!(gemini, Built::Gemini(_)));
+    assert_eq!(
+        gemini.endpoint("gemini-2.5-flash"),
+        "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
+    );
+    let shown = format!("{gemini:?}");
+    assert!(
+        shown.contains("authorized: true") && !shown.contains("AIza-env"),
+        "{shown}"
+    );
+    assert!(matches!(
+        providers.build("fireworks").unwrap(),
+        Built::OpenAi(_)
+    ));
+}
+
+#[test]
+fn resolved_models_carry_profiles_from_config_then_the_table() {
+    install_crypto();
+    let profile = |input, output| deepfleet_proto::ModelProfile {
+        max_input_tokens: input,
+        max_output_tokens: output,
+    };
+    let configs = HashMap::from([(
+        "ollama".to_owned(),
+        ProviderConfig {
+            profiles: HashMap::from([("north-mini".to_owned(), profile(32_768, 4_096))]),
+            ..ProviderConfig::default()
+        },
+    )]);
+    let providers = Providers::with_env(configs, |_| None);
+    let resolved = |spec: &str| providers.resolve(spec).unwrap().profile;
+    assert_eq!(
+        resolved("ollama:north-mini-code-1.0"),
+        Some(profile(32_768, 4_096))
+    );
+    assert_eq!(resolved("ollama:llama3:8b"), None);
+    assert_eq!(
+        resolved("anthropic:claude-sonnet-4-5"),
+        Some(profile(200_000, 64_000))
+    );
+    assert_eq!(
+        resolved("google_genai:gemini-2.5-pro"),
+        Some(profile(1_048_576, 65_536))
+    );
+}
+
+#[test]
+fn provider_config_reads_stream_and_profiles() {
+    let config: ProviderConfig = serde_json::from_value(serde_json::json!({
+        "stream": true,
+        "profiles": {"glm-": {"max_input_tokens": 200000, "max_output_tokens": 128000}}
+    }))
+    .unwrap();
+    assert!(config.stream);
+    assert_eq!(config.profiles["glm-"].max_output_tokens, 128_000);
+    let error = serde_json::from_value::<ProviderConfig>(serde_json::json!({"strem": true}))
+        .err()
+        .unwrap();
+    assert!(error.to_string().contains("strem"), "{error}");
 }

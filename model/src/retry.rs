@@ -70,7 +70,22 @@ impl RetryPolicy {
 
     /// Runs `attempt` until it succeeds, fails for good, or the attempts
     /// are used up; returns the last error then.
-    pub async fn run<T, F, Fut>(&self, mut attempt: F) -> Result<T, ModelError>
+    pub async fn run<T, F, Fut>(&self, attempt: F) -> Result<T, ModelError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, ModelError>>,
+    {
+        self.run_while(|| true, attempt).await
+    }
+
+    /// Like [`RetryPolicy::run`], but stops retrying once `may_retry`
+    /// says no: a stream that already delivered deltas cannot be replayed
+    /// without the consumer seeing two answers.
+    pub async fn run_while<T, F, Fut>(
+        &self,
+        may_retry: impl Fn() -> bool,
+        mut attempt: F,
+    ) -> Result<T, ModelError>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T, ModelError>>,
@@ -82,6 +97,9 @@ impl RetryPolicy {
                 Ok(value) => return Ok(value),
                 Err(error) => error,
             };
+            if !may_retry() {
+                return Err(error);
+            }
             // ThreadRng is not Send: draw the delay before awaiting.
             let Some(delay) = self.delay(attempts, &error, &mut rand::rng()) else {
                 return Err(error);
@@ -216,5 +234,25 @@ mod tests {
             .await;
         assert_eq!(result.unwrap_err().kind, ErrorKind::Auth);
         assert_eq!(calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn run_while_stops_once_retrying_is_ruled_out() {
+        let quick = RetryPolicy {
+            base_delay: Duration::from_millis(1),
+            ..RetryPolicy::default()
+        };
+        let calls = AtomicU32::new(0);
+        let result: Result<(), _> = quick
+            .run_while(
+                || calls.load(Ordering::SeqCst) < 2,
+                || async {
+                    calls.fetch_add(1, Ordering::SeqCst);
+                    Err(error(ErrorKind::Server))
+                },
+            )
+            .await;
+        assert_eq!(result.unwrap_err().kind, ErrorKind::Server);
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 }

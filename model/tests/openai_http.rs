@@ -115,6 +115,7 @@ fn request() -> ModelRequest {
         }],
         max_output_tokens: Some(1024),
         cache_key: Some("thread-42".into()),
+        cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
     }
 }

@@ -22,6 +22,10 @@ pub struct TaskLine {
     /// Files seeded into the run's thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<BTreeMap<String, String>>,
+    /// Custom state fields seeded into the thread; checked against the
+    /// spec's `state_schema`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Map<String, Value>>,
 }
 
 /// How a run ended, as a result line reports it.
@@ -80,4 +84,21 @@ pub struct ResultLine {
     pub usage: ResultUsage,
     /// The thread's text files at the end.
     pub files: BTreeMap<String, String>,
+    /// Set when the run waits for a reviewer: what to decide, and the run
+    /// to resume.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<PendingReview>,
+}
+
+/// The review an interrupted run waits for, as a result line reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingReview {
+    /// The interrupted run: the task's own run or one of its subagents.
+    pub run_id: String,
+    /// That run's thread.
+    pub thread_id: String,
+    /// The gated calls, in the order decisions must be given.
+    pub action_requests: Vec<crate::hitl::ActionRequest>,
+    /// The decisions each accepts.
+    pub review_configs: Vec<crate::hitl::ReviewConfig>,
 }

@@ -65,6 +65,10 @@ pub struct PendingTools {
     /// Subagent runs started by `task` calls of the turn.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub children: Vec<ChildRun>,
+    /// Set when the turn waits for a reviewer (`interrupt_on`): no call of
+    /// the turn has run yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt: Option<crate::hitl::Interrupt>,
 }
 
 /// One tool call of a parked turn.
@@ -90,4 +94,61 @@ pub struct ChildRun {
     pub subagent: String,
     /// The task description: the child's only user message.
     pub description: String,
+    /// W3C trace context of the `task` call's span: the child run's parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+}
+
+/// What context compression has done to a thread's log, without rewriting
+/// it: the model sees `[summary, log[cutoff..]]`, with evicted messages
+/// shown as their stubs. Stored in the thread meta and written only when a
+/// step changes it, so a step's writes stay proportional to what it added.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ContextCursor {
+    /// The latest summary; each one covers everything before its cutoff,
+    /// earlier summaries included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<SummaryEvent>,
+    /// Oversized user messages shown to the model as a file reference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evicted: Vec<EvictedMessage>,
+}
+
+/// One summarization of a thread's older messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SummaryEvent {
+    /// Log index of the first message kept verbatim; everything before it
+    /// is represented by `message`.
+    pub cutoff: u64,
+    /// The summary as the model sees it (a user message with
+    /// `source: summarization`), with its token count.
+    pub message: LoggedMessage,
+    /// The file the summarized messages were appended to, when writing it
+    /// succeeded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_path: Option<String>,
+    /// The thread's history session (`session_<hex>`), reused by later
+    /// summaries so they append to one file.
+    pub session: String,
+    /// How long the log was when the summary was made: usage reported for
+    /// model turns from this index on was measured with the summary in
+    /// place.
+    pub created_at_index: u64,
+    /// Tokens of the log before `cutoff`, so the size of what the model
+    /// sees is a subtraction instead of a sum over the log.
+    pub summarized_tokens: u64,
+    /// When it was made.
+    pub created_at: DateTime<Utc>,
+}
+
+/// An oversized user message replaced by a file reference in what the
+/// model sees.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EvictedMessage {
+    /// Its log index.
+    pub index: u64,
+    /// Where its full text was written.
+    pub path: String,
+    /// What the model sees instead, with its token count.
+    pub stub: LoggedMessage,
 }

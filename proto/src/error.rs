@@ -34,6 +34,12 @@ pub enum ErrorCode {
     Cancelled,
     /// The step failed on every delivery attempt.
     AttemptsExhausted,
+    /// The API was asked for a thread, run, assistant or item it does not
+    /// know.
+    NotFound,
+    /// The request conflicts with what exists (a duplicate id, a busy
+    /// thread under `multitask_strategy=reject`).
+    Conflict,
     /// Anything else; details are in the logs.
     Internal,
 }
@@ -55,6 +61,8 @@ impl ErrorCode {
             ErrorCode::SubagentFailed => "subagent_failed",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::AttemptsExhausted => "attempts_exhausted",
+            ErrorCode::NotFound => "not_found",
+            ErrorCode::Conflict => "conflict",
             ErrorCode::Internal => "internal",
         }
     }

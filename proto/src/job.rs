@@ -1,5 +1,6 @@
 //! Queue messages: a versioned envelope around a job.
 
+use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,10 @@ pub struct Envelope {
     /// W3C trace context of the publisher, so spans join across workers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// When the message was published (or, for a delayed retry, when it
+    /// is due): the start of its queue wait.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub published_at: Option<DateTime<Utc>>,
     /// The job itself.
     pub job: Job,
 }
@@ -44,13 +49,14 @@ pub struct StepJob {
 }
 
 impl Envelope {
-    /// Wraps a job for its first delivery.
+    /// Wraps a job for its first delivery, published now.
     pub fn new(id: impl Into<String>, job: Job) -> Self {
         Envelope {
             v: ENVELOPE_VERSION,
             id: id.into(),
             attempt: 0,
             traceparent: None,
+            published_at: Some(Utc::now()),
             job,
         }
     }

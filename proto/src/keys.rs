@@ -83,6 +83,50 @@ impl Keys {
     pub fn batch_runs(&self, batch: &str) -> String {
         format!("{}:batch:{{{batch}}}:runs", self.prefix)
     }
+
+    /// Hash: id -> JSON, the HTTP API's records of one kind (threads,
+    /// assistants, run metadata). One key per kind keeps a listing one
+    /// command.
+    pub fn records(&self, kind: &str) -> String {
+        format!("{}:rec:{{{kind}}}", self.prefix)
+    }
+
+    /// Hash: key -> item, the store items of one namespace. Tagged with
+    /// the namespace's root label, like [`Keys::store_index`], so a put
+    /// updates the items and the index in one script.
+    pub fn store_items(&self, namespace: &[String]) -> String {
+        let root = namespace.first().map_or("", String::as_str);
+        format!(
+            "{}:st:{{{}}}:ns:{}",
+            self.prefix,
+            store_tag(root),
+            crate::item::join_namespace(namespace)
+        )
+    }
+
+    /// Sorted set (all scores 0, read by lexical range): the dot-joined
+    /// namespaces under one root label that hold items, so a prefix search
+    /// reads one range instead of scanning the keyspace.
+    pub fn store_index(&self, root: &str) -> String {
+        format!("{}:st:{{{}}}:idx:{root}", self.prefix, store_tag(root))
+    }
+
+    /// Set: the root labels that have held items, for listings without a
+    /// prefix.
+    pub fn store_roots(&self) -> String {
+        format!("{}:st:roots", self.prefix)
+    }
+}
+
+/// A root label made safe as a hash tag: braces would end the tag early.
+/// Only the slot depends on it; the key itself stays unique because the
+/// full label follows the tag.
+fn store_tag(root: &str) -> String {
+    let tag: String = root
+        .chars()
+        .map(|c| if c == '{' || c == '}' { '_' } else { c })
+        .collect();
+    if tag.is_empty() { "_".to_owned() } else { tag }
 }
 
 /// The hash slot tag of a key, as Redis Cluster computes it.
@@ -116,6 +160,19 @@ mod tests {
             assert_eq!(hash_tag(key), "t1", "{key}");
         }
         assert_eq!(k.thread_log("t1"), "df:t:{t1}:log");
+    }
+
+    #[test]
+    fn store_keys_share_their_root_tag() {
+        let k = Keys::new("df");
+        let ns = |l: &[&str]| l.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let items = k.store_items(&ns(&["agent", "u1"]));
+        assert_eq!(items, "df:st:{agent}:ns:agent.u1");
+        assert_eq!(hash_tag(&items), hash_tag(&k.store_index("agent")));
+        let odd = k.store_items(&ns(&["a{b}", "c"]));
+        assert_eq!(hash_tag(&odd), "a_b_");
+        assert_eq!(hash_tag(&odd), hash_tag(&k.store_index("a{b}")));
+        assert_ne!(k.store_index("a{b}"), k.store_index("a}b{"));
     }
 
     #[test]

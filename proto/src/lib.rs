@@ -10,17 +10,29 @@
 pub mod batch;
 pub mod checkpoint;
 pub mod error;
+pub mod harness;
+pub mod hitl;
+pub mod item;
 pub mod job;
 pub mod keys;
 pub mod message;
 pub mod path;
 pub mod run;
 pub mod schema;
+pub mod sealed;
 pub mod spec;
 
-pub use batch::{ResultLine, ResultStatus, ResultUsage, TaskLine};
-pub use checkpoint::{ChildRun, Encoding, FileData, LoggedMessage, PendingCall, PendingTools};
+pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};
+pub use checkpoint::{
+    ChildRun, ContextCursor, Encoding, EvictedMessage, FileData, LoggedMessage, PendingCall,
+    PendingTools, SummaryEvent,
+};
 pub use error::ErrorCode;
+pub use hitl::{
+    ActionRequest, Decision, DecisionType, EditedAction, Interrupt, InterruptConfig, InterruptOn,
+    ReviewConfig,
+};
+pub use item::{Item, ItemSearch, NamespaceError, NamespaceQuery};
 pub use job::{ENVELOPE_VERSION, Envelope, Job, StepJob};
 pub use keys::Keys;
 pub use message::{
@@ -28,4 +40,5 @@ pub use message::{
     ToolStatus, Usage, UserMessage,
 };
 pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
+pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};

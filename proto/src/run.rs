@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::error::ErrorCode;
 use crate::message::Usage;
+use crate::sealed::SealedContext;
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -89,9 +89,11 @@ pub struct RunRecord {
     /// The caller's id for the task (a batch line's `id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
-    /// Runtime context: per-run configuration visible to tools and subagents.
+    /// Runtime context: per-run configuration visible to tools and
+    /// subagents, sealed under the fleet's key (never stored in clear) and
+    /// dropped when the run ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<Value>,
+    pub context: Option<SealedContext>,
     /// Model calls made so far.
     #[serde(default)]
     pub steps: u32,
@@ -104,6 +106,11 @@ pub struct RunRecord {
     /// Why the run failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<RunError>,
+    /// W3C trace context the run's spans are children of: the caller's
+    /// `task` span for a subagent, then the run's own span once its first
+    /// step ran. Kept here so every later step joins the same trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
     /// When the run was accepted.
     pub created_at: DateTime<Utc>,
     /// When the record last changed.

@@ -19,6 +19,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::run::RunRecord>("run_record"),
         one::<crate::message::Message>("message"),
         one::<crate::checkpoint::FileData>("file_data"),
+        one::<crate::item::Item>("item"),
     ]
 }
 

@@ -5,11 +5,13 @@
 //! setting), then [`AgentSpec::validate`] checks what serde cannot. Every
 //! error names the field, and parse errors also name the line.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+use crate::hitl::InterruptOn;
 
 /// The name of the subagent every agent gets unless it opts out.
 pub const GENERAL_PURPOSE: &str = "general-purpose";
@@ -40,6 +42,39 @@ pub struct AgentSpec {
     /// Overrides the built-in profile of the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_profile: Option<ModelProfile>,
+    /// Offers the `compact_conversation` tool, so the model can summarize
+    /// older messages on demand.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub compact_tool: bool,
+    /// Runtime-context keys whose values are secrets: redacted wherever the
+    /// context could reach logs or traces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_secrets: Vec<String>,
+    /// JSON Schema (an object) of the custom state fields a run may be
+    /// seeded with; tools read and write them, subagents inherit them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state_schema: Option<serde_json::Value>,
+    /// Tools whose calls wait for a human decision, by tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub interrupt_on: BTreeMap<String, InterruptOn>,
+    /// Where file paths live: routes to the long-term store or a local
+    /// directory (see `docs/backends.md`).
+    #[serde(default, skip_serializing_if = "crate::harness::BackendSpec::is_default")]
+    pub backend: crate::harness::BackendSpec,
+    /// AGENTS.md files loaded into the prompt once per thread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<String>,
+    /// Skill directories (`{source}/{name}/SKILL.md`); later ones win.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
+    /// Harness profiles by `provider:model` or `provider`, on top of the
+    /// worker's configured ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub profiles: BTreeMap<String, crate::harness::HarnessProfile>,
+    /// A system prompt rendered per run from `{{context.KEY}}` and
+    /// `{{store.KEY}}` values; instead of `system_prompt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt_template: Option<String>,
 }
 
 fn default_true() -> bool {
@@ -63,6 +98,9 @@ pub struct SubagentSpec {
     /// Tool allowlist; the parent's tools when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Its own `interrupt_on`; the parent's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupt_on: Option<BTreeMap<String, InterruptOn>>,
 }
 
 /// Limits that end a run or refuse a delegation.
@@ -124,7 +162,7 @@ impl fmt::Display for SpecError {
 }
 
 impl SpecError {
-    fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+    pub(crate) fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
         SpecError {
             field: field.into(),
             line: None,
@@ -170,6 +208,19 @@ impl AgentSpec {
             if let Some(model) = &sub.model {
                 check_model(&at("model"), model)?;
             }
+            if let Some(gates) = &sub.interrupt_on {
+                check_interrupt_on(&at("interrupt_on"), gates)?;
+            }
+        }
+        check_interrupt_on("interrupt_on", &self.interrupt_on)?;
+        self.check_harness()?;
+        if let Some(schema) = &self.state_schema
+            && !schema.is_object()
+        {
+            return Err(SpecError::field(
+                "state_schema",
+                "must be a JSON Schema object",
+            ));
         }
         for (field, value) in [
             ("limits.max_steps", self.limits.max_steps),
@@ -190,6 +241,25 @@ impl AgentSpec {
         Ok(())
     }
 
+    /// Checks the backend routes, memory paths, skill sources and the
+    /// prompt template choice.
+    fn check_harness(&self) -> Result<(), SpecError> {
+        self.backend.validate()?;
+        for (field, paths) in [("memory", &self.memory), ("skills", &self.skills)] {
+            for (i, path) in paths.iter().enumerate() {
+                crate::path::validate(path)
+                    .map_err(|m| SpecError::field(format!("{field}[{i}]"), m))?;
+            }
+        }
+        if self.system_prompt.is_some() && self.system_prompt_template.is_some() {
+            return Err(SpecError::field(
+                "system_prompt_template",
+                "set either system_prompt or system_prompt_template, not both",
+            ));
+        }
+        Ok(())
+    }
+
     /// The subagent the model may call by `name`, the built-in
     /// general-purpose one included.
     pub fn subagent(&self, name: &str) -> Option<SubagentSpec> {
@@ -197,6 +267,15 @@ impl AgentSpec {
             return Some(sub.clone());
         }
         (name == GENERAL_PURPOSE && self.general_purpose_subagent).then(general_purpose)
+    }
+
+    /// The `interrupt_on` of a role: a subagent's own, else the parent's
+    /// (deepagents: declarative and general-purpose subagents inherit it).
+    pub fn interrupt_on_for(&self, subagent: Option<&str>) -> BTreeMap<String, InterruptOn> {
+        subagent
+            .and_then(|name| self.subagents.iter().find(|s| s.name == name))
+            .and_then(|s| s.interrupt_on.clone())
+            .unwrap_or_else(|| self.interrupt_on.clone())
     }
 
     /// Every subagent offered to the model, general-purpose first.
@@ -224,6 +303,7 @@ pub fn general_purpose() -> SubagentSpec {
         system_prompt: None,
         model: None,
         tools: None,
+        interrupt_on: None,
     }
 }
 
@@ -241,6 +321,18 @@ fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
             format!("'{name}' must be 1-64 characters of letters, digits, '-' or '_'"),
         ))
     }
+}
+
+fn check_interrupt_on(field: &str, gates: &BTreeMap<String, InterruptOn>) -> Result<(), SpecError> {
+    for (tool, gate) in gates {
+        if gate.allowed().is_some_and(|a| a.is_empty()) {
+            return Err(SpecError::field(
+                format!("{field}.{tool}.allowed_decisions"),
+                "must list at least one decision",
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_model(field: &str, model: &str) -> Result<(), SpecError> {
@@ -296,6 +388,24 @@ mod tests {
         assert_eq!(err.field, "subagents[1].name");
         let err = AgentSpec::from_yaml("name: a\nmodel: gpt\n").unwrap_err();
         assert_eq!(err.field, "model");
+    }
+
+    #[test]
+    fn interrupt_on_is_checked_and_inherited() {
+        let src =
+            "name: a\nmodel: openai:x\ninterrupt_on:\n  write_file: {allowed_decisions: []}\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(err.field, "interrupt_on.write_file.allowed_decisions");
+        let src = "name: a\nmodel: openai:x\ninterrupt_on: {write_file: true}\nsubagents:\n  - {name: r, description: d}\n  - {name: q, description: d, interrupt_on: {}}\n";
+        let spec = AgentSpec::from_yaml(src).unwrap();
+        assert!(spec.interrupt_on_for(Some("r")).contains_key("write_file"));
+        assert!(
+            spec.interrupt_on_for(Some("general-purpose"))
+                .contains_key("write_file")
+        );
+        assert!(spec.interrupt_on_for(Some("q")).is_empty());
+        let err = AgentSpec::from_yaml("name: a\nmodel: openai:x\nstate_schema: 3\n").unwrap_err();
+        assert_eq!(err.field, "state_schema");
     }
 
     #[test]

@@ -60,6 +60,13 @@ pub trait Delivery: Send + Sync {
     /// that did not settle it).
     fn redelivered(&self) -> bool;
 
+    /// Where the sender wants the answer to this message. Only backends
+    /// whose messages carry properties have one (RabbitMQ's `reply_to` and
+    /// `correlation_id`); the in-process queue carries payloads only.
+    fn reply_address(&self) -> ReplyAddress {
+        ReplyAddress::default()
+    }
+
     /// Removes the message: it was handled.
     async fn ack(self: Box<Self>) -> Result<(), QueueError>;
 
@@ -69,6 +76,31 @@ pub trait Delivery: Send + Sync {
     /// Moves the message to the dead-letter queue with `reason`, for an
     /// operator to inspect; it is never delivered again.
     async fn dead_letter(self: Box<Self>, reason: &str) -> Result<(), QueueError>;
+}
+
+/// Where the sender of a message asked for its answer: AMQP's `reply_to`
+/// (a queue name) and `correlation_id` (echoed so the sender can match the
+/// answer to its request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplyAddress {
+    /// The queue to answer on; `None` sends the answer to the results
+    /// exchange.
+    pub reply_to: Option<String>,
+    /// Echoed on the answer.
+    pub correlation_id: Option<String>,
+}
+
+/// Backends that can answer the sender of a message (request/reply over
+/// the broker, as the submission intake does when a run ends).
+///
+/// Implementations must return only once the answer is safely stored
+/// (publisher confirms), and must not drop an answer silently: when there
+/// is no reply queue, or it no longer exists, the answer goes to a durable
+/// results destination instead.
+#[async_trait]
+pub trait Replies: Send + Sync {
+    /// Publishes `payload` to `to.reply_to` with `to.correlation_id`.
+    async fn reply(&self, to: &ReplyAddress, payload: Vec<u8>) -> Result<(), QueueError>;
 }
 
 /// A dead-lettered message and why.

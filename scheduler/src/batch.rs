@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use deepfleet_proto::{
-    Encoding, ResultLine, ResultStatus, RunRecord, RunStatus, checkpoint::FileData,
+    Encoding, PendingReview, ResultLine, ResultStatus, RunRecord, RunStatus, checkpoint::FileData,
 };
 use deepfleet_store::Store;
 
@@ -34,6 +34,11 @@ impl BatchFollower {
             .insert(run.run_id.clone(), run.thread_id.clone());
     }
 
+    /// The batch followed.
+    pub fn batch_id(&self) -> &str {
+        &self.batch_id
+    }
+
     /// Runs still going.
     pub fn remaining(&self) -> usize {
         self.waiting.len()
@@ -46,16 +51,61 @@ impl BatchFollower {
         let mut lines = Vec::with_capacity(done.len());
         for run_id in done {
             let Some(thread_id) = self.waiting.remove(&run_id) else {
+                // A subagent of a followed run waits for a reviewer.
+                if let Some(line) = self.interrupted_subagent(&run_id).await? {
+                    lines.push(line);
+                }
                 continue;
             };
             let Some(run) = self.store.get_run(&thread_id, &run_id).await? else {
                 continue;
             };
             let thread = self.store.load_thread(&thread_id).await?;
-            lines.push(result_line(&run, &thread.files));
+            let mut line = result_line(&run, &thread.files);
+            if run.status == RunStatus::Interrupted {
+                line.review = review_of(&run, &thread);
+            }
+            lines.push(line);
         }
         Ok(lines)
     }
+
+    /// The line of the followed top-level run above an interrupted
+    /// subagent run: `interrupted`, with the subagent's review.
+    async fn interrupted_subagent(
+        &mut self,
+        run_id: &str,
+    ) -> Result<Option<ResultLine>, SchedulerError> {
+        let Some(child) = self.store.find_run(run_id).await? else {
+            return Ok(None);
+        };
+        if child.status != RunStatus::Interrupted {
+            return Ok(None);
+        }
+        let Some(root) = crate::resume::root_of(self.store.as_ref(), &child).await? else {
+            return Ok(None);
+        };
+        if self.waiting.remove(&root.run_id).is_none() {
+            return Ok(None);
+        }
+        let child_thread = self.store.load_thread(&child.thread_id).await?;
+        let root_thread = self.store.load_thread(&root.thread_id).await?;
+        let mut line = result_line(&root, &root_thread.files);
+        line.status = ResultStatus::Interrupted;
+        line.review = review_of(&child, &child_thread);
+        Ok(Some(line))
+    }
+}
+
+/// What an interrupted run asks its reviewer.
+fn review_of(run: &RunRecord, thread: &deepfleet_store::Checkpoint) -> Option<PendingReview> {
+    let interrupt = thread.pending.as_ref()?.interrupt.as_ref()?;
+    Some(PendingReview {
+        run_id: run.run_id.clone(),
+        thread_id: run.thread_id.clone(),
+        action_requests: interrupt.action_requests.clone(),
+        review_configs: interrupt.review_configs.clone(),
+    })
 }
 
 /// The result line of a finished run.
@@ -87,5 +137,6 @@ pub fn result_line(
             .filter(|(_, f)| f.encoding == Encoding::Utf8)
             .map(|(p, f)| (p.clone(), f.content.clone()))
             .collect(),
+        review: None,
     }
 }

@@ -16,6 +16,26 @@ pub enum SchedulerError {
     /// The agent spec is invalid.
     #[error("invalid agent spec: {0}")]
     Spec(#[from] SpecError),
+    /// No run by that id exists.
+    #[error("unknown run '{0}'")]
+    UnknownRun(String),
+    /// A resume named a run that is not waiting for a decision.
+    #[error("run '{run_id}' is not waiting for a decision (status: {status:?})")]
+    NotInterrupted {
+        /// The run.
+        run_id: String,
+        /// Its status.
+        status: deepfleet_proto::RunStatus,
+    },
+    /// Decisions that do not answer the run's interrupt; nothing was
+    /// recorded.
+    #[error("decisions for run '{run_id}': {reason}")]
+    InvalidDecisions {
+        /// The run.
+        run_id: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// No spec by that name is registered.
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),

@@ -4,11 +4,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use deepfleet_proto::SealedContext;
 use deepfleet_proto::{
     AgentSpec, Envelope, FileData, Job, LoggedMessage, Message, RunRecord, RunStatus, StepJob,
     TaskLine, Usage,
 };
 use deepfleet_queue::Queue;
+use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
 
 use crate::SchedulerError;
@@ -18,17 +20,55 @@ use crate::SchedulerError;
 pub struct Intake {
     store: Arc<dyn Store>,
     queue: Arc<dyn Queue>,
+    /// Seals runtime context; without it, runs with a context are refused.
+    context_key: Option<ContextKey>,
 }
 
 impl Intake {
     /// Intake over a store and a queue.
     pub fn new(store: Arc<dyn Store>, queue: Arc<dyn Queue>) -> Self {
-        Intake { store, queue }
+        Intake {
+            store,
+            queue,
+            context_key: None,
+        }
+    }
+
+    /// Seals runtime context under `key` (the fleet's `context_key`).
+    pub fn with_context_key(mut self, key: ContextKey) -> Self {
+        self.context_key = Some(key);
+        self
+    }
+
+    /// Seals a run's runtime context for storage, so it is never written
+    /// or queued in clear. `id` names the task in errors.
+    pub fn seal_context(
+        &self,
+        id: &str,
+        context: Option<&serde_json::Value>,
+    ) -> Result<Option<SealedContext>, SchedulerError> {
+        let Some(context) = context else {
+            return Ok(None);
+        };
+        let invalid = |reason: String| SchedulerError::InvalidTask {
+            id: id.to_owned(),
+            reason,
+        };
+        let key = self.context_key.as_ref().ok_or_else(|| {
+            invalid(
+                "context: no context key is configured to seal it (set context_key / DEEPFLEET__CONTEXT_KEY)"
+                    .to_owned(),
+            )
+        })?;
+        key.seal(context)
+            .map(Some)
+            .map_err(|e| invalid(format!("context: {e}")))
     }
 
     /// Validates and stores a spec so workers can load it by name.
     pub async fn register(&self, spec: &AgentSpec) -> Result<(), SchedulerError> {
         spec.validate()?;
+        crate::custom_state::check_schema(spec)?;
         self.store.put_spec(spec).await?;
         Ok(())
     }
@@ -44,9 +84,11 @@ impl Intake {
         count_tokens: impl Fn(&Message) -> u32,
     ) -> Result<RunRecord, SchedulerError> {
         let files = validate_task(task)?;
-        if self.store.get_spec(agent).await?.is_none() {
+        let Some(spec) = self.store.get_spec(agent).await? else {
             return Err(SchedulerError::UnknownAgent(agent.to_owned()));
-        }
+        };
+        let state = crate::custom_state::validate_seed(&spec, &task.id, task.state.as_ref())?;
+        let context = self.seal_context(&task.id, task.context.as_ref())?;
         let now = Utc::now();
         let run = RunRecord {
             run_id: uuid::Uuid::now_v7().to_string(),
@@ -58,11 +100,12 @@ impl Intake {
             depth: 0,
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
-            context: task.context.clone(),
+            context,
             steps: 0,
             usage: Usage::default(),
             output: None,
             error: None,
+            traceparent: None,
             created_at: now,
             updated_at: now,
         };
@@ -76,10 +119,23 @@ impl Intake {
                 .into_iter()
                 .map(|(path, content)| (path, FileData::text(content, now)))
                 .collect(),
-            state: Default::default(),
+            state,
         };
-        // A fresh run id cannot exist yet, so creation always happens.
-        let step = self.store.create_run(&run, &seed).await?.unwrap_or(0);
+        self.start(&run, &seed).await?;
+        Ok(run)
+    }
+
+    /// Creates `run` with its thread `seed` and publishes its first step.
+    /// Idempotent: a run that exists already is not seeded again, and its
+    /// first step is republished only if nothing ran yet (a duplicate
+    /// step message is fenced by the worker anyway). Returns whether this
+    /// call created the run.
+    pub async fn start(&self, run: &RunRecord, seed: &ThreadSeed) -> Result<bool, SchedulerError> {
+        let created = self.store.create_run(run, seed).await?;
+        let step = match created {
+            Some(step) => step,
+            None => return Ok(false),
+        };
         let envelope = Envelope::new(
             uuid::Uuid::now_v7().to_string(),
             Job::Step(StepJob {
@@ -89,11 +145,21 @@ impl Intake {
             }),
         );
         let payload = serde_json::to_vec(&envelope).map_err(|e| SchedulerError::InvalidTask {
-            id: task.id.clone(),
+            id: run.run_id.clone(),
             reason: format!("cannot encode: {e}"),
         })?;
         self.queue.publish(payload, None).await?;
-        Ok(run)
+        Ok(true)
+    }
+
+    /// The queue this intake publishes to.
+    pub fn queue(&self) -> &Arc<dyn Queue> {
+        &self.queue
+    }
+
+    /// The store this intake writes to.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
     }
 }
 
@@ -128,6 +194,7 @@ mod tests {
             id: id.into(),
             input: input.into(),
             context: None,
+            state: None,
             files: Some(
                 files
                     .iter()

@@ -5,10 +5,16 @@
 //! Both work the same over the embedded and the distributed backends.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod api;
 mod batch;
+mod custom_state;
 mod error;
 mod intake;
+pub mod lifecycle;
+pub mod resume;
 
 pub use batch::{BatchFollower, result_line};
+pub use custom_state::validate_seed;
 pub use error::SchedulerError;
 pub use intake::{Intake, validate_task};
+pub use lifecycle::Lifecycle;

@@ -13,6 +13,7 @@ use deepfleet_proto::{AgentSpec, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_scheduler::{BatchFollower, Intake};
 use deepfleet_store::Store;
+use deepfleet_store::sealed::ContextKey;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::batch_io::Summary;
@@ -26,10 +27,16 @@ pub async fn run_batch(
     spec: &AgentSpec,
     tasks: &[TaskLine],
     out: &Path,
+    context_key: Option<ContextKey>,
+    state_file: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let invalid: Vec<String> = tasks
         .iter()
-        .filter_map(|t| deepfleet_scheduler::validate_task(t).err())
+        .filter_map(|t| {
+            deepfleet_scheduler::validate_task(t)
+                .err()
+                .or_else(|| deepfleet_scheduler::validate_seed(spec, &t.id, t.state.as_ref()).err())
+        })
         .map(|e| e.to_string())
         .collect();
     if !invalid.is_empty() {
@@ -41,7 +48,10 @@ pub async fn run_batch(
     }
     let mut writer =
         BufWriter::new(File::create(out).with_context(|| format!("creating {}", out.display()))?);
-    let intake = Intake::new(Arc::clone(&store), queue);
+    let mut intake = Intake::new(Arc::clone(&store), queue);
+    if let Some(key) = context_key {
+        intake = intake.with_context_key(key);
+    }
     intake.register(spec).await?;
     let batch_id = uuid::Uuid::now_v7().to_string();
     let mut follower = BatchFollower::new(store, &batch_id);
@@ -69,6 +79,7 @@ pub async fn run_batch(
     progress.set_message("running");
 
     let mut summary = Summary::default();
+    let mut reviews = Vec::new();
     while follower.remaining() > 0 {
         let lines = follower.poll().await?;
         if lines.is_empty() {
@@ -79,6 +90,7 @@ pub async fn run_batch(
             serde_json::to_writer(&mut writer, &line)?;
             writer.write_all(b"\n")?;
             summary.add(&line);
+            reviews.extend(line.review.clone().map(|r| (line.id.clone(), r)));
             progress.inc(1);
         }
     }
@@ -86,6 +98,9 @@ pub async fn run_batch(
     progress.finish_and_clear();
     print!("{}", summary.table(started.elapsed()));
     println!("results   {}", out.display());
+    if !reviews.is_empty() {
+        print!("{}", crate::batch_io::resume_hint(&reviews, state_file));
+    }
     Ok(if summary.all_succeeded() {
         ExitCode::SUCCESS
     } else {

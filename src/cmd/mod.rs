@@ -1,9 +1,13 @@
 //! The subcommands.
 
 pub mod batch;
+pub mod metrics_server;
+pub mod resume;
 pub mod run;
+pub mod scheduler;
 pub mod scripted_server;
 pub mod submit;
+pub mod telemetry;
 pub mod worker;
 
 use std::sync::Arc;
@@ -13,19 +17,8 @@ use deepfleet_queue::Queue;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
-use tracing_subscriber::EnvFilter;
 
 use crate::settings::Settings;
-
-/// JSON logs on stderr, filtered by `RUST_LOG` (default: warnings).
-pub fn init_tracing() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
-}
 
 /// Connects to the fleet's RabbitMQ and Redis; flags win over settings.
 pub async fn connect_fleet(

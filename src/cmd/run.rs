@@ -1,15 +1,20 @@
 //! `deepfleet run`: a batch in this process, with no servers.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::{Context, bail};
 use clap::Args;
 use deepfleet_model::Providers;
+use deepfleet_proto::TaskLine;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::embedded::EmbeddedStore;
-use deepfleet_worker::{RetryConfig, StepRunner, Worker};
+use deepfleet_store::sealed::ContextKey;
+use deepfleet_worker::events::EventSink;
+use deepfleet_worker::metrics::Metrics;
+use deepfleet_worker::{StepRunner, Worker};
 use tokio_util::sync::CancellationToken;
 
 use crate::batch_io::{load_spec, read_tasks};
@@ -32,24 +37,44 @@ pub struct RunArgs {
     /// Use this model (`provider:model`) instead of the spec's.
     #[arg(long)]
     model: Option<String>,
+    /// Serve Prometheus metrics on `/metrics` at this address while the
+    /// batch runs (overrides `metrics_listen`).
+    #[arg(long)]
+    metrics_listen: Option<String>,
+    /// Persist the embedded store to this file, so `deepfleet resume` can
+    /// continue runs that wait for a human decision.
+    #[arg(long)]
+    state: Option<PathBuf>,
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     let spec = load_spec(&args.agent, args.model.as_deref())?;
     let tasks = read_tasks(&args.tasks)?;
     let queue = Arc::new(MemoryQueue::new());
-    let store = Arc::new(EmbeddedStore::new());
+    let store = Arc::new(match &args.state {
+        Some(path) => EmbeddedStore::open(path)
+            .with_context(|| format!("opening the state file {}", path.display()))?,
+        None => EmbeddedStore::new(),
+    });
+    let key = embedded_context_key(&settings, args.state.as_deref(), &tasks)?;
     let providers = Arc::new(Providers::new(settings.providers.clone()));
-    let retry = RetryConfig {
-        max_attempts: settings.worker.max_attempts,
-        ..RetryConfig::default()
-    };
-    let runner = Arc::new(StepRunner::new(
-        queue.clone(),
-        store.clone(),
-        providers,
-        retry,
-    ));
+    let retry = settings.worker.retry();
+    let metrics = Arc::new(Metrics::new()?);
+    if let Some(addr) = args
+        .metrics_listen
+        .or_else(|| settings.metrics_listen.clone())
+    {
+        let bound =
+            super::metrics_server::serve(&addr, Arc::clone(&metrics), queue.clone()).await?;
+        tracing::info!(%bound, "serving /metrics");
+    }
+    metrics.set_queue_consumers(1);
+    let runner = Arc::new(
+        StepRunner::new(queue.clone(), store.clone(), providers, retry)
+            .with_events(metrics as Arc<dyn EventSink>)
+            .with_context_key(key.clone())
+            .with_profiles(settings.profiles.clone()),
+    );
     let worker = Worker::new(
         queue.clone(),
         runner,
@@ -59,8 +84,41 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     let handle = tokio::spawn(async move { worker.run(stop).await });
-    let code = super::batch::run_batch(queue, store, &spec, &tasks, &args.out).await;
+    let code = super::batch::run_batch(
+        queue,
+        store.clone(),
+        &spec,
+        &tasks,
+        &args.out,
+        Some(key),
+        args.state.as_deref(),
+    )
+    .await;
     shutdown.cancel();
     handle.await??;
+    store.flush()?;
     code
+}
+
+/// The key for runtime context in embedded mode: the configured one, or a
+/// key for this process alone. A persisted store outlives the process, so
+/// sealing contexts into one needs a configured key that `resume` can use.
+fn embedded_context_key(
+    settings: &Settings,
+    state: Option<&Path>,
+    tasks: &[TaskLine],
+) -> anyhow::Result<ContextKey> {
+    if let Some(key) = settings.context_key()? {
+        return Ok(key);
+    }
+    if let Some(path) = state
+        && tasks.iter().any(|t| t.context.is_some())
+    {
+        bail!(
+            "tasks carry runtime context and --state {} keeps it (sealed) for `deepfleet resume`: \
+             set context_key / DEEPFLEET__CONTEXT_KEY (base64 of 32 bytes, e.g. `openssl rand -base64 32`)",
+            path.display()
+        );
+    }
+    Ok(ContextKey::generate())
 }

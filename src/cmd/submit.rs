@@ -34,5 +34,6 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let spec = load_spec(&args.agent, args.model.as_deref())?;
     let tasks = read_tasks(&args.tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
-    super::batch::run_batch(queue, store, &spec, &tasks, &args.out).await
+    let key = settings.context_key()?;
+    super::batch::run_batch(queue, store, &spec, &tasks, &args.out, key, None).await
 }

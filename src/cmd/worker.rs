@@ -4,9 +4,12 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use deepfleet_model::Providers;
-use deepfleet_worker::{RetryConfig, StepRunner, Worker};
+use deepfleet_worker::events::EventSink;
+use deepfleet_worker::metrics::Metrics;
+use deepfleet_worker::{StepRunner, Worker};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -25,16 +28,36 @@ pub struct WorkerArgs {
     /// Steps run at once (overrides `worker.concurrency`).
     #[arg(long)]
     concurrency: Option<u16>,
+    /// Serve Prometheus metrics on `/metrics` at this address (overrides
+    /// `metrics_listen`).
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCode> {
+    // A fleet's runs carry context sealed with the shared key; a worker
+    // without it could run none of them, so it does not start.
+    let context_key = settings.context_key()?.context(
+        "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes)",
+    )?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let providers = Arc::new(Providers::new(settings.providers.clone()));
-    let retry = RetryConfig {
-        max_attempts: settings.worker.max_attempts,
-        ..RetryConfig::default()
-    };
-    let runner = Arc::new(StepRunner::new(Arc::clone(&queue), store, providers, retry));
+    let retry = settings.worker.retry();
+    let metrics = Arc::new(Metrics::new()?);
+    if let Some(addr) = args
+        .metrics_listen
+        .or_else(|| settings.metrics_listen.clone())
+    {
+        let bound =
+            super::metrics_server::serve(&addr, Arc::clone(&metrics), Arc::clone(&queue)).await?;
+        info!(%bound, "serving /metrics");
+    }
+    let runner = Arc::new(
+        StepRunner::new(Arc::clone(&queue), store, providers, retry)
+            .with_events(Arc::clone(&metrics) as Arc<dyn EventSink>)
+            .with_context_key(context_key)
+            .with_profiles(settings.profiles.clone()),
+    );
     let concurrency = args.concurrency.unwrap_or(settings.worker.concurrency);
     let worker = Worker::new(
         queue,
@@ -54,6 +77,9 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
         stop.cancel();
     });
     info!(concurrency, "worker started");
-    worker.run(shutdown).await?;
+    metrics.set_queue_consumers(1);
+    let ran = worker.run(shutdown).await;
+    metrics.set_queue_consumers(0);
+    ran?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,9 @@
 -- ARGV: 1 the step being committed, 2 run record JSON,
 --       3 state JSON ('' = unchanged), 4 pending JSON ('' = none),
 --       5 fan-in expected count ('' = leave the fan-in alone),
---       6 message count n, 7 .. 6+n messages,
+--       6 tokens of the appended messages (added to the running total),
+--       7 context cursor JSON ('' = unchanged),
+--       8 message count n, 9 .. 8+n messages,
 --       then path, file pairs (file '' = delete the path)
 -- Returns {1, new step} when committed, {0, current step} on a conflict.
 local meta, log, files = KEYS[1], KEYS[2], KEYS[3]
@@ -17,8 +19,8 @@ if current ~= ARGV[1] then
   return {0, tonumber(current)}
 end
 
-local n = tonumber(ARGV[6])
-local first, last = 7, 6 + n
+local n = tonumber(ARGV[8])
+local first, last = 9, 8 + n
 -- unpack() is bounded by Lua's C stack, so long message lists go in chunks.
 for i = first, last, 1000 do
   redis.call('RPUSH', log, unpack(ARGV, i, math.min(i + 999, last)))
@@ -34,6 +36,12 @@ end
 
 if ARGV[3] ~= '' then
   redis.call('HSET', meta, 'state', ARGV[3])
+end
+if ARGV[6] ~= '0' then
+  redis.call('HINCRBY', meta, 'tokens', ARGV[6])
+end
+if ARGV[7] ~= '' then
+  redis.call('HSET', meta, 'context', ARGV[7])
 end
 if ARGV[4] ~= '' then
   redis.call('HSET', meta, 'pending', ARGV[4])

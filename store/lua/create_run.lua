@@ -8,7 +8,8 @@
 -- KEYS: 1 run record, 2 meta hash, 3 log list, 4 files hash
 -- ARGV: 1 run record JSON, 2 '1' when the state changes,
 --       3 the state the caller merged into ('' = none),
---       4 the merged state JSON, 5 message count n, 6 .. 5+n messages,
+--       4 the merged state JSON, 5 tokens of the seed messages,
+--       6 message count n, 7 .. 6+n messages,
 --       then path, file pairs
 -- Returns nil when the run existed, -1 when the state moved under the
 -- caller (merge again and retry), else the thread's step.
@@ -27,8 +28,12 @@ end
 
 redis.call('SET', KEYS[1], ARGV[1])
 
-local n = tonumber(ARGV[5])
-local first, last = 6, 5 + n
+if ARGV[5] ~= '0' then
+  redis.call('HINCRBY', meta, 'tokens', ARGV[5])
+end
+
+local n = tonumber(ARGV[6])
+local first, last = 7, 6 + n
 -- unpack() is bounded by Lua's C stack, so long seeds go in chunks.
 for i = first, last, 1000 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, last)))

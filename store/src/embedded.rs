@@ -3,22 +3,35 @@
 //! One mutex around plain maps: every operation is a short critical
 //! section with no IO, so the lock is never held across an await, and each
 //! operation is trivially atomic, which is what the trait asks for.
+//!
+//! [`EmbeddedStore::open`] keeps the same maps but persists them to a
+//! local file (see `snapshot.rs`): every critical section that mutated the
+//! state ends by snapshotting it, so a later process can pick up
+//! interrupted runs.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::ops::{Deref, DerefMut};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use deepfleet_proto::{AgentSpec, ChildResult, ParentLink, RunRecord};
+use deepfleet_proto::{AgentSpec, ChildResult, ParentLink, RunRecord, RunStatus};
+use serde::{Deserialize, Serialize};
+use tracing::warn;
 
+use crate::snapshot::SnapshotFile;
 use crate::{Checkpoint, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed};
 
 /// An in-process [`Store`].
 #[derive(Default)]
 pub struct EmbeddedStore {
     state: Mutex<State>,
+    /// Where the state is persisted, for stores made by [`EmbeddedStore::open`].
+    file: Option<SnapshotFile>,
 }
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default)]
 struct State {
     specs: HashMap<String, AgentSpec>,
     runs: HashMap<String, RunRecord>,
@@ -26,9 +39,13 @@ struct State {
     fan_in: HashMap<String, FanIn>,
     cancels: HashSet<String>,
     batch_done: HashMap<String, VecDeque<String>>,
+    /// API records: kind -> id -> value.
+    records: HashMap<String, BTreeMap<String, serde_json::Value>>,
+    /// Long-term items.
+    items: crate::items::ItemTable,
 }
 
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct FanIn {
     expected: u32,
     results: BTreeMap<String, ChildResult>,
@@ -40,10 +57,102 @@ impl EmbeddedStore {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    /// A store persisted to `path`: loads the snapshot there if there is
+    /// one, else starts empty and writes one at once (so a bad path fails
+    /// now, not after the first run).
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let file = SnapshotFile::new(path);
+        let state = match file.load::<State>()? {
+            Some(state) => state,
+            None => {
+                let state = State::default();
+                file.write_now(&state)?;
+                state
+            }
+        };
+        Ok(EmbeddedStore {
+            state: Mutex::new(state),
+            file: Some(file),
+        })
+    }
+
+    /// Writes any change not yet in the snapshot file (a no-op for an
+    /// in-memory store). Call it before the process exits.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        match &self.file {
+            Some(file) => file.flush(&*self.lock()),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs that were queued or executing when their process stopped
+    /// (`pending`/`running`), with the step to publish for each: after
+    /// reopening a persisted store, their step messages are gone with the
+    /// old process's in-memory queue. A duplicate is fenced by the worker.
+    pub fn runs_to_recover(&self) -> Vec<(RunRecord, u64)> {
+        let state = self.lock();
+        state
+            .runs
+            .values()
+            .filter(|r| matches!(r.status, RunStatus::Pending | RunStatus::Running))
+            .map(|r| {
+                let step = state.threads.get(&r.thread_id).map_or(0, |t| t.step);
+                (r.clone(), step)
+            })
+            .collect()
+    }
+
+    fn lock(&self) -> Locked<'_> {
         // Every critical section leaves the maps consistent, so a panic
         // elsewhere does not invalidate them.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        Locked {
+            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            file: self.file.as_ref(),
+            mutated: false,
+        }
+    }
+}
+
+/// The locked state. Mutable access marks it changed; releasing a changed
+/// state snapshots it (for a persisted store), so persistence needs no
+/// call in each operation.
+struct Locked<'a> {
+    guard: MutexGuard<'a, State>,
+    file: Option<&'a SnapshotFile>,
+    mutated: bool,
+}
+
+impl Deref for Locked<'_> {
+    type Target = State;
+
+    fn deref(&self) -> &State {
+        &self.guard
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        self.mutated = true;
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if let Some(file) = self.file.filter(|_| self.mutated)
+            && let Err(e) = file.changed(&*self.guard)
+        {
+            // The change stays pending: the next mutation or flush retries.
+            warn!(path = %file.path().display(), error = %e, "writing the store snapshot failed");
+        }
+    }
+}
+
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        if let Err(e) = self.flush() {
+            warn!(error = %e, "writing the store snapshot on exit failed");
+        }
     }
 }
 
@@ -70,6 +179,7 @@ impl Store for EmbeddedStore {
         state.runs.insert(run.run_id.clone(), run.clone());
         let thread = state.threads.entry(run.thread_id.clone()).or_default();
         thread.messages.extend(seed.messages.iter().cloned());
+        thread.tokens += log_tokens(&seed.messages);
         thread
             .files
             .extend(seed.files.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -115,6 +225,10 @@ impl Store for EmbeddedStore {
         }
         thread.step += 1;
         thread.messages.extend(commit.messages.iter().cloned());
+        thread.tokens += log_tokens(&commit.messages);
+        if let Some(context) = &commit.context {
+            thread.context = context.clone();
+        }
         for (path, file) in &commit.files {
             match file {
                 Some(file) => thread.files.insert(path.clone(), file.clone()),
@@ -203,4 +317,107 @@ impl Store for EmbeddedStore {
         let n = max.min(done.len());
         Ok(done.drain(..n).collect())
     }
+    async fn put_record(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        let records = state.records.entry(kind.to_owned()).or_default();
+        records.insert(id.to_owned(), value.clone());
+        Ok(())
+    }
+
+    async fn insert_record(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &serde_json::Value,
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        let records = state.records.entry(kind.to_owned()).or_default();
+        if records.contains_key(id) {
+            return Ok(false);
+        }
+        records.insert(id.to_owned(), value.clone());
+        Ok(true)
+    }
+
+    async fn get_record(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<serde_json::Value>, StoreError> {
+        Ok(self
+            .lock()
+            .records
+            .get(kind)
+            .and_then(|r| r.get(id))
+            .cloned())
+    }
+
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        Ok(self
+            .lock()
+            .records
+            .get_mut(kind)
+            .is_some_and(|r| r.remove(id).is_some()))
+    }
+
+    async fn list_records(&self, kind: &str) -> Result<Vec<serde_json::Value>, StoreError> {
+        Ok(self
+            .lock()
+            .records
+            .get(kind)
+            .map(|r| r.values().cloned().collect())
+            .unwrap_or_default())
+    }
+    async fn put_item(
+        &self,
+        namespace: &[String],
+        key: &str,
+        value: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<(), StoreError> {
+        crate::items::check_address(namespace, key)?;
+        let now = chrono::Utc::now();
+        self.lock().items.put(namespace, key, value, now);
+        Ok(())
+    }
+
+    async fn get_item(
+        &self,
+        namespace: &[String],
+        key: &str,
+    ) -> Result<Option<deepfleet_proto::Item>, StoreError> {
+        crate::items::check_address(namespace, key)?;
+        Ok(self.lock().items.get(namespace, key))
+    }
+
+    async fn delete_item(&self, namespace: &[String], key: &str) -> Result<(), StoreError> {
+        crate::items::check_address(namespace, key)?;
+        self.lock().items.delete(namespace, key);
+        Ok(())
+    }
+
+    async fn search_items(
+        &self,
+        search: &deepfleet_proto::ItemSearch,
+    ) -> Result<Vec<deepfleet_proto::Item>, StoreError> {
+        crate::items::check_prefix(&search.namespace_prefix)?;
+        Ok(self.lock().items.search(search))
+    }
+
+    async fn list_namespaces(
+        &self,
+        query: &deepfleet_proto::NamespaceQuery,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        crate::items::check_prefix(&query.prefix)?;
+        Ok(self.lock().items.namespaces(query))
+    }
+}
+
+/// Tokens of appended messages, for the thread's running total.
+fn log_tokens(messages: &[deepfleet_proto::LoggedMessage]) -> u64 {
+    messages.iter().map(|m| u64::from(m.tokens)).sum()
 }

@@ -21,6 +21,10 @@ pub enum StoreError {
     /// A run, thread or spec that must exist does not.
     #[error("not found: {0}")]
     NotFound(String),
+    /// The caller asked for something the store refuses (a bad item
+    /// namespace or key); nothing was read or written.
+    #[error("invalid store request: {0}")]
+    Invalid(String),
 }
 
 impl StoreError {
@@ -28,7 +32,7 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             StoreError::Connection(_) | StoreError::Command(_) => true,
-            StoreError::Corrupt { .. } | StoreError::NotFound(_) => false,
+            StoreError::Corrupt { .. } | StoreError::NotFound(_) | StoreError::Invalid(_) => false,
         }
     }
 }

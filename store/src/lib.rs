@@ -14,20 +14,25 @@
 
 pub mod embedded;
 mod error;
+mod items;
 pub mod redis;
+pub mod sealed;
+mod snapshot;
 
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use deepfleet_proto::{
-    AgentSpec, ChildResult, FileData, LoggedMessage, ParentLink, PendingTools, RunRecord,
+    AgentSpec, ChildResult, ContextCursor, FileData, Item, ItemSearch, LoggedMessage,
+    NamespaceQuery, ParentLink, PendingTools, RunRecord,
 };
 use serde_json::{Map, Value};
 
 pub use error::StoreError;
 
 /// A thread as a step sees it.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Checkpoint {
     /// Steps committed on this thread so far; the next step is this number.
     pub step: u64,
@@ -41,6 +46,11 @@ pub struct Checkpoint {
     pub state: Map<String, Value>,
     /// Tool calls the thread's parked run waits on.
     pub pending: Option<PendingTools>,
+    /// Tokens of the whole log, kept as a running total by every append,
+    /// so sizing the context never sums over the log.
+    pub tokens: u64,
+    /// What context compression has done to the log.
+    pub context: ContextCursor,
 }
 
 /// What a new run brings to its thread.
@@ -75,6 +85,8 @@ pub struct StepCommit {
     /// When the step parks the run on subagents: how many results to wait
     /// for. Resets the run's fan-in.
     pub fan_in_expected: Option<u32>,
+    /// The thread's compression cursor after the step, when it changed.
+    pub context: Option<ContextCursor>,
 }
 
 /// The outcome of [`Store::commit_step`].
@@ -157,4 +169,48 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes and returns up to `max` run ids from a batch's done list.
     async fn pop_batch_done(&self, batch_id: &str, max: usize) -> Result<Vec<String>, StoreError>;
+
+    /// Saves a small JSON record (an API thread, assistant or run's
+    /// metadata) under `kind` and `id`, replacing an older one. Records are
+    /// what the HTTP API keeps beside the step protocol's own state.
+    async fn put_record(&self, kind: &str, id: &str, value: &Value) -> Result<(), StoreError>;
+
+    /// Saves a record only if none exists under `kind` and `id`; returns
+    /// whether it was written (create-if-absent without a race).
+    async fn insert_record(&self, kind: &str, id: &str, value: &Value)
+    -> Result<bool, StoreError>;
+
+    /// Loads a record.
+    async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError>;
+
+    /// Deletes a record; returns whether it existed.
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError>;
+
+    /// Every record of `kind`, in no particular order.
+    async fn list_records(&self, kind: &str) -> Result<Vec<Value>, StoreError>;
+
+    /// Puts a long-term item (the Agent Server store shape): creates it or
+    /// replaces its value, keeping `created_at` and stamping `updated_at`.
+    /// A bad namespace or key is [`StoreError::Invalid`]; nothing is written.
+    async fn put_item(
+        &self,
+        namespace: &[String],
+        key: &str,
+        value: &Map<String, Value>,
+    ) -> Result<(), StoreError>;
+
+    /// Loads a long-term item.
+    async fn get_item(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError>;
+
+    /// Deletes a long-term item; deleting a missing one is not an error.
+    async fn delete_item(&self, namespace: &[String], key: &str) -> Result<(), StoreError>;
+
+    /// Items under a namespace prefix whose values match the filter,
+    /// ordered by namespace (label by label) then key, paged by offset and
+    /// limit.
+    async fn search_items(&self, search: &ItemSearch) -> Result<Vec<Item>, StoreError>;
+
+    /// Namespaces holding items, matched, cut and paged as `query` asks.
+    async fn list_namespaces(&self, query: &NamespaceQuery)
+    -> Result<Vec<Vec<String>>, StoreError>;
 }

@@ -12,6 +12,8 @@
 
 #[path = "conformance/cluster.rs"]
 mod cluster;
+#[path = "conformance/items.rs"]
+mod items;
 #[path = "conformance/scenarios.rs"]
 mod scenarios;
 
@@ -72,11 +74,16 @@ conformance!(
     unknown_thread_is_empty,
     commit_step_applies_everything,
     commit_conflict_writes_nothing,
+    context_cursor_and_token_total,
     mark_published_only_rises,
     fan_in_counts_each_child_once,
     cancel_flags,
     batch_done_in_order,
     find_run_by_index,
+    items_put_get_delete,
+    items_search_by_prefix_filter_and_page,
+    items_bad_namespaces_are_refused,
+    records_by_kind,
 );
 
 async fn on_embedded(scenario: Scenario) {
@@ -215,13 +222,13 @@ async fn redis_cluster_delete_prefix_reaches_every_master() {
         files: [("/f".to_owned(), file("f"))].into(),
         ..ThreadSeed::default()
     };
-    // Run record, log, files and run index: four keys per thread, spread
-    // over the slots of all three masters.
+    // Run record, meta (the token total), log, files and run index: five
+    // keys per thread, spread over the slots of all three masters.
     for i in 0..30 {
         let run = record(&format!("thread-{i}"), &format!("run-{i}"));
         store.create_run(&run, &seed).await.unwrap();
     }
-    assert_eq!(store.delete_prefix().await.unwrap(), 120);
+    assert_eq!(store.delete_prefix().await.unwrap(), 150);
     assert_eq!(store.find_run("run-3").await.unwrap(), None);
     assert_eq!(store.delete_prefix().await.unwrap(), 0);
 }

@@ -1,42 +1,101 @@
 //! Test and benchmark support for deepfleet.
 //!
-//! [`ScriptedServer`] serves a [`ReplayEngine`] as an OpenAI-compatible
-//! HTTP endpoint on a loopback port, so the real HTTP client, the worker
-//! and the CLI can run against scripted answers; it records every request
-//! body for assertions. [`serve`] runs the same endpoint on a listener of
-//! the caller's (the CLI's scripted-server subcommand).
+//! [`ScriptedServer`] serves a [`ReplayEngine`] over HTTP on a loopback
+//! port in all three wire protocols the model clients speak, so the real
+//! HTTP clients, the worker and the CLI can run against scripted answers:
+//!
+//! - OpenAI Chat Completions: `POST /v1/chat/completions` (and
+//!   `/chat/completions`), JSON or, with `stream: true`, SSE chunks;
+//! - Anthropic Messages: `POST /v1/messages`, JSON or SSE events;
+//! - Gemini: `POST /v1beta/models/{model}:generateContent` and
+//!   `:streamGenerateContent` (SSE).
+//!
+//! Each protocol's request is converted into the engine's input and the
+//! engine's answer into that protocol's response, so one script drives a
+//! run on any provider. Streamed answers cut text and tool arguments into
+//! small pieces, so clients really assemble them. Every request body is
+//! recorded for assertions. [`serve`] runs the same endpoints on a
+//! listener of the caller's (the CLI's scripted-server subcommand).
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod anthropic;
+mod gemini;
+mod openai;
+
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
+use axum::body::{Body, Bytes};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use deepfleet_model::openai::wire::{ChatRequest, ErrorBody, ErrorDetail};
+use deepfleet_model::openai::convert::{from_wire, to_wire};
 use deepfleet_model::replay::{ReplayEngine, ScriptedError};
+use deepfleet_model::{ModelRequest, ModelResponse};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+/// Characters per piece of streamed text or arguments.
+const PIECE_CHARS: usize = 7;
+
 #[derive(Clone)]
 struct AppState {
     engine: Arc<ReplayEngine>,
     latency: Duration,
-    /// Request bodies received, when someone wants them.
-    requests: Option<Arc<Mutex<Vec<Value>>>>,
+    /// Request bodies received, with when they arrived, when someone
+    /// wants them.
+    requests: Option<Arc<Mutex<Vec<(Instant, Value)>>>>,
 }
 
-/// A scripted OpenAI-compatible server on `127.0.0.1`; stops when dropped.
+impl AppState {
+    /// Parses and records a request body (before anything can reject it,
+    /// so a test can inspect a request the engine refuses), then waits
+    /// out the latency.
+    async fn receive(&self, body: &Bytes) -> Result<Value, String> {
+        let arrived = Instant::now();
+        let value: Value =
+            serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
+        if let Some(requests) = &self.requests {
+            requests
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((arrived, value.clone()));
+        }
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+        Ok(value)
+    }
+
+    /// Answers a provider-neutral request through the engine, as the
+    /// engine's Chat Completions answer would arrive at a client.
+    fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ScriptedError> {
+        let response = self.engine.answer(&to_wire(request))?;
+        // The engine always answers with one choice; anything else is a
+        // bug of the test kit, reported as a server error.
+        from_wire(response).map_err(|error| ScriptedError {
+            status: 500,
+            body: deepfleet_model::openai::wire::ErrorBody {
+                error: deepfleet_model::openai::wire::ErrorDetail {
+                    message: error.message,
+                    kind: Some("server_error".to_owned()),
+                    code: None,
+                },
+            },
+            retry_after: None,
+        })
+    }
+}
+
+/// A scripted model server on `127.0.0.1`; stops when dropped.
 pub struct ScriptedServer {
     address: SocketAddr,
-    requests: Arc<Mutex<Vec<Value>>>,
+    requests: Arc<Mutex<Vec<(Instant, Value)>>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -71,13 +130,31 @@ impl ScriptedServer {
         })
     }
 
-    /// The base URL to use as `OPENAI_BASE_URL`: `http://127.0.0.1:PORT/v1`.
+    /// `http://127.0.0.1:PORT/v1`: the base URL for OpenAI-compatible and
+    /// Anthropic clients (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`).
     pub fn url(&self) -> String {
         format!("http://{}/v1", self.address)
     }
 
-    /// The request bodies received so far, in order.
+    /// `http://127.0.0.1:PORT`: the root, for clients that add their API
+    /// version themselves (Gemini adds `/v1beta`, Anthropic `/v1`).
+    pub fn root_url(&self) -> String {
+        format!("http://{}", self.address)
+    }
+
+    /// The request bodies received so far, in order, whatever the
+    /// protocol.
     pub fn requests(&self) -> Vec<Value> {
+        self.timed_requests()
+            .into_iter()
+            .map(|(_, body)| body)
+            .collect()
+    }
+
+    /// The request bodies received so far with their arrival times (the
+    /// body fully read, before the latency): what benchmarks measure the
+    /// time between model calls with.
+    pub fn timed_requests(&self) -> Vec<(Instant, Value)> {
         self.requests
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -114,41 +191,19 @@ pub async fn serve(
 
 fn router(state: AppState) -> Router {
     Router::new()
-        .route("/v1/chat/completions", post(complete))
-        .route("/chat/completions", post(complete))
+        .route("/v1/chat/completions", post(openai::complete))
+        .route("/chat/completions", post(openai::complete))
+        .route("/v1/messages", post(anthropic::messages))
+        .route("/v1beta/models/{call}", post(gemini::generate))
+        .route("/v1/models/{call}", post(gemini::generate))
         .with_state(state)
 }
 
-async fn complete(State(state): State<AppState>, body: Bytes) -> Response {
-    // Record the raw JSON first, so a test can inspect even a request the
-    // engine rejects.
-    let value: Value = match serde_json::from_slice(&body) {
-        Ok(value) => value,
-        Err(e) => return invalid_request(format!("the body is not JSON: {e}")),
-    };
-    if let Some(requests) = &state.requests {
-        requests
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(value.clone());
-    }
-    let request: ChatRequest = match serde_json::from_value(value) {
-        Ok(request) => request,
-        Err(e) => return invalid_request(format!("not a chat completions request: {e}")),
-    };
-    if !state.latency.is_zero() {
-        tokio::time::sleep(state.latency).await;
-    }
-    match state.engine.answer(&request) {
-        Ok(response) => axum::Json(response).into_response(),
-        Err(error) => scripted_error(error),
-    }
-}
-
-fn scripted_error(error: ScriptedError) -> Response {
-    let status = StatusCode::from_u16(error.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, axum::Json(error.body)).into_response();
-    if let Some(delay) = error.retry_after {
+/// A JSON error answer with `Retry-After` when the script asks for one.
+fn error_response(status: u16, body: Value, retry_after: Option<Duration>) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, axum::Json(body)).into_response();
+    if let Some(delay) = retry_after {
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from(delay.as_secs()));
@@ -156,13 +211,43 @@ fn scripted_error(error: ScriptedError) -> Response {
     response
 }
 
-fn invalid_request(message: String) -> Response {
-    let body = ErrorBody {
-        error: ErrorDetail {
-            message,
-            kind: Some("invalid_request_error".to_owned()),
-            code: None,
-        },
-    };
-    (StatusCode::BAD_REQUEST, axum::Json(body)).into_response()
+/// An SSE answer from `(event name, data)` pairs (`""` = unnamed).
+fn sse_response(events: Vec<(&'static str, String)>) -> Response {
+    let mut body = String::new();
+    for (name, data) in events {
+        if !name.is_empty() {
+            body.push_str("event: ");
+            body.push_str(name);
+            body.push('\n');
+        }
+        body.push_str("data: ");
+        body.push_str(&data);
+        body.push_str("\n\n");
+    }
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from(body),
+    )
+        .into_response()
+}
+
+/// `text` in pieces of [`PIECE_CHARS`] characters (none for "").
+fn pieces(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .chunks(PIECE_CHARS)
+        .map(|piece| piece.iter().collect())
+        .collect()
+}
+
+/// Tool-call arguments as a JSON object for protocols that carry objects:
+/// text that is not an object (a script's `raw_args`) becomes `{}`.
+fn arguments_object(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(object @ Value::Object(_)) => object,
+        _ => Value::Object(Default::default()),
+    }
 }

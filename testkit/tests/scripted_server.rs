@@ -55,6 +55,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         tools: vec![],
         max_output_tokens: None,
         cache_key: None,
+        cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
     }
 }

@@ -142,3 +142,21 @@ scenario!(malformed_jobs_are_dead_lettered, |fleet| {
         dead[0].reason
     );
 });
+
+const DOWN: &str = r##"
+rules:
+  - when: {}
+    error: {status: 503, message: "upstream unavailable", retry_after: 0}
+"##;
+
+scenario!(exhausted_retries_fail_the_run_and_dead_letter, |fleet| {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec("down", &replay_model(dir.path(), DOWN), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    assert_eq!(r.status, ResultStatus::Error);
+    let error = r.error.as_deref().unwrap_or_default();
+    assert!(error.starts_with("attempts_exhausted: "), "{error}");
+    assert!(error.contains("upstream unavailable"), "{error}");
+    let dead = fleet.wait_dead_letters(1).await;
+    assert!(dead[0].reason.starts_with("attempts_exhausted: "), "{}", dead[0].reason);
+});

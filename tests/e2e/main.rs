@@ -8,9 +8,20 @@
 
 mod support;
 
+mod agent_server;
 mod batch;
+mod compression;
 mod crash;
 mod failures;
 mod files;
+mod growth;
+mod hitl;
 mod http_model;
+mod memory;
+mod observability;
+mod providers;
+mod resume_cli;
+mod scale;
+mod secrets;
+mod shutdown;
 mod subagents;

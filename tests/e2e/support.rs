@@ -16,12 +16,23 @@ use deepfleet_scheduler::{BatchFollower, Intake};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::redis::RedisStore;
+use deepfleet_worker::events::{EventSink, NoopSink};
 use deepfleet_worker::{RetryConfig, StepRunner, Worker};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// The test fleet's key for runtime context, shared by the test process
+/// and its worker processes.
+pub static CONTEXT_KEY: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(deepfleet_store::sealed::ContextKey::generate_base64);
+
+/// [`CONTEXT_KEY`] as a key.
+pub fn context_key() -> deepfleet_store::sealed::ContextKey {
+    deepfleet_store::sealed::ContextKey::from_base64(&CONTEXT_KEY).expect("a valid test key")
+}
 
 /// Runs a scenario once embedded and once on RabbitMQ + Redis with two
 /// worker processes (ripgrep's `rgtest!`, for our two modes).
@@ -109,10 +120,11 @@ impl Fleet {
 
     /// Embedded, with `openai:` models served at `base_url`.
     pub async fn embedded_with(base_url: Option<String>) -> Fleet {
-        // What `main` does for the binary: HTTP clients need a TLS provider.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let queue = Arc::new(MemoryQueue::new());
-        let store = Arc::new(EmbeddedStore::new());
+        Self::embedded_observed(base_url, Arc::new(NoopSink)).await
+    }
+
+    /// Embedded, reporting harness events to `events`.
+    pub async fn embedded_observed(base_url: Option<String>, events: Arc<dyn EventSink>) -> Fleet {
         let mut providers = HashMap::new();
         if let Some(url) = &base_url {
             providers.insert(
@@ -121,16 +133,30 @@ impl Fleet {
                     base_url: Some(url.clone()),
                     api_key: Some("test-key".into()),
                     timeout_secs: Some(30),
+                    ..ProviderConfig::default()
                 },
             );
         }
+        let mut fleet = Self::embedded_providers(providers, events).await;
+        fleet.model_base_url = base_url;
+        fleet
+    }
+
+    /// Embedded, with the given provider configs (no environment).
+    pub async fn embedded_providers(
+        providers: HashMap<String, ProviderConfig>,
+        events: Arc<dyn EventSink>,
+    ) -> Fleet {
+        // What `main` does for the binary: HTTP clients need a TLS provider.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let queue = Arc::new(MemoryQueue::new());
+        let store = Arc::new(EmbeddedStore::new());
         let providers = Arc::new(Providers::with_env(providers, |_| None));
-        let runner = Arc::new(StepRunner::new(
-            queue.clone(),
-            store.clone(),
-            providers,
-            fast_retries(),
-        ));
+        let runner = Arc::new(
+            StepRunner::new(queue.clone(), store.clone(), providers, fast_retries())
+                .with_events(events)
+                .with_context_key(context_key()),
+        );
         let worker = Worker::new(queue.clone(), runner, 32, Duration::from_secs(1));
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();
@@ -146,7 +172,7 @@ impl Fleet {
             redis: None,
             queue_name: String::new(),
             prefix: String::new(),
-            model_base_url: base_url,
+            model_base_url: None,
         }
     }
 
@@ -206,6 +232,20 @@ impl Fleet {
         }
     }
 
+    /// Starts one more worker process with extra flags and environment.
+    pub fn spawn_worker_with(&mut self, args: &[&str], env: &[(&str, &str)]) {
+        let mut cmd = worker_command(
+            &self.queue_name,
+            &self.prefix,
+            self.model_base_url.as_deref(),
+        );
+        cmd.args(args).envs(env.iter().copied());
+        let child = cmd.spawn().expect("spawning a worker process");
+        if let Workers::Processes(children) = &mut self.workers {
+            children.push(child);
+        }
+    }
+
     /// Kills worker `i` with SIGKILL and starts a replacement.
     pub async fn kill_worker(&mut self, i: usize) {
         if let Workers::Processes(children) = &mut self.workers {
@@ -221,6 +261,44 @@ impl Fleet {
         }
     }
 
+    /// Sends SIGTERM to worker `i` and waits for it to exit; returns how
+    /// long that took.
+    pub async fn terminate_worker(&mut self, i: usize) -> Duration {
+        let Workers::Processes(children) = &mut self.workers else {
+            panic!("only worker processes can be terminated");
+        };
+        let child = &mut children[i];
+        let pid = child.id().expect("a running worker").to_string();
+        let started = tokio::time::Instant::now();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+        assert!(sent.success(), "kill -TERM {pid} failed");
+        let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+            .await
+            .expect("the worker did not exit after SIGTERM")
+            .unwrap();
+        assert!(status.success(), "the worker exited with {status}");
+        started.elapsed()
+    }
+
+    /// Submits `tasks` without waiting for them; returns the follower of
+    /// their batch and the runs, in task order.
+    pub async fn submit(&self, spec: &AgentSpec, tasks: &[TaskLine]) -> (BatchFollower, Vec<RunRecord>) {
+        let intake = Intake::new(self.store.clone(), self.queue.clone())
+            .with_context_key(context_key());
+        intake.register(spec).await.expect("registering the spec");
+        let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
+        let mut runs = Vec::new();
+        for task in tasks {
+            let run = intake
+                .submit(&spec.name, task, Some(follower.batch_id()), deepfleet_worker::tokens::count_message)
+                .await
+                .expect("submitting a task");
+            follower.track(&run);
+            runs.push(run);
+        }
+        (follower, runs)
+    }
+
     /// Runs `tasks` of `spec` to the end; results in task order.
     pub async fn run(&mut self, spec: &AgentSpec, tasks: &[TaskLine]) -> Vec<ResultLine> {
         self.run_killing(spec, tasks, None).await.results
@@ -234,24 +312,7 @@ impl Fleet {
         tasks: &[TaskLine],
         kill_every: Option<usize>,
     ) -> Batch {
-        let intake = Intake::new(self.store.clone(), self.queue.clone());
-        intake.register(spec).await.expect("registering the spec");
-        let batch = uuid::Uuid::new_v4().to_string();
-        let mut follower = BatchFollower::new(self.store.clone(), &batch);
-        let mut runs = Vec::new();
-        for task in tasks {
-            let run = intake
-                .submit(
-                    &spec.name,
-                    task,
-                    Some(&batch),
-                    deepfleet_worker::tokens::count_message,
-                )
-                .await
-                .expect("submitting a task");
-            follower.track(&run);
-            runs.push(run);
-        }
+        let (mut follower, runs) = self.submit(spec, tasks).await;
         let mut results = Vec::new();
         let mut kills = 0;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
@@ -343,6 +404,7 @@ fn worker_command(queue_name: &str, prefix: &str, base_url: Option<&str>) -> Com
     ])
     .env("DEEPFLEET__QUEUE_NAME", queue_name)
     .env("DEEPFLEET__KEY_PREFIX", prefix)
+    .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
     .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
     .env("RUST_LOG", "warn")
     .env_remove("OPENAI_BASE_URL")
@@ -386,5 +448,6 @@ pub fn task(id: &str, input: &str) -> TaskLine {
         input: input.into(),
         context: None,
         files: None,
+        state: None,
     }
 }

@@ -4,19 +4,28 @@
 //! Building one resolves the model and derives tool schemas, so workers
 //! cache agents ([`AgentCache`]) instead of rebuilding them per step.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 
 use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
-use deepfleet_proto::{AgentSpec, RunRecord};
+use deepfleet_proto::harness::HarnessProfile;
+use deepfleet_proto::{AgentSpec, ModelProfile, RunRecord};
 
+use crate::compress::budget::Policy;
+use crate::compress::engine::Compressor;
+use crate::compress::summarize::Summarizer;
 use crate::error::StepError;
 use crate::middleware::filesystem::Filesystem;
+use crate::middleware::memory::Memory;
+use crate::middleware::profile::{self, ToolExclusion};
+use crate::middleware::prompt_template::{DynamicPrompt, PromptTemplate};
+use crate::middleware::skills::Skills;
 use crate::middleware::patch_tool_calls::PatchToolCalls;
 use crate::middleware::planning::Planning;
 use crate::middleware::subagents::Subagents;
+use crate::middleware::summarization::{CompactionTool, Summarization};
 use crate::middleware::{Middleware, StepCx};
 use crate::prompt::{self, PromptSection, Slot};
 use crate::tools::ToolRegistry;
@@ -33,21 +42,44 @@ pub struct Agent {
     pub stack: Vec<Arc<dyn Middleware>>,
     /// Tools offered to the model.
     pub tools: ToolRegistry,
+    /// The model's window, when known (the spec's `model_profile`, for
+    /// roles on the spec's model, else the resolved model's profile);
+    /// compression sizes itself by it.
+    pub profile: Option<ModelProfile>,
     /// The role's own instructions (the spec's or subagent's prompt).
     own_prompt: Option<String>,
+    /// The base section: the harness's base prompt, or its harness
+    /// profile's replacement, plus the profile's suffix.
+    base_prompt: String,
 }
 
 impl Agent {
     /// Builds the agent that plays `run`'s role: the spec's main agent, or
     /// the subagent named in the run.
     ///
-    /// The stack, outermost first: patch dangling tool calls, filesystem,
-    /// planning (opt-in), subagents (while depth allows). Keep
+    /// The stack, outermost first: summarization, patch dangling tool
+    /// calls, filesystem, planning (opt-in), subagents (while depth
+    /// allows), the `compact_conversation` tool (opt-in). Keep
     /// `docs/middleware.md` in step with this function.
     pub fn build(
         spec: &AgentSpec,
         run: &RunRecord,
         providers: &Providers,
+    ) -> Result<Self, StepError> {
+        Self::build_with(spec, run, providers, &AgentOptions::default())
+    }
+
+    /// [`Agent::build`] with the worker's options: its harness profiles (by
+    /// `provider:model` or `provider`; the spec's `profiles` lie on top) and
+    /// its own middleware. Memory, skills and a prompt template join the
+    /// stack after the filesystem when the spec asks for them (memory and
+    /// the template for the main agent only); the worker's middleware comes
+    /// after the built-in layers, and a profile's tool exclusion last.
+    pub fn build_with(
+        spec: &AgentSpec,
+        run: &RunRecord,
+        providers: &Providers,
+        options: &AgentOptions,
     ) -> Result<Self, StepError> {
         let invalid = |message: String| StepError::Agent {
             agent: spec.name.clone(),
@@ -68,8 +100,42 @@ impl Agent {
             .resolve(&model_spec)
             .map_err(|e| invalid(format!("model '{model_spec}': {e}")))?;
 
-        let mut stack: Vec<Arc<dyn Middleware>> =
-            vec![Arc::new(PatchToolCalls), Arc::new(Filesystem::new(true))];
+        // A subagent on a model of its own does not share the spec's window;
+        // the provider's profile (config, then the built-in table) fills in.
+        let profile = spec
+            .model_profile
+            .filter(|_| role.as_ref().is_none_or(|r| r.model.is_none()))
+            .or(resolved.profile);
+        let compressor = Arc::new(Compressor::new(
+            Summarizer::new(
+                Arc::clone(&resolved.client),
+                resolved.model.clone(),
+                profile.map(|p| p.max_output_tokens),
+            ),
+            Policy::for_profile(profile),
+        ));
+        let mut stack: Vec<Arc<dyn Middleware>> = vec![
+            Arc::new(Summarization::new(Arc::clone(&compressor))),
+            Arc::new(PatchToolCalls),
+            Arc::new(Filesystem::new(true)),
+        ];
+        let harness = profile::resolve(&options.profiles, &spec.profiles, &model_spec);
+        if role.is_none() {
+            if let Some(template) = &spec.system_prompt_template {
+                let template = PromptTemplate::parse(template)
+                    .map_err(|m| invalid(format!("system_prompt_template: {m}")))?;
+                stack.push(Arc::new(DynamicPrompt::new(template)));
+            }
+            if !spec.memory.is_empty() {
+                stack.push(Arc::new(Memory::new(spec.memory.clone())));
+            }
+        }
+        let general_purpose = role
+            .as_ref()
+            .is_some_and(|r| r.name == deepfleet_proto::spec::GENERAL_PURPOSE);
+        if !spec.skills.is_empty() && (role.is_none() || general_purpose) {
+            stack.push(Arc::new(Skills::new(spec.skills.clone())));
+        }
         if spec.planning {
             stack.push(Arc::new(Planning));
         }
@@ -77,6 +143,10 @@ impl Agent {
         if run.depth < spec.limits.max_subagent_depth && !subagents.is_empty() {
             stack.push(Arc::new(Subagents::new(subagents)));
         }
+        if spec.compact_tool {
+            stack.push(Arc::new(CompactionTool::new(compressor)));
+        }
+        stack.extend(options.middleware.iter().cloned());
 
         let mut tools = ToolRegistry::default();
         for layer in &stack {
@@ -87,6 +157,12 @@ impl Agent {
         if let Some(allow) = role.as_ref().and_then(|r| r.tools.as_ref()) {
             tools.retain(|name| allow.iter().any(|a| a == name));
         }
+        profile::apply_to_tools(&harness, &mut tools);
+        if !harness.excluded_tools.is_empty() {
+            // Innermost, so other layers' wrapping never reaches an
+            // excluded tool.
+            stack.push(Arc::new(ToolExclusion::new(harness.excluded_tools.clone())));
+        }
 
         Ok(Agent {
             name: role
@@ -96,16 +172,18 @@ impl Agent {
             model_name: resolved.model,
             stack,
             tools,
+            profile,
             own_prompt: match &role {
                 Some(r) => r.system_prompt.clone(),
                 None => spec.system_prompt.clone(),
             },
+            base_prompt: profile::base_prompt(&harness, prompt::BASE_PROMPT),
         })
     }
 
     /// The system prompt for a step, sections in DESIGN §7 order.
     pub fn system_prompt(&self, cx: &StepCx) -> String {
-        let mut sections = vec![PromptSection::new(Slot::Base, prompt::BASE_PROMPT)];
+        let mut sections = vec![PromptSection::new(Slot::Base, self.base_prompt.clone())];
         if let Some(own) = &self.own_prompt {
             sections.push(PromptSection::new(Slot::Agent, own.clone()));
         }
@@ -118,9 +196,34 @@ impl Agent {
 #[derive(Default)]
 pub struct AgentCache {
     agents: Mutex<HashMap<u64, Arc<Agent>>>,
+    options: AgentOptions,
+}
+
+/// What a worker adds to every agent it builds.
+#[derive(Clone, Default)]
+pub struct AgentOptions {
+    /// Harness profiles by `provider:model` or `provider` (from the
+    /// worker's configuration).
+    pub profiles: BTreeMap<String, HarnessProfile>,
+    /// The worker's own middleware (a team's extensions), in stack order,
+    /// after the built-in layers.
+    pub middleware: Vec<Arc<dyn Middleware>>,
 }
 
 impl AgentCache {
+    /// A cache whose agents are built with `options`.
+    pub fn new(options: AgentOptions) -> Self {
+        AgentCache {
+            agents: Mutex::default(),
+            options,
+        }
+    }
+
+    /// The options agents are built with.
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
     /// The agent for `run`, built on first use.
     pub fn get(
         &self,
@@ -132,7 +235,7 @@ impl AgentCache {
         if let Some(agent) = self.lock().get(&key) {
             return Ok(Arc::clone(agent));
         }
-        let agent = Arc::new(Agent::build(spec, run, providers)?);
+        let agent = Arc::new(Agent::build_with(spec, run, providers, &self.options)?);
         self.lock().insert(key, Arc::clone(&agent));
         Ok(agent)
     }
@@ -149,4 +252,88 @@ fn cache_key(spec: &AgentSpec, run: &RunRecord) -> u64 {
     run.subagent.hash(&mut h);
     (run.depth < spec.limits.max_subagent_depth).hash(&mut h);
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Utc;
+    use deepfleet_proto::{RunStatus, Usage};
+
+    fn run(subagent: Option<&str>, depth: u32) -> RunRecord {
+        RunRecord {
+            run_id: "r".into(),
+            thread_id: "t".into(),
+            agent: "researcher".into(),
+            subagent: subagent.map(str::to_owned),
+            status: RunStatus::Running,
+            parent: None,
+            depth,
+            batch_id: None,
+            task_id: None,
+            context: None,
+            steps: 0,
+            usage: Usage::default(),
+            output: None,
+            error: None,
+            traceparent: None,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        }
+    }
+
+    fn agent(spec: &AgentSpec, run: &RunRecord) -> Agent {
+        let dir = std::env::temp_dir().join(format!("df-agent-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let script = dir.join("s.yaml");
+        std::fs::write(&script, "rules: []\n").unwrap();
+        let mut spec = spec.clone();
+        spec.model = format!("replay:{}", script.display());
+        let providers = Providers::with_env(Default::default(), |_| None);
+        Agent::build(&spec, run, &providers).unwrap()
+    }
+
+    fn spec() -> AgentSpec {
+        AgentSpec::from_yaml(
+            "name: researcher\nmodel: replay:x\nsystem_prompt: You research things.\nplanning: true\n\
+             subagents:\n  - {name: critic, description: Reviews drafts., system_prompt: You critique., tools: [read_file]}\n",
+        )
+        .unwrap()
+    }
+
+    fn cx() -> StepCx {
+        StepCx {
+            run: run(None, 0),
+            spec: Arc::new(spec()),
+            history: Arc::default(),
+            added: Vec::new(),
+            backend: Arc::new(crate::backend::StateBackend::default()),
+            state: Arc::default(),
+            scope: crate::events::EventScope::of(&run(None, 0)),
+            events: Arc::new(crate::events::NoopSink),
+            context: None,
+            store: None,
+            compaction: Arc::default(),
+        }
+    }
+
+    // DESIGN §7: agent prompt, base, ..., filesystem, task, middleware.
+    #[test]
+    fn main_agent_prompt_layout() {
+        let agent = agent(&spec(), &run(None, 0));
+        insta::assert_snapshot!(agent.system_prompt(&cx()));
+        assert_eq!(
+            agent.tools.names(),
+            ["ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "write_todos", "task"]
+        );
+    }
+
+    #[test]
+    fn subagents_get_their_own_prompt_and_tool_allowlist_and_no_task_at_the_depth_limit() {
+        let agent = agent(&spec(), &run(Some("critic"), 1));
+        let prompt = agent.system_prompt(&cx());
+        assert!(prompt.starts_with("You critique.\n\n"), "{prompt}");
+        assert!(!prompt.contains("## Subagents"), "{prompt}");
+        assert_eq!(agent.tools.names(), ["read_file"]);
+    }
 }

@@ -37,6 +37,10 @@ pub enum StepError {
     /// The stored state contradicts itself (e.g. a missing child result).
     #[error("inconsistent state: {0}")]
     Inconsistent(String),
+    /// The run asks for something its inputs cannot give (a prompt
+    /// template or store namespace naming a missing context value).
+    #[error("invalid request: {0}")]
+    InvalidRequest(String),
 }
 
 impl StepError {
@@ -47,7 +51,9 @@ impl StepError {
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
             StepError::Tool { .. } => true,
-            StepError::Agent { .. } | StepError::Inconsistent(_) => false,
+            StepError::Agent { .. } | StepError::Inconsistent(_) | StepError::InvalidRequest(_) => {
+                false
+            }
         }
     }
 
@@ -69,6 +75,7 @@ impl StepError {
             },
             StepError::Tool { .. } => ErrorCode::ToolFailed,
             StepError::Agent { .. } => ErrorCode::InvalidSpec,
+            StepError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             StepError::Store(_) | StepError::Queue(_) | StepError::Inconsistent(_) => {
                 ErrorCode::Internal
             }

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use deepfleet_model::CallPurpose;
-use deepfleet_proto::{RunRecord, RunStatus, ToolStatus, Usage};
+use deepfleet_model::{CallPurpose, ErrorKind};
+use deepfleet_proto::{ErrorCode, RunRecord, RunStatus, ToolStatus, Usage};
 
 /// Which run an event belongs to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,6 +22,17 @@ pub struct EventScope {
 }
 
 impl EventScope {
+    /// The scope of a message's events before its run record is loaded
+    /// (agent unknown).
+    pub fn of_job(run_id: &str, thread_id: &str) -> Self {
+        EventScope {
+            run_id: run_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+            agent: String::new(),
+            subagent: None,
+        }
+    }
+
     /// The scope of `run`'s events.
     pub fn of(run: &RunRecord) -> Self {
         EventScope {
@@ -64,6 +75,28 @@ impl CompactionKind {
     }
 }
 
+/// Why a message was dead-lettered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeadLetterReason {
+    /// The payload was not a job this build understands.
+    Malformed,
+    /// The job contradicts the store (unknown run, a step from the future).
+    Rejected,
+    /// The step kept failing until its attempts ran out.
+    AttemptsExhausted,
+}
+
+impl DeadLetterReason {
+    /// The label used in metrics and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeadLetterReason::Malformed => "malformed",
+            DeadLetterReason::Rejected => "rejected",
+            DeadLetterReason::AttemptsExhausted => "attempts_exhausted",
+        }
+    }
+}
+
 /// One thing that happened.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -102,6 +135,44 @@ pub enum Event {
         status: RunStatus,
         /// Wall time from delivery to commit.
         latency: Duration,
+    },
+    /// A worker took a step message off the queue. The scope carries only
+    /// the run and thread ids: the run record is not loaded yet.
+    StepStarted {
+        /// Time from publication to delivery, when the envelope says when
+        /// it was published.
+        queue_wait: Option<Duration>,
+    },
+    /// The delivery of a step message was settled, whatever its outcome.
+    StepEnded,
+    /// A run reached a final status.
+    RunFinished {
+        /// The final status.
+        status: RunStatus,
+        /// From the run's creation to now.
+        latency: Duration,
+    },
+    /// A failed step was published again for a later attempt.
+    Retried {
+        /// What failed.
+        code: ErrorCode,
+    },
+    /// A message was moved to the dead-letter queue.
+    DeadLettered {
+        /// Why.
+        reason: DeadLetterReason,
+    },
+    /// A model call failed at the provider (after the client's retries).
+    ProviderError {
+        /// The model name sent to the provider.
+        model: String,
+        /// The class of failure.
+        kind: ErrorKind,
+    },
+    /// A model call waited for the fleet-wide rate limiter.
+    RateLimitWait {
+        /// How long.
+        wait: Duration,
     },
 }
 

@@ -9,14 +9,17 @@
 
 pub mod agent;
 pub mod backend;
+pub mod compress;
 mod error;
 pub mod events;
+pub mod metrics;
 pub mod middleware;
 pub mod prompt;
 pub mod runtime;
 pub mod step;
 pub mod tokens;
 pub mod tools;
+pub mod trace;
 
 pub use error::StepError;
 pub use runtime::Worker;

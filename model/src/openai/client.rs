@@ -2,20 +2,20 @@
 //! OpenAI-compatible provider.
 
 use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{AUTHORIZATION, HeaderValue, RETRY_AFTER};
+use reqwest::header::{AUTHORIZATION, HeaderValue};
 
-use super::classify::{classify_status, classify_transport, parse_retry_after};
 use super::convert::{from_wire, to_wire};
-use super::wire::{ChatRequest, ChatResponse};
+use super::stream::ChunkReader;
+use super::wire::{ChatRequest, ChatResponse, StreamOptions};
+use crate::http::{DEFAULT_TIMEOUT, http_client, json, secret_header, send};
 use crate::retry::RetryPolicy;
-use crate::{ErrorKind, ModelClient, ModelError, ModelRequest, ModelResponse};
-
-/// Request timeout when none is configured: long completions of large
-/// models take minutes.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+use crate::sse::for_each_event;
+use crate::stream::{Assembler, DeltaSink, Discard};
+use crate::{ModelClient, ModelError, ModelRequest, ModelResponse};
 
 /// Settings of one [`OpenAiClient`].
 #[derive(Clone)]
@@ -29,17 +29,21 @@ pub struct OpenAiConfig {
     pub timeout: Duration,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
+    /// Whether `complete` streams too (long completions then never sit
+    /// idle on a proxy's timeout).
+    pub stream: bool,
 }
 
 impl OpenAiConfig {
     /// Defaults for `base_url`: no key, [`DEFAULT_TIMEOUT`], the default
-    /// retry policy.
+    /// retry policy, no streaming.
     pub fn new(base_url: impl Into<String>) -> Self {
         OpenAiConfig {
             base_url: base_url.into(),
             api_key: None,
             timeout: DEFAULT_TIMEOUT,
             retry: RetryPolicy::default(),
+            stream: false,
         }
     }
 }
@@ -52,6 +56,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -63,6 +68,7 @@ pub struct OpenAiClient {
     authorization: Option<HeaderValue>,
     timeout: Duration,
     retry: RetryPolicy,
+    stream: bool,
 }
 
 impl fmt::Debug for OpenAiClient {
@@ -72,6 +78,7 @@ impl fmt::Debug for OpenAiClient {
             .field("authorized", &self.authorization.is_some())
             .field("timeout", &self.timeout)
             .field("retry", &self.retry)
+            .field("stream", &self.stream)
             .finish()
     }
 }
@@ -84,25 +91,18 @@ impl OpenAiClient {
 
     /// A client sharing `http`'s connection pool.
     pub fn with_http(http: reqwest::Client, config: OpenAiConfig) -> Result<Self, ModelError> {
-        let authorization = match &config.api_key {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    ModelError::new(
-                        ErrorKind::Auth,
-                        "the API key contains characters not allowed in a header",
-                    )
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
+        let authorization = config
+            .api_key
+            .as_deref()
+            .map(|key| secret_header(&format!("Bearer {key}")))
+            .transpose()?;
         Ok(OpenAiClient {
             http,
             endpoint: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
             authorization,
             timeout: config.timeout,
             retry: config.retry,
+            stream: config.stream,
         })
     }
 
@@ -111,7 +111,7 @@ impl OpenAiClient {
         &self.endpoint
     }
 
-    async fn send(&self, body: &ChatRequest) -> Result<ModelResponse, ModelError> {
+    fn post(&self, body: &ChatRequest) -> reqwest::RequestBuilder {
         let mut request = self
             .http
             .post(&self.endpoint)
@@ -120,46 +120,57 @@ impl OpenAiClient {
         if let Some(authorization) = &self.authorization {
             request = request.header(AUTHORIZATION, authorization.clone());
         }
-        let response = request.send().await.map_err(|e| classify_transport(&e))?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|value| value.to_str().ok())
-            .and_then(|value| parse_retry_after(value, SystemTime::now()));
-        let text = response.text().await.map_err(|e| classify_transport(&e))?;
-        if !status.is_success() {
-            return Err(classify_status(status.as_u16(), &text, retry_after));
-        }
-        let decoded: ChatResponse = serde_json::from_str(&text).map_err(|e| {
-            ModelError::new(
-                ErrorKind::InvalidResponse,
-                format!("cannot decode the completion: {e}"),
-            )
-        })?;
-        from_wire(decoded)
+        request
     }
-}
 
-/// Builds a reqwest client, refusing instead of panicking when the process
-/// installed no rustls crypto provider (reqwest is built without one).
-pub(crate) fn http_client() -> Result<reqwest::Client, ModelError> {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        return Err(ModelError::new(
-            ErrorKind::Unsupported,
-            "no rustls crypto provider is installed; the process must call \
-             rustls::crypto::ring::default_provider().install_default() at start",
-        ));
+    async fn send(&self, body: &ChatRequest) -> Result<ModelResponse, ModelError> {
+        let response = send(self.post(body)).await?;
+        from_wire(json::<ChatResponse>(response).await?)
     }
-    reqwest::Client::builder()
-        .build()
-        .map_err(|e| classify_transport(&e))
+
+    async fn send_streamed(
+        &self,
+        body: &ChatRequest,
+        request: &ModelRequest,
+        sink: &dyn DeltaSink,
+        delivered: &AtomicBool,
+    ) -> Result<ModelResponse, ModelError> {
+        let response = send(self.post(body)).await?;
+        let mut out = Assembler::new(sink, request.purpose, delivered);
+        let mut reader = ChunkReader::default();
+        for_each_event(response, |event| reader.apply(&event.data, &mut out)).await?;
+        reader.finish(out)
+    }
 }
 
 #[async_trait]
 impl ModelClient for OpenAiClient {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        if self.stream {
+            return self.stream(request, &Discard).await;
+        }
         let body = to_wire(request);
         self.retry.run(|| self.send(&body)).await
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        sink: &dyn DeltaSink,
+    ) -> Result<ModelResponse, ModelError> {
+        let body = ChatRequest {
+            stream: Some(true),
+            stream_options: Some(StreamOptions {
+                include_usage: true,
+            }),
+            ..to_wire(request)
+        };
+        let delivered = AtomicBool::new(false);
+        self.retry
+            .run_while(
+                || !delivered.load(std::sync::atomic::Ordering::SeqCst),
+                || self.send_streamed(&body, request, sink, &delivered),
+            )
+            .await
     }
 }

@@ -54,6 +54,8 @@ pub fn to_wire(request: &ModelRequest) -> ChatRequest {
         tools,
         max_completion_tokens: request.max_output_tokens,
         prompt_cache_key: request.cache_key.clone(),
+        stream: None,
+        stream_options: None,
     }
 }
 
@@ -207,7 +209,7 @@ pub fn usage_from_wire(usage: WireUsage) -> Usage {
 /// Maps `finish_reason`; providers that omit it or send their own words
 /// get `ToolCalls` when the turn calls tools and `Stop` otherwise, which is
 /// what the agent loop acts on.
-fn finish_reason(reason: Option<&str>, has_tool_calls: bool) -> FinishReason {
+pub(crate) fn finish_reason(reason: Option<&str>, has_tool_calls: bool) -> FinishReason {
     match reason {
         Some("length") => FinishReason::Length,
         Some("content_filter") => FinishReason::ContentFilter,

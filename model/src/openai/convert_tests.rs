@@ -17,6 +17,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         }],
         max_output_tokens: Some(256),
         cache_key: Some("thread-1".into()),
+        cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
     }
 }

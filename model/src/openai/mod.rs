@@ -1,13 +1,13 @@
-//! The OpenAI Chat Completions protocol: wire types, conversions, error
-//! classification and the HTTP client.
+//! The OpenAI Chat Completions protocol: wire types, conversions, the
+//! stream reader and the HTTP client.
 //!
-//! Every provider deepfleet supports speaks this protocol (OpenAI,
-//! OpenRouter, Fireworks, Baseten, Ollama), and so does the replay model.
+//! OpenAI, OpenRouter, Fireworks, Baseten, Ollama and any compatible host
+//! speak this protocol, and so does the replay model.
 
-pub mod classify;
 mod client;
 pub mod convert;
+mod stream;
 pub mod wire;
 
-pub(crate) use client::http_client;
-pub use client::{DEFAULT_TIMEOUT, OpenAiClient, OpenAiConfig};
+pub use crate::http::DEFAULT_TIMEOUT;
+pub use client::{OpenAiClient, OpenAiConfig};

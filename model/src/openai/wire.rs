@@ -31,6 +31,100 @@ pub struct ChatRequest {
     /// Routes requests sharing a prefix to the same prompt cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<String>,
+    /// Asks for the answer as server-sent [`ChatChunk`]s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<bool>,
+    /// Options of a streamed answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+}
+
+/// `stream_options` of a streamed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamOptions {
+    /// Adds a last chunk with the call's usage (and no choices); without
+    /// it a streamed call reports no tokens.
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// One `data:` event of a streamed answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatChunk {
+    /// Completion id, the same on every chunk.
+    #[serde(default)]
+    pub id: String,
+    /// Always `chat.completion.chunk`.
+    #[serde(default)]
+    pub object: String,
+    /// Unix seconds.
+    #[serde(default)]
+    pub created: u64,
+    /// The model that answers.
+    #[serde(default)]
+    pub model: String,
+    /// Deltas of the candidates; empty on the usage chunk.
+    #[serde(default)]
+    pub choices: Vec<ChunkChoice>,
+    /// Tokens of the call, on the last chunk only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<WireUsage>,
+}
+
+/// A candidate's delta within a [`ChatChunk`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkChoice {
+    /// Which candidate.
+    #[serde(default)]
+    pub index: u32,
+    /// What the candidate adds.
+    #[serde(default)]
+    pub delta: ChunkDelta,
+    /// Set on the candidate's last chunk.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// Text and tool-call pieces of one chunk.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkDelta {
+    /// `assistant`, on the first chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Text to append.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Tool-call pieces.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ChunkToolCall>,
+}
+
+/// A piece of one tool call: id and name come first, arguments in pieces.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkToolCall {
+    /// Which call of the turn.
+    #[serde(default)]
+    pub index: usize,
+    /// The call id, on its first piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `function`, on its first piece.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Name and argument text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub function: Option<ChunkFunction>,
+}
+
+/// The function part of a [`ChunkToolCall`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChunkFunction {
+    /// Tool name, on the first piece.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Argument text to append.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
 }
 
 /// One message of a request, tagged by its role.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::engine::ReplayEngine;
-use crate::openai::classify::classify_status;
+use crate::classify::classify_status;
 use crate::openai::convert::{from_wire, to_wire};
 use crate::retry::RetryPolicy;
 use crate::{ModelClient, ModelError, ModelRequest, ModelResponse};

@@ -47,6 +47,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         tools: vec![],
         max_output_tokens: None,
         cache_key: None,
+        cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
     }
 }

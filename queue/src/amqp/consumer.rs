@@ -10,7 +10,7 @@ use lapin::{Acker, Channel};
 
 use super::dead_letters::REASON_HEADER;
 use super::{Route, Shared, connection_error};
-use crate::{Consumer, Delivery, QueueError};
+use crate::{Consumer, Delivery, QueueError, ReplyAddress};
 
 /// A consumer on its own channel, with manual acks.
 pub(super) struct AmqpConsumer {
@@ -40,6 +40,14 @@ impl Consumer for AmqpConsumer {
             shared: Arc::clone(&self.shared),
             channel: self.channel.clone(),
             headers: delivery.properties.headers().clone(),
+            reply: ReplyAddress {
+                reply_to: delivery.properties.reply_to().as_ref().map(|q| q.to_string()),
+                correlation_id: delivery
+                    .properties
+                    .correlation_id()
+                    .as_ref()
+                    .map(|c| c.to_string()),
+            },
             payload: delivery.data,
             redelivered: delivery.redelivered,
             acker: delivery.acker,
@@ -60,6 +68,7 @@ struct AmqpDelivery {
     channel: Channel,
     payload: Vec<u8>,
     headers: Option<FieldTable>,
+    reply: ReplyAddress,
     redelivered: bool,
     acker: Acker,
     settled: bool,
@@ -91,6 +100,10 @@ impl Delivery for AmqpDelivery {
 
     fn redelivered(&self) -> bool {
         self.redelivered
+    }
+
+    fn reply_address(&self) -> ReplyAddress {
+        self.reply.clone()
     }
 
     async fn ack(mut self: Box<Self>) -> Result<(), QueueError> {

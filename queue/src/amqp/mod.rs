@@ -9,7 +9,10 @@
 //!   [`DeadLetters`](crate::DeadLetters);
 //! - `q.delay.{ms}`: one TTL queue per delay bucket, declared on first use,
 //!   that dead-letters its expired messages back into `q` and deletes itself
-//!   when unused.
+//!   when unused;
+//! - `q.results` (fanout exchange) → `q.results` (queue): answers to
+//!   messages that named no reply queue, or one that no longer exists;
+//!   declared on first use by [`Replies`](crate::Replies).
 //!
 //! Publishes wait for publisher confirms and are `mandatory`, so a message
 //! the broker did not store, or could not route, is an error rather than a
@@ -28,9 +31,11 @@
 
 mod consumer;
 mod dead_letters;
+mod replies;
 mod topology;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -114,14 +119,20 @@ struct Shared {
     /// renew its `x-expires` lease often enough; see
     /// [`topology::DELAY_QUEUE_SLACK`].
     delays_declared: Mutex<HashMap<u64, Instant>>,
+    /// Whether this process declared the results exchange and queue.
+    results_declared: AtomicBool,
 }
 
 /// Where a message goes.
 #[derive(Debug, Clone, Copy)]
-enum Route {
+enum Route<'a> {
     Main,
     Delay(u64),
     DeadLetter,
+    /// A reply queue, by name, through the default exchange.
+    Reply(&'a str),
+    /// The results exchange.
+    Results,
 }
 
 /// Why one publish attempt failed.
@@ -138,6 +149,11 @@ impl From<lapin::Error> for Failure {
     fn from(err: lapin::Error) -> Self {
         Failure::Broker(err)
     }
+}
+
+/// Properties of every message: persistent.
+fn persistent() -> BasicProperties {
+    BasicProperties::default().with_delivery_mode(PERSISTENT)
 }
 
 fn connection_error(err: lapin::Error) -> QueueError {
@@ -182,6 +198,7 @@ impl AmqpQueue {
                 publisher,
                 names,
                 delays_declared: Mutex::new(HashMap::new()),
+                results_declared: AtomicBool::new(false),
             }),
         })
     }
@@ -195,9 +212,13 @@ impl AmqpQueue {
     pub async fn delete_all(&self) -> Result<(), QueueError> {
         let names = &self.shared.names;
         let channel = self.shared.open_channel().await?;
-        let queues = [names.main.clone(), names.dead.clone()]
-            .into_iter()
-            .chain(names.all_delays());
+        let queues = [
+            names.main.clone(),
+            names.dead.clone(),
+            names.results.clone(),
+        ]
+        .into_iter()
+        .chain(names.all_delays());
         for queue in queues {
             // Deleting a queue that does not exist succeeds in RabbitMQ,
             // so delay buckets that were never used need no special case.
@@ -206,10 +227,14 @@ impl AmqpQueue {
                 .await
                 .map_err(connection_error)?;
         }
-        channel
-            .exchange_delete(names.dlx.as_str().into(), ExchangeDeleteOptions::default())
-            .await
-            .map_err(connection_error)
+        for exchange in [&names.dlx, &names.results] {
+            channel
+                .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
+                .await
+                .map_err(connection_error)?;
+        }
+        self.shared.results_declared.store(false, Ordering::Relaxed);
+        Ok(())
     }
 
     /// Closes the connection. Deliveries not yet settled go back to the
@@ -258,17 +283,39 @@ impl Shared {
         Ok(())
     }
 
+    /// Declares the results exchange and queue unless this process already
+    /// did (a publish there that comes back unroutable clears the flag).
+    async fn ensure_results(&self) -> Result<(), Failure> {
+        if self.results_declared.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let channel = self.connection.create_channel().await?;
+        topology::declare_results(&channel, &self.names).await?;
+        self.results_declared.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Publishes with confirms, retrying through a connection recovery.
     async fn publish(
         &self,
-        route: Route,
+        route: Route<'_>,
         payload: &[u8],
         headers: Option<FieldTable>,
     ) -> Result<(), QueueError> {
-        let mut properties = BasicProperties::default().with_delivery_mode(PERSISTENT);
+        let mut properties = persistent();
         if let Some(headers) = headers {
             properties = properties.with_headers(headers);
         }
+        self.publish_with(route, payload, properties).await
+    }
+
+    /// [`Shared::publish`] with the caller's properties.
+    async fn publish_with(
+        &self,
+        route: Route<'_>,
+        payload: &[u8],
+        properties: BasicProperties,
+    ) -> Result<(), QueueError> {
         let mut attempt = 1;
         loop {
             match self.try_publish(route, payload, properties.clone()).await {
@@ -286,7 +333,8 @@ impl Shared {
                     Route::Delay(bucket_ms) => {
                         self.delays_declared().remove(&bucket_ms);
                     }
-                    Route::Main | Route::DeadLetter => {
+                    Route::Results => self.results_declared.store(false, Ordering::Relaxed),
+                    Route::Main | Route::DeadLetter | Route::Reply(_) => {
                         return Err(QueueError::NotConfirmed(reply));
                     }
                 },
@@ -301,7 +349,7 @@ impl Shared {
 
     async fn try_publish(
         &self,
-        route: Route,
+        route: Route<'_>,
         payload: &[u8],
         properties: BasicProperties,
     ) -> Result<(), Failure> {
@@ -312,6 +360,11 @@ impl Shared {
                 (String::new(), self.names.delay(bucket_ms))
             }
             Route::DeadLetter => (self.names.dlx.clone(), self.names.main.clone()),
+            Route::Reply(queue) => (String::new(), queue.to_owned()),
+            Route::Results => {
+                self.ensure_results().await?;
+                (self.names.results.clone(), self.names.results.clone())
+            }
         };
         let confirmation = self
             .publisher

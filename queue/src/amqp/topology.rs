@@ -47,6 +47,9 @@ pub(super) struct Names {
     pub dlx: String,
     /// The queue bound to the dead-letter exchange.
     pub dead: String,
+    /// The results exchange (fanout) and the queue bound to it, declared
+    /// on first use: answers to messages without a (live) reply queue.
+    pub results: String,
 }
 
 impl Names {
@@ -55,6 +58,7 @@ impl Names {
             main: base.to_owned(),
             dlx: format!("{base}.dlx"),
             dead: format!("{base}.dead"),
+            results: format!("{base}.results"),
         }
     }
 
@@ -169,6 +173,41 @@ pub(super) async fn declare(
     Ok(())
 }
 
+/// Declares the results exchange and the durable queue bound to it, so an
+/// answer published there is kept until someone reads it. Services that
+/// want their own copy bind another queue to the exchange.
+pub(super) async fn declare_results(channel: &Channel, names: &Names) -> lapin::Result<()> {
+    channel
+        .exchange_declare(
+            names.results.as_str().into(),
+            ExchangeKind::Fanout,
+            ExchangeDeclareOptions {
+                durable: true,
+                ..ExchangeDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    let mut args = FieldTable::default();
+    args.insert("x-queue-type".into(), text("quorum"));
+    channel
+        .queue_declare(
+            names.results.as_str().into(),
+            QueueDeclareOptions::durable(),
+            args,
+        )
+        .await?;
+    channel
+        .queue_bind(
+            names.results.as_str().into(),
+            names.results.as_str().into(),
+            "".into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+}
+
 /// Declares (or renews the lease of) the delay queue for `bucket_ms`.
 pub(super) async fn declare_delay(
     channel: &Channel,
@@ -247,6 +286,7 @@ mod tests {
                 "deepfleet.steps.delay.250".to_owned()
             )
         );
+        assert_eq!(names.results, "deepfleet.steps.results");
         assert_eq!(names.all_delays().count(), DELAY_BUCKETS_MS.len());
     }
 

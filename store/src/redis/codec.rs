@@ -67,6 +67,9 @@ pub(super) fn checkpoint(keys: &ThreadKeys<'_>, raw: RawThread) -> Result<Checkp
     let state: Map<String, Value> =
         decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?.unwrap_or_default();
     let pending = decode_opt(&format!("{} pending", keys.meta), meta.remove("pending"))?;
+    let tokens = counter("tokens", meta.remove("tokens"))?;
+    let context =
+        decode_opt(&format!("{} context", keys.meta), meta.remove("context"))?.unwrap_or_default();
     let messages = log
         .iter()
         .enumerate()
@@ -86,6 +89,8 @@ pub(super) fn checkpoint(keys: &ThreadKeys<'_>, raw: RawThread) -> Result<Checkp
         files,
         state,
         pending,
+        tokens,
+        context,
     })
 }
 

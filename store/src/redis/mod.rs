@@ -20,6 +20,8 @@
 
 mod codec;
 mod conn;
+mod items;
+mod records;
 mod scripts;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -396,6 +398,66 @@ impl Store for RedisStore {
             )
             .await?;
         Ok(popped.unwrap_or_default())
+    }
+
+    async fn put_record(&self, kind: &str, id: &str, value: &Value) -> Result<(), StoreError> {
+        self.put_record_json(kind, id, value).await
+    }
+
+    async fn insert_record(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &Value,
+    ) -> Result<bool, StoreError> {
+        self.insert_record_json(kind, id, value).await
+    }
+
+    async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        self.get_record_json(kind, id).await
+    }
+
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        self.delete_record_json(kind, id).await
+    }
+
+    async fn list_records(&self, kind: &str) -> Result<Vec<Value>, StoreError> {
+        self.list_records_json(kind).await
+    }
+
+    async fn put_item(
+        &self,
+        namespace: &[String],
+        key: &str,
+        value: &Map<String, Value>,
+    ) -> Result<(), StoreError> {
+        self.put_item_json(namespace, key, value).await
+    }
+
+    async fn get_item(
+        &self,
+        namespace: &[String],
+        key: &str,
+    ) -> Result<Option<deepfleet_proto::Item>, StoreError> {
+        self.get_item_json(namespace, key).await
+    }
+
+    async fn delete_item(&self, namespace: &[String], key: &str) -> Result<(), StoreError> {
+        self.delete_item_json(namespace, key).await
+    }
+
+    async fn search_items(
+        &self,
+        search: &deepfleet_proto::ItemSearch,
+    ) -> Result<Vec<deepfleet_proto::Item>, StoreError> {
+        self.search_items_json(search).await
+    }
+
+    async fn list_namespaces(
+        &self,
+        query: &deepfleet_proto::NamespaceQuery,
+    ) -> Result<Vec<Vec<String>>, StoreError> {
+        self.list_namespaces_json(query).await
     }
 }
 

@@ -90,6 +90,10 @@ pub(super) fn commit_step<'s>(
         Some(pending) => encode(&meta, pending)?,
         None => String::new(),
     };
+    let context = match &commit.context {
+        Some(context) => encode(&meta, context)?,
+        None => String::new(),
+    };
     let fan_in = commit
         .fan_in_expected
         .map(|n| n.to_string())
@@ -109,7 +113,9 @@ pub(super) fn commit_step<'s>(
     .arg(run)
     .arg(state)
     .arg(pending)
-    .arg(fan_in);
+    .arg(fan_in)
+    .arg(log_tokens(&commit.messages).to_string())
+    .arg(context);
     let call = messages(call, &keys.thread_log(thread), &commit.messages)?;
     commit.files.iter().try_fold(call, |call, (path, file)| {
         let file = match file {
@@ -150,7 +156,8 @@ pub(super) fn create_run<'s>(
     .arg(record)
     .arg(changes)
     .arg(seen)
-    .arg(merged);
+    .arg(merged)
+    .arg(log_tokens(&seed.messages).to_string());
     let call = messages(call, &keys.thread_log(thread), &seed.messages)?;
     seed.files.iter().try_fold(call, |call, (path, file)| {
         let file: &FileData = file;
@@ -190,4 +197,9 @@ fn messages<'s>(
     messages
         .iter()
         .try_fold(call, |call, message| Ok(call.arg(encode(log, message)?)))
+}
+
+/// Tokens of appended messages, for the thread's running total.
+fn log_tokens(messages: &[LoggedMessage]) -> u64 {
+    messages.iter().map(|m| u64::from(m.tokens)).sum()
 }

@@ -5,11 +5,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, TimeZone, Utc};
 use deepfleet_proto::{
-    AgentSpec, ChildResult, ContentBlock, FileData, LoggedMessage, Message, ParentLink,
-    PendingCall, PendingTools, RunRecord, RunStatus, ToolCall, Usage, UserMessage,
+    AgentSpec, ChildResult, ContentBlock, ContextCursor, EvictedMessage, FileData, LoggedMessage,
+    Message, ParentLink, PendingCall, PendingTools, RunRecord, RunStatus, SummaryEvent, ToolCall,
+    Usage, UserMessage,
 };
 use deepfleet_store::{Checkpoint, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed};
 use pretty_assertions::assert_eq;
+
+pub use crate::items::*;
 use serde_json::{Map, Value, json};
 
 pub fn at() -> DateTime<Utc> {
@@ -32,6 +35,7 @@ pub fn record(thread: &str, run: &str) -> RunRecord {
         usage: Usage::default(),
         output: None,
         error: None,
+        traceparent: None,
         created_at: at(),
         updated_at: at(),
     }
@@ -61,6 +65,7 @@ pub fn commit(run: &RunRecord, step: u64) -> StepCommit {
         pending: None,
         run: run.clone(),
         fan_in_expected: None,
+        context: None,
     }
 }
 
@@ -82,6 +87,7 @@ fn pending(call_id: &str) -> PendingTools {
             result: None,
         }],
         children: Vec::new(),
+        interrupt: None,
     }
 }
 
@@ -121,6 +127,7 @@ pub async fn create_run_is_idempotent_and_seeds(store: Arc<dyn Store>) {
         messages: seed.messages.clone(),
         files: seed.files.clone(),
         state: seed.state.clone(),
+        tokens: 6,
         ..Checkpoint::default()
     };
     assert_eq!(store.load_thread("t1").await.unwrap(), expected);
@@ -227,9 +234,60 @@ pub async fn commit_step_applies_everything(store: Arc<dyn Store>) {
         ]),
         state: object(json!({"todos": []})),
         pending: None,
+        tokens: 12,
+        context: ContextCursor::default(),
     };
     assert_eq!(store.load_thread("t1").await.unwrap(), expected);
     assert_eq!(store.get_run("t1", "r1").await.unwrap(), Some(run));
+}
+
+/// The compression cursor is stored when a commit sets it and left alone
+/// by commits that do not; the token total grows by every append.
+pub async fn context_cursor_and_token_total(store: Arc<dyn Store>) {
+    let mut run = record("t1", "r1");
+    let seed = ThreadSeed {
+        messages: vec![msg("task")],
+        ..ThreadSeed::default()
+    };
+    store.create_run(&run, &seed).await.unwrap();
+    let cursor = ContextCursor {
+        summary: Some(SummaryEvent {
+            cutoff: 1,
+            message: msg("summary so far"),
+            file_path: Some("/conversation_history/session_1.md".into()),
+            session: "session_1".into(),
+            created_at_index: 2,
+            summarized_tokens: 3,
+            created_at: at(),
+        }),
+        evicted: vec![EvictedMessage {
+            index: 0,
+            path: "/conversation_history/x.md".into(),
+            stub: msg("stub"),
+        }],
+    };
+    let first = StepCommit {
+        messages: vec![msg("a")],
+        context: Some(cursor.clone()),
+        ..commit(&run, 0)
+    };
+    assert_eq!(
+        store.commit_step(&first).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    run.steps = 1;
+    let second = StepCommit {
+        messages: vec![msg("b"), msg("c")],
+        ..commit(&run, 1)
+    };
+    assert_eq!(
+        store.commit_step(&second).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let thread = store.load_thread("t1").await.unwrap();
+    assert_eq!(thread.context, cursor);
+    assert_eq!(thread.tokens, 4 * 3);
+    assert_eq!(thread.messages.len(), 4);
 }
 
 pub async fn commit_conflict_writes_nothing(store: Arc<dyn Store>) {
@@ -398,4 +456,22 @@ pub async fn find_run_by_index(store: Arc<dyn Store>) {
     run.output = Some("done".into());
     store.commit_step(&commit(&run, 0)).await.unwrap();
     assert_eq!(store.find_run("r1").await.unwrap(), Some(run));
+}
+
+pub async fn records_by_kind(store: Arc<dyn Store>) {
+    let a = serde_json::json!({"thread_id": "a", "metadata": {"k": 1}});
+    let b = serde_json::json!({"thread_id": "b"});
+    assert!(store.insert_record("threads", "a", &a).await.unwrap());
+    assert!(!store.insert_record("threads", "a", &b).await.unwrap());
+    assert_eq!(store.get_record("threads", "a").await.unwrap(), Some(a.clone()));
+    store.put_record("threads", "b", &b).await.unwrap();
+    store.put_record("assistants", "a", &b).await.unwrap();
+    let mut all = store.list_records("threads").await.unwrap();
+    all.sort_by_key(|v| v["thread_id"].as_str().map(str::to_owned));
+    assert_eq!(all, vec![a, b.clone()]);
+    assert!(store.delete_record("threads", "a").await.unwrap());
+    assert!(!store.delete_record("threads", "a").await.unwrap());
+    assert_eq!(store.get_record("threads", "a").await.unwrap(), None);
+    assert_eq!(store.list_records("threads").await.unwrap(), vec![b]);
+    assert_eq!(store.list_records("nothing").await.unwrap(), Vec::<serde_json::Value>::new());
 }

@@ -5,14 +5,21 @@
 //! the per-thread backend checkpointed with the thread; store, composite
 //! and local backends implement the same trait.
 
+pub mod composite;
+pub mod local;
 pub mod path;
+pub mod routes;
 pub mod state;
+pub mod store;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use deepfleet_proto::FileData;
 
+pub use composite::CompositeBackend;
+pub use local::LocalBackend;
 pub use state::StateBackend;
+pub use store::StoreBackend;
 
 /// An `ls`/`glob` entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,6 +76,10 @@ pub enum BackendError {
     /// Anything else, as text.
     #[error("{0}")]
     Other(String),
+    /// The storage behind the backend failed (a store or disk outage):
+    /// not the model's doing, so the step fails and is retried.
+    #[error("backend unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// A filesystem the agent's tools operate on. Paths are absolute virtual

@@ -8,9 +8,18 @@
 //! up in `docs/middleware.md`.
 
 pub mod filesystem;
+pub mod memory;
+pub mod profile;
+pub mod prompt_template;
+pub mod skills;
+#[cfg(test)]
+mod order_tests;
+#[cfg(test)]
+mod test_support;
 pub mod patch_tool_calls;
 pub mod planning;
 pub mod subagents;
+pub mod summarization;
 
 use std::sync::{Arc, Mutex};
 
@@ -24,6 +33,9 @@ use crate::error::StepError;
 use crate::events::{Event, EventScope, EventSink};
 use crate::prompt::PromptSection;
 use crate::tools::{DynTool, ToolCtx, ToolError, ToolRegistry, ToolResult};
+
+#[cfg(test)]
+pub(crate) use test_support::test_cx;
 
 /// What a step's middleware can see.
 pub struct StepCx {
@@ -44,6 +56,15 @@ pub struct StepCx {
     pub scope: EventScope,
     /// Where events go.
     pub events: Arc<dyn EventSink>,
+    /// The run's runtime context, opened for this step only (the record
+    /// holds it sealed).
+    pub context: Option<Value>,
+    /// The run's namespace of the long-term store, when the spec routes a
+    /// path to it (prompt templates read `{{store.KEY}}` values from it).
+    pub store: Option<crate::backend::StoreBackend>,
+    /// The thread's compression cursor and token total, and what this
+    /// step changes in them.
+    pub compaction: Arc<crate::compress::history::StepCompaction>,
 }
 
 impl StepCx {
@@ -90,7 +111,9 @@ pub trait Middleware: Send + Sync {
     }
 }
 
-/// The rest of the model-call chain.
+/// The rest of the model-call chain. `Copy`, so a layer can call the rest
+/// again (the overflow retry does).
+#[derive(Clone, Copy)]
 pub struct ModelNext<'a> {
     rest: &'a [Arc<dyn Middleware>],
     model: &'a dyn ModelClient,

@@ -87,13 +87,20 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
                     .collect()
             })
             .unwrap_or_default(),
-        RunStatus::Interrupted => Vec::new(),
+        // The batch learns of the parked run (a subagent's too: its batch
+        // reports it on the top-level run's line); nothing else moves.
+        RunStatus::Interrupted => run
+            .batch_id
+            .iter()
+            .map(|b| FollowUp::BatchDone(b.clone()))
+            .collect(),
         RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
             let mut out = Vec::new();
             if let Some(parent) = &run.parent {
                 out.push(FollowUp::Report(parent.clone()));
             }
-            if let Some(batch) = &run.batch_id {
+            // Subagent runs carry their batch only for interrupts.
+            if let Some(batch) = run.batch_id.as_ref().filter(|_| run.parent.is_none()) {
                 out.push(FollowUp::BatchDone(batch.clone()));
             }
             out
@@ -124,6 +131,7 @@ mod tests {
             usage: Usage::default(),
             output: None,
             error: None,
+            traceparent: None,
             created_at: Utc::now(),
             updated_at: Utc::now(),
         }
@@ -186,6 +194,28 @@ mod tests {
     }
 
     #[test]
+    fn interrupted_runs_tell_their_batch_and_nothing_else() {
+        assert_eq!(
+            follow_ups(&run(RunStatus::Interrupted), 4, None),
+            vec![FollowUp::BatchDone("b".into())]
+        );
+        let mut child = run(RunStatus::Success);
+        child.parent = Some(ParentLink {
+            run_id: "p".into(),
+            thread_id: "pt".into(),
+            tool_call_id: "c".into(),
+        });
+        assert_eq!(
+            follow_ups(&child, 4, None),
+            vec![FollowUp::Report(child.parent.clone().unwrap())]
+        );
+        assert_eq!(
+            decide(&job(4), &run(RunStatus::Interrupted), 4, 4, false),
+            Decision::Skip("run waits for a human decision")
+        );
+    }
+
+    #[test]
     fn follow_ups_by_status() {
         assert_eq!(
             follow_ups(&run(RunStatus::Running), 4, None),
@@ -201,10 +231,12 @@ mod tests {
             tool_call_id: "call_1".into(),
             subagent: "general-purpose".into(),
             description: "d".into(),
+            traceparent: None,
         };
         let pending = PendingTools {
             calls: Vec::new(),
             children: vec![child.clone()],
+            interrupt: None,
         };
         assert_eq!(
             follow_ups(&run(RunStatus::Waiting), 4, Some(&pending)),

@@ -10,16 +10,18 @@ use deepfleet_proto::{
     ENVELOPE_VERSION, Envelope, ErrorCode, Job, RunError, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::{Delivery, Queue};
+use deepfleet_store::sealed::{ContextKey, redact};
 use deepfleet_store::{CommitOutcome, StepCommit, Store};
 use rand::Rng;
-use tracing::{debug, info, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::agent::AgentCache;
+use crate::agent::{AgentCache, AgentOptions};
 use crate::error::StepError;
-use crate::events::{Event, EventScope, EventSink, NoopSink};
+use crate::events::{DeadLetterReason, Event, EventScope, EventSink, NoopSink};
 use crate::step::decide::{Decision, decide, follow_ups};
 use crate::step::execute::execute;
 use crate::step::follow_up;
+use crate::step::follow_up::inherited_state;
 
 /// How often a failing step is retried, and how long to wait.
 #[derive(Debug, Clone, Copy)]
@@ -63,6 +65,8 @@ pub struct StepRunner {
     agents: AgentCache,
     retry: RetryConfig,
     events: Arc<dyn EventSink>,
+    /// Opens runs' sealed runtime context; `None` fails runs that have one.
+    context_key: Option<ContextKey>,
 }
 
 /// Why a message could not be handled now.
@@ -100,7 +104,64 @@ impl StepRunner {
             agents: AgentCache::default(),
             retry,
             events: Arc::new(NoopSink),
+            context_key: None,
         }
+    }
+
+    /// Opens runs' runtime context with the fleet's `key`.
+    pub fn with_context_key(mut self, key: ContextKey) -> Self {
+        self.context_key = Some(key);
+        self
+    }
+
+    /// The clear runtime context of `run` for one step. The log line gets
+    /// it with the spec's secret fields redacted, never in full.
+    fn open_context(
+        &self,
+        run: &RunRecord,
+        spec: &deepfleet_proto::AgentSpec,
+    ) -> Result<Option<serde_json::Value>, StepError> {
+        let Some(sealed) = &run.context else {
+            return Ok(None);
+        };
+        let key = self.context_key.as_ref().ok_or_else(|| {
+            StepError::Inconsistent(
+                "the run's runtime context is sealed, but this worker has no context_key"
+                    .to_owned(),
+            )
+        })?;
+        let context = key
+            .open(sealed)
+            .map_err(|e| StepError::Inconsistent(format!("runtime context: {e}")))?;
+        debug!(
+            run = %run.run_id,
+            context = %redact(&context, &spec.context_secrets),
+            "opened runtime context"
+        );
+        Ok(Some(context))
+    }
+
+    /// Builds agents under the worker's harness profiles (by
+    /// `provider:model` or `provider`; a spec's own profiles lie on top).
+    pub fn with_profiles(
+        mut self,
+        profiles: std::collections::BTreeMap<String, deepfleet_proto::harness::HarnessProfile>,
+    ) -> Self {
+        let options = AgentOptions {
+            profiles,
+            ..self.agents.options().clone()
+        };
+        self.agents = AgentCache::new(options);
+        self
+    }
+
+    /// Adds a middleware of the worker's own to every agent's stack, after
+    /// the built-in layers (see `docs/middleware.md`, "Writing one").
+    pub fn with_middleware(mut self, middleware: Arc<dyn crate::middleware::Middleware>) -> Self {
+        let mut options = self.agents.options().clone();
+        options.middleware.push(middleware);
+        self.agents = AgentCache::new(options);
+        self
     }
 
     /// Reports harness events to `events`.
@@ -115,20 +176,45 @@ impl StepRunner {
         let envelope = match serde_json::from_slice::<Envelope>(delivery.payload()) {
             Ok(e) if e.v == ENVELOPE_VERSION => e,
             Ok(e) => {
+                let reason = format!("unsupported envelope version {}", e.v);
                 return self
-                    .dead_letter(delivery, &format!("unsupported envelope version {}", e.v))
+                    .dead_letter(
+                        delivery,
+                        &EventScope::of_job("", ""),
+                        DeadLetterReason::Malformed,
+                        &reason,
+                    )
                     .await;
             }
             Err(e) => {
+                let reason = format!("malformed job: {e}");
                 return self
-                    .dead_letter(delivery, &format!("malformed job: {e}"))
+                    .dead_letter(
+                        delivery,
+                        &EventScope::of_job("", ""),
+                        DeadLetterReason::Malformed,
+                        &reason,
+                    )
                     .await;
             }
         };
         let Job::Step(job) = envelope.job.clone();
-        let settled = match self.step(&job).await {
+        let scope = EventScope::of_job(&job.run_id, &job.thread_id);
+        let queue_wait = envelope
+            .published_at
+            .and_then(|at| (Utc::now() - at).to_std().ok());
+        self.events.emit(&scope, &Event::StepStarted { queue_wait });
+        let _in_flight = InFlight {
+            events: &*self.events,
+            scope: &scope,
+        };
+        let settled = match self.step(&job, envelope.traceparent.as_deref()).await {
             Ok(()) => delivery.ack().await,
-            Err(Failure::Reject(reason)) => return self.dead_letter(delivery, &reason).await,
+            Err(Failure::Reject(reason)) => {
+                return self
+                    .dead_letter(delivery, &scope, DeadLetterReason::Rejected, &reason)
+                    .await;
+            }
             Err(Failure::Step(error)) => return self.failed(delivery, envelope, job, error).await,
         };
         if let Err(e) = settled {
@@ -137,7 +223,7 @@ impl StepRunner {
         }
     }
 
-    async fn step(&self, job: &StepJob) -> Result<(), Failure> {
+    async fn step(&self, job: &StepJob, traceparent: Option<&str>) -> Result<(), Failure> {
         let Some(run) = self.store.get_run(&job.thread_id, &job.run_id).await? else {
             return Err(Failure::Reject(format!(
                 "{}: run {}",
@@ -159,8 +245,21 @@ impl StepRunner {
             Decision::Republish => {
                 info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
                 let follow = follow_ups(&run, checkpoint.step, checkpoint.pending.as_ref());
-                follow_up::publish(&*self.queue, &*self.store, &run, follow, &checkpoint.files)
-                    .await?;
+                let child_state = match self.store.get_spec(&run.agent).await? {
+                    Some(spec) if run.status == RunStatus::Waiting => {
+                        inherited_state(&spec, &checkpoint.state)
+                    }
+                    _ => Default::default(),
+                };
+                follow_up::publish(
+                    &*self.queue,
+                    &*self.store,
+                    &run,
+                    follow,
+                    &checkpoint.files,
+                    &child_state,
+                )
+                .await?;
                 self.store
                     .mark_published(&job.thread_id, checkpoint.step)
                     .await?;
@@ -175,15 +274,16 @@ impl StepRunner {
                     .await?;
                 Ok(())
             }
-            Decision::Execute => self.execute(job, run, checkpoint).await,
+            Decision::Execute => self.execute(job, run, checkpoint, traceparent).await,
         }
     }
 
     async fn execute(
         &self,
         job: &StepJob,
-        run: RunRecord,
+        mut run: RunRecord,
         checkpoint: deepfleet_store::Checkpoint,
+        traceparent: Option<&str>,
     ) -> Result<(), Failure> {
         let mut children = Vec::new();
         if let Some(pending) = checkpoint
@@ -207,7 +307,9 @@ impl StepRunner {
             })
         })?;
         let agent = self.agents.get(&spec, &run, &self.providers)?;
+        let context = self.open_context(&run, &spec)?;
         let started = Instant::now();
+        let span = step_span(&mut run, &checkpoint, traceparent);
         let executed = execute(
             &agent,
             Arc::new(spec),
@@ -215,22 +317,34 @@ impl StepRunner {
             checkpoint,
             children,
             Arc::clone(&self.events),
+            context,
+            &self.store,
         )
+        .instrument(span.clone())
         .await?;
         match self.store.commit_step(&executed.commit).await? {
             CommitOutcome::Committed => {
                 let run = &executed.commit.run;
+                let scope = EventScope::of(run);
                 self.events.emit(
-                    &EventScope::of(run),
+                    &scope,
                     &Event::StepCommitted {
                         status: run.status,
                         latency: started.elapsed(),
                     },
                 );
+                span.in_scope(|| self.finished(&scope, run));
                 let step = executed.commit.step + 1;
                 let follow = follow_ups(run, step, executed.commit.pending.as_ref());
-                follow_up::publish(&*self.queue, &*self.store, run, follow, &executed.files)
-                    .await?;
+                follow_up::publish(
+                    &*self.queue,
+                    &*self.store,
+                    run,
+                    follow,
+                    &executed.files,
+                    &executed.child_state,
+                )
+                .await?;
                 self.store.mark_published(&run.thread_id, step).await?;
                 Ok(())
             }
@@ -263,6 +377,7 @@ impl StepRunner {
         }
         run.status = status;
         run.error = Some(error);
+        run.context = None;
         run.updated_at = Utc::now();
         let commit = StepCommit {
             thread_id: run.thread_id.clone(),
@@ -273,10 +388,20 @@ impl StepRunner {
             pending: None,
             run: run.clone(),
             fan_in_expected: None,
+            context: None,
         };
         if let CommitOutcome::Committed = self.store.commit_step(&commit).await? {
+            self.finished(&EventScope::of(&run), &run);
             let follow = follow_ups(&run, step + 1, None);
-            follow_up::publish(&*self.queue, &*self.store, &run, follow, &checkpoint.files).await?;
+            follow_up::publish(
+                &*self.queue,
+                &*self.store,
+                &run,
+                follow,
+                &checkpoint.files,
+                &Default::default(),
+            )
+            .await?;
             self.store.mark_published(&run.thread_id, step + 1).await?;
         }
         Ok(())
@@ -298,8 +423,17 @@ impl StepRunner {
                 _ => self.retry.delay(attempt),
             };
             warn!(run = %job.run_id, step = job.step, attempt, ?delay, error = %error, "step failed; retrying");
+            self.events.emit(
+                &EventScope::of_job(&job.run_id, &job.thread_id),
+                &Event::Retried { code: error.code() },
+            );
+            // The queue wait of the retry starts when its backoff ends.
+            let due = chrono::Duration::from_std(delay)
+                .ok()
+                .map(|d| Utc::now() + d);
             let retry = Envelope {
                 attempt,
+                published_at: due,
                 ..envelope
             };
             let republished = match serde_json::to_vec(&retry) {
@@ -343,6 +477,12 @@ impl StepRunner {
             return;
         }
         let settled = if code == ErrorCode::AttemptsExhausted {
+            self.events.emit(
+                &EventScope::of_job(&job.run_id, &job.thread_id),
+                &Event::DeadLettered {
+                    reason: DeadLetterReason::AttemptsExhausted,
+                },
+            );
             delivery.dead_letter(&reason).await
         } else {
             delivery.ack().await
@@ -352,10 +492,90 @@ impl StepRunner {
         }
     }
 
-    async fn dead_letter(&self, delivery: Box<dyn Delivery>, reason: &str) {
+    /// Reports a run that reached its final status.
+    fn finished(&self, scope: &EventScope, run: &RunRecord) {
+        if !run.status.is_terminal() {
+            return;
+        }
+        let latency = (Utc::now() - run.created_at).to_std().unwrap_or_default();
+        info!(run = %run.run_id, status = ?run.status, steps = run.steps, latency_ms = latency.as_millis() as u64, "run finished");
+        self.events.emit(
+            scope,
+            &Event::RunFinished {
+                status: run.status,
+                latency,
+            },
+        );
+    }
+
+    async fn dead_letter(
+        &self,
+        delivery: Box<dyn Delivery>,
+        scope: &EventScope,
+        class: DeadLetterReason,
+        reason: &str,
+    ) {
+        self.events
+            .emit(scope, &Event::DeadLettered { reason: class });
         warn!(reason, "dead-lettering a message");
         if let Err(e) = delivery.dead_letter(reason).await {
             warn!(error = %e, "dead-lettering failed");
         }
     }
+}
+
+/// Reports the end of a delivery however `handle` returns, so the
+/// in-flight gauge cannot drift.
+struct InFlight<'a> {
+    events: &'a dyn EventSink,
+    scope: &'a EventScope,
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.events.emit(self.scope, &Event::StepEnded);
+    }
+}
+
+/// The span of one executed step, under the run's span. A run's first
+/// step opens the run's own span (`invoke_agent`) under whatever the run
+/// was created under (a `task` call, or nothing) and records it in the run,
+/// so the run's later steps, on any worker, join it.
+fn step_span(
+    run: &mut RunRecord,
+    checkpoint: &deepfleet_store::Checkpoint,
+    traceparent: Option<&str>,
+) -> tracing::Span {
+    let mut parent = traceparent
+        .or(run.traceparent.as_deref())
+        .map(str::to_owned);
+    if run.steps == 0 && checkpoint.pending.is_none() {
+        let run_span = info_span!(
+            parent: None,
+            "invoke_agent",
+            otel.name = format!("invoke_agent {}", run.subagent.as_deref().unwrap_or(&run.agent)),
+            gen_ai.operation.name = "invoke_agent",
+            gen_ai.agent.name = run.subagent.as_deref().unwrap_or(&run.agent),
+            gen_ai.conversation.id = run.thread_id.as_str(),
+            deepfleet.run.id = run.run_id.as_str(),
+        );
+        crate::trace::set_parent(&run_span, parent.as_deref());
+        if let Some(own) = crate::trace::traceparent_of(&run_span) {
+            run.traceparent = Some(own.clone());
+            parent = Some(own);
+        }
+    }
+    let span = info_span!(
+        parent: None,
+        "step",
+        run = run.run_id.as_str(),
+        thread = run.thread_id.as_str(),
+        step = checkpoint.step,
+        trace_id = tracing::field::Empty,
+    );
+    crate::trace::set_parent(&span, parent.as_deref());
+    if let Some(id) = crate::trace::trace_id_of(&span) {
+        span.record("trace_id", id.as_str());
+    }
+    span
 }

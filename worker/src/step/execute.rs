@@ -12,15 +12,20 @@ use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, ContentBlock, ErrorCode, FileData, LoggedMessage, Message,
     PendingCall, PendingTools, RunError, RunRecord, RunStatus, ToolCall, ToolMessage, ToolStatus,
 };
-use deepfleet_store::{Checkpoint, StepCommit};
+use deepfleet_store::{Checkpoint, StepCommit, Store};
 use futures::future::join_all;
+use tracing::Instrument;
 
 use crate::agent::Agent;
-use crate::backend::{Backend, BackendError, StateBackend};
+use crate::backend::{Backend, BackendError, StateBackend, routes};
+use crate::compress::history::{StepCompaction, ToolStep};
+use crate::compress::offload::offload_tool_result;
 use crate::error::StepError;
-use crate::events::{Event, EventScope, EventSink};
+use crate::events::{CompactionKind, Event, EventScope, EventSink};
 use crate::middleware::{ModelNext, StepCx, ToolNext};
 use crate::step::guard::turn_errors;
+use crate::step::hitl;
+use crate::step::spans;
 use crate::tokens::logged;
 use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
@@ -31,10 +36,18 @@ pub struct Executed {
     pub commit: StepCommit,
     /// The thread's files after the step.
     pub files: BTreeMap<String, FileData>,
+    /// The custom state subagents started by the step inherit.
+    pub child_state: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Runs one step of `run` on top of `checkpoint`. `children` holds the
-/// results of the subagents the run waited on, if it did.
+/// results of the subagents the run waited on, if it did. `store` serves
+/// the spec's store routes (long-term memory); the thread's own files are
+/// committed with the step.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site, the driver, which has each piece at hand"
+)]
 pub async fn execute(
     agent: &Agent,
     spec: Arc<AgentSpec>,
@@ -42,14 +55,24 @@ pub async fn execute(
     checkpoint: Checkpoint,
     children: Vec<ChildResult>,
     events: Arc<dyn EventSink>,
+    context: Option<serde_json::Value>,
+    store: &Arc<dyn Store>,
 ) -> Result<Executed, StepError> {
     let state_before = checkpoint.state.clone();
     let state = Arc::new(Mutex::new(checkpoint.state));
     let files = StateBackend::new(checkpoint.files);
-    let backend: Arc<dyn Backend> = Arc::new(files.clone());
+    let configured = routes::build(&spec, context.as_ref(), store, &files)?;
+    let backend: Arc<dyn Backend> = configured.backend;
     let mut added = Vec::new();
+    // A turn parked for a reviewer runs its calls with the decisions below,
+    // once the step context exists.
+    let mut decided = None;
     if let Some(pending) = checkpoint.pending {
-        added = resume(pending, children, backend.as_ref(), &mut run).await?;
+        if pending.interrupt.is_some() {
+            decided = Some(pending);
+        } else {
+            added = resume(pending, children, backend.as_ref(), &mut run, events.as_ref()).await?;
+        }
     }
     let scope = EventScope::of(&run);
     let mut cx = StepCx {
@@ -61,10 +84,26 @@ pub async fn execute(
         added,
         backend: Arc::clone(&backend),
         state: Arc::clone(&state),
+        context,
+        store: configured.store,
+        compaction: Arc::new(StepCompaction::new(checkpoint.context, checkpoint.tokens)),
     };
     let mut outcome = Outcome::default();
+    let mut call_model = true;
+    if let Some(pending) = decided {
+        let done = hitl::run_decided(agent, &cx, pending, &backend, &state).await?;
+        // Decided calls that delegate park the run on its subagents first.
+        call_model = done.pending.is_none();
+        if call_model {
+            cx.added.extend(done.messages);
+        } else {
+            outcome = done;
+        }
+    }
 
-    if cx.run.steps >= spec.limits.max_steps {
+    if !call_model {
+        debug_assert!(outcome.pending.is_some());
+    } else if cx.run.steps >= spec.limits.max_steps {
         cx.run.status = RunStatus::Error;
         cx.run.error = Some(RunError {
             code: ErrorCode::MaxSteps,
@@ -80,21 +119,34 @@ pub async fn execute(
         let request = ModelRequest {
             model: agent.model_name.clone(),
             system: agent.system_prompt(&cx),
+            // From the compression cursor on: older messages reach the
+            // model as the summary the summarization layer puts first.
             messages: cx
                 .history
                 .iter()
+                .skip(cx.compaction.view_start())
                 .chain(cx.added.iter())
                 .map(|m| m.message.clone())
                 .collect(),
             tools: agent.tools.specs().to_vec(),
             max_output_tokens: None,
             cache_key: Some(cx.run.thread_id.clone()),
+            cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Agent,
         };
         let started = Instant::now();
+        let span = spans::model_call(&agent.model_name);
         let response = ModelNext::new(&agent.stack, agent.model.as_ref())
             .run(request, &cx)
+            .instrument(span.clone())
             .await;
+        spans::record_model_call(&span, &response);
+        if let Err(StepError::Model(e)) = &response {
+            cx.emit(Event::ProviderError {
+                model: agent.model_name.clone(),
+                kind: e.kind,
+            });
+        }
         cx.emit(Event::ModelCall {
             model: agent.model_name.clone(),
             purpose: CallPurpose::Agent,
@@ -112,26 +164,49 @@ pub async fn execute(
         if calls.is_empty() {
             cx.run.status = RunStatus::Success;
             cx.run.output = Some(text);
+        } else if let Some(interrupt) =
+            hitl::gate(&spec.interrupt_on_for(cx.run.subagent.as_deref()), &calls)
+        {
+            outcome = hitl::parked(&calls, interrupt);
         } else {
             outcome = run_tools(agent, &cx, &calls, &backend, &state).await?;
         }
     }
 
     let StepCx {
-        mut run, mut added, ..
+        mut run,
+        mut added,
+        compaction,
+        ..
     } = cx;
+    // What compression changed: the cursor to commit, and its own model
+    // calls' tokens, which the run pays for.
+    let (context_cursor, compression_usage) = compaction.take();
+    run.usage.add(&compression_usage);
     added.extend(outcome.messages);
+    let interrupted = outcome
+        .pending
+        .as_ref()
+        .is_some_and(|p| p.interrupt.is_some());
     let fan_in_expected = outcome
         .pending
         .as_ref()
+        .filter(|p| p.interrupt.is_none())
         .map(|p| u32::try_from(p.children.len()).unwrap_or(u32::MAX));
-    if fan_in_expected.is_some() {
+    if interrupted {
+        run.status = RunStatus::Interrupted;
+    } else if fan_in_expected.is_some() {
         run.status = RunStatus::Waiting;
     } else if !run.status.is_terminal() {
         run.status = RunStatus::Running;
     }
+    if run.status.is_terminal() {
+        // A finished run needs its runtime context no more: drop it.
+        run.context = None;
+    }
     run.updated_at = Utc::now();
     let state_after = state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let child_state = crate::step::follow_up::inherited_state(&spec, &state_after);
     let commit = StepCommit {
         thread_id: run.thread_id.clone(),
         step: checkpoint.step,
@@ -141,20 +216,22 @@ pub async fn execute(
         pending: outcome.pending,
         run,
         fan_in_expected,
+        context: context_cursor,
     };
     Ok(Executed {
         commit,
         files: files.snapshot(),
+        child_state,
     })
 }
 
 /// The tool calls' part of a step.
 #[derive(Default)]
-struct Outcome {
+pub(crate) struct Outcome {
     /// Tool results to append (when no call was delegated).
-    messages: Vec<LoggedMessage>,
-    /// The parked turn (when some call was delegated).
-    pending: Option<PendingTools>,
+    pub(crate) messages: Vec<LoggedMessage>,
+    /// The parked turn (when some call was delegated or gated).
+    pub(crate) pending: Option<PendingTools>,
 }
 
 /// Runs a turn's tool calls concurrently through the middleware.
@@ -165,31 +242,67 @@ async fn run_tools(
     backend: &Arc<dyn Backend>,
     state: &Arc<Mutex<serde_json::Map<String, serde_json::Value>>>,
 ) -> Result<Outcome, StepError> {
+    let (pending_calls, children) = call_tools(agent, cx, calls, backend, state).await?;
+    Ok(outcome_of(pending_calls, children))
+}
+
+/// Runs `calls` concurrently through the middleware: each call with its
+/// result, in order (`None` for delegated calls), and the subagent runs
+/// the delegated calls start.
+pub(crate) async fn call_tools(
+    agent: &Agent,
+    cx: &StepCx,
+    calls: &[ToolCall],
+    backend: &Arc<dyn Backend>,
+    state: &Arc<Mutex<serde_json::Map<String, serde_json::Value>>>,
+) -> Result<(Vec<PendingCall>, Vec<ChildRun>), StepError> {
     let refused = turn_errors(calls, &agent.tools, cx.spec.limits.max_fanout);
+    let step = Arc::new(ToolStep {
+        scope: cx.scope.clone(),
+        events: Arc::clone(&cx.events),
+        compaction: Arc::clone(&cx.compaction),
+        history: Arc::clone(&cx.history),
+        added: cx.added.clone(),
+    });
     let results = join_all(calls.iter().map(|call| {
         let ctx = ToolCtx {
             call_id: call.id.clone(),
             backend: Arc::clone(backend),
-            context: cx.run.context.clone(),
+            context: cx.context.clone(),
             state: Arc::clone(state),
+            step: Some(Arc::clone(&step)),
         };
         let refused = refused.get(&call.id).cloned();
+        let span = spans::tool_call(call);
         async move {
-            match refused {
+            let started = Instant::now();
+            let result = match refused {
                 Some(error) => Err(ToolError::Model(error)),
                 None => {
                     ToolNext::new(&agent.stack, &agent.tools)
                         .run(call, &ctx)
+                        .instrument(span.clone())
                         .await
                 }
-            }
+            };
+            spans::record_tool_call(&span, &result);
+            cx.emit(Event::ToolCall {
+                tool: call.name.clone(),
+                status: match result {
+                    Ok(_) => ToolStatus::Success,
+                    Err(_) => ToolStatus::Error,
+                },
+                latency: started.elapsed(),
+            });
+            // A delegated call's span is the parent of the child run.
+            (result, crate::trace::traceparent_of(&span))
         }
     }))
     .await;
 
     let mut pending_calls = Vec::with_capacity(calls.len());
     let mut children = Vec::new();
-    for (call, result) in calls.iter().zip(results) {
+    for (call, (result, traceparent)) in calls.iter().zip(results) {
         let message = match result {
             Ok(ToolOutput::Delegate {
                 subagent,
@@ -201,6 +314,7 @@ async fn run_tools(
                     tool_call_id: call.id.clone(),
                     subagent,
                     description,
+                    traceparent,
                 });
                 None
             }
@@ -229,24 +343,31 @@ async fn run_tools(
             result: message,
         });
     }
+    Ok((pending_calls, children))
+}
+
+/// A turn's results as a step outcome: appended messages, or the turn
+/// parked on its subagents.
+pub(crate) fn outcome_of(pending_calls: Vec<PendingCall>, children: Vec<ChildRun>) -> Outcome {
     if children.is_empty() {
         let messages = pending_calls
             .into_iter()
             .filter_map(|p| p.result)
             .map(|m| logged(Message::Tool(m)))
             .collect();
-        return Ok(Outcome {
+        return Outcome {
             messages,
             ..Outcome::default()
-        });
+        };
     }
-    Ok(Outcome {
+    Outcome {
         messages: Vec::new(),
         pending: Some(PendingTools {
             calls: pending_calls,
             children,
+            interrupt: None,
         }),
-    })
+    }
 }
 
 fn tool_message(call: &ToolCall, content: Vec<ContentBlock>, status: ToolStatus) -> ToolMessage {
@@ -267,6 +388,7 @@ async fn resume(
     children: Vec<ChildResult>,
     backend: &dyn Backend,
     run: &mut RunRecord,
+    events: &dyn EventSink,
 ) -> Result<Vec<LoggedMessage>, StepError> {
     let mut by_call: HashMap<String, ChildResult> = children
         .into_iter()
@@ -299,7 +421,26 @@ async fn resume(
                 } else {
                     ToolStatus::Error
                 };
-                tool_message(&call, vec![ContentBlock::text(child.output)], status)
+                // The subagent's answer arrives here, not through the
+                // tool layers: offload it as the filesystem layer would.
+                let output = ToolOutput::Text(child.output.clone());
+                let content = match offload_tool_result(backend, &call.name, &call.id, &output)
+                    .await
+                {
+                    Some(done) => {
+                        events.emit(
+                            &EventScope::of(run),
+                            &Event::Compaction {
+                                kind: CompactionKind::Offload,
+                                tokens_before: done.tokens_before,
+                                tokens_after: done.tokens_after,
+                            },
+                        );
+                        done.content()
+                    }
+                    None => vec![ContentBlock::text(child.output)],
+                };
+                tool_message(&call, content, status)
             }
         };
         messages.push(logged(Message::Tool(message)));

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use deepfleet_proto::{
-    ChildResult, ChildRun, Envelope, FileData, Job, ParentLink, RunRecord, RunStatus, StepJob,
-    Usage,
+    AgentSpec, ChildResult, ChildRun, Envelope, FileData, Job, ParentLink, RunRecord, RunStatus,
+    StepJob, Usage,
 };
 use deepfleet_queue::Queue;
 use deepfleet_store::{Store, ThreadSeed};
@@ -19,18 +19,22 @@ use crate::step::decide::FollowUp;
 use crate::tokens::logged;
 
 /// Publishes `follow_ups` of `run`; `files` are the run's thread files
-/// after the step (the seed of new subagent runs).
+/// after the step and `state` the custom state subagents inherit (the
+/// seed of new subagent runs).
 pub async fn publish(
     queue: &dyn Queue,
     store: &dyn Store,
     run: &RunRecord,
     follow_ups: Vec<FollowUp>,
     files: &BTreeMap<String, FileData>,
+    state: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), StepError> {
     for follow_up in follow_ups {
         match follow_up {
-            FollowUp::Step(job) => publish_step(queue, job).await?,
-            FollowUp::StartChild(child) => start_child(queue, store, run, child, files).await?,
+            FollowUp::Step(job) => publish_traced(queue, job, run.traceparent.clone()).await?,
+            FollowUp::StartChild(child) => {
+                start_child(queue, store, run, child, files, state).await?
+            }
             FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
         }
@@ -38,9 +42,21 @@ pub async fn publish(
     Ok(())
 }
 
-/// Publishes a step message.
+/// Publishes a step message. Its worker takes the trace context from the
+/// run record.
 pub async fn publish_step(queue: &dyn Queue, job: StepJob) -> Result<(), StepError> {
-    let envelope = Envelope::new(uuid::Uuid::now_v7().to_string(), Job::Step(job));
+    publish_traced(queue, job, None).await
+}
+
+/// Publishes a step message carrying `traceparent`, the span its step
+/// spans hang under.
+pub async fn publish_traced(
+    queue: &dyn Queue,
+    job: StepJob,
+    traceparent: Option<String>,
+) -> Result<(), StepError> {
+    let mut envelope = Envelope::new(uuid::Uuid::now_v7().to_string(), Job::Step(job));
+    envelope.traceparent = traceparent;
     let payload = serde_json::to_vec(&envelope)
         .map_err(|e| StepError::Inconsistent(format!("encoding a step job: {e}")))?;
     queue.publish(payload, None).await?;
@@ -53,6 +69,7 @@ async fn start_child(
     parent: &RunRecord,
     child: ChildRun,
     files: &BTreeMap<String, FileData>,
+    state: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), StepError> {
     let now = Utc::now();
     let record = RunRecord {
@@ -67,32 +84,37 @@ async fn start_child(
             tool_call_id: child.tool_call_id,
         }),
         depth: parent.depth + 1,
-        batch_id: None,
+        // The batch, so a subagent waiting for a reviewer is reported on
+        // its top-level run's result line.
+        batch_id: parent.batch_id.clone(),
         task_id: None,
-        // Subagents see the parent's runtime context unchanged.
+        // Subagents see the parent's runtime context unchanged; it stays
+        // sealed in the child's record too.
         context: parent.context.clone(),
         steps: 0,
         usage: Usage::default(),
         output: None,
         error: None,
+        traceparent: child.traceparent.clone(),
         created_at: now,
         updated_at: now,
     };
     let seed = ThreadSeed {
         messages: vec![logged(deepfleet_proto::Message::user(child.description))],
         files: files.clone(),
-        state: Default::default(),
+        state: state.clone(),
     };
     // An existing child means this is a republish: its first step message
     // may not have gone out, and a duplicate is fenced, so send it anyway.
     let step = store.create_run(&record, &seed).await?.unwrap_or(0);
-    publish_step(
+    publish_traced(
         queue,
         StepJob {
             run_id: child.run_id,
             thread_id: child.thread_id,
             step,
         },
+        child.traceparent,
     )
     .await
 }
@@ -137,6 +159,28 @@ async fn report(
     Ok(())
 }
 
+/// The custom state fields a subagent inherits: those the spec declares
+/// in `state_schema.properties` (harness fields such as `todos` stay with
+/// their thread, as in deepagents).
+pub fn inherited_state(
+    spec: &AgentSpec,
+    state: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Map<String, serde_json::Value> {
+    let Some(declared) = spec
+        .state_schema
+        .as_ref()
+        .and_then(|s| s.get("properties"))
+        .and_then(|p| p.as_object())
+    else {
+        return serde_json::Map::new();
+    };
+    state
+        .iter()
+        .filter(|(k, _)| declared.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
 /// What the subagent changed: the parent is parked while its children run,
 /// so its files are exactly the children's seed.
 fn file_changes(
@@ -158,6 +202,25 @@ fn file_changes(
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn subagents_inherit_only_declared_state() {
+        let spec = deepfleet_proto::AgentSpec::from_yaml(
+            "name: a\nmodel: openai:x\nstate_schema:\n  type: object\n  properties:\n    ticket: {type: string}\n",
+        )
+        .unwrap();
+        let state = serde_json::json!({"ticket": "T-1", "todos": []});
+        let state = state.as_object().unwrap();
+        assert_eq!(
+            inherited_state(&spec, state),
+            serde_json::json!({"ticket": "T-1"})
+                .as_object()
+                .cloned()
+                .unwrap()
+        );
+        let plain = deepfleet_proto::AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap();
+        assert!(inherited_state(&plain, state).is_empty());
+    }
 
     #[test]
     fn file_changes_are_writes_and_deletes_against_the_seed() {

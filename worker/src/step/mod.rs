@@ -4,12 +4,15 @@
 //! - [`execute`]: one model call plus its tools, producing a commit;
 //! - [`driver`]: delivery in, commit, follow-ups out, ack last;
 //! - [`follow_up`]: idempotent publishing of next steps and child runs;
-//! - [`guard`]: checks across the calls of one turn.
+//! - [`guard`]: checks across the calls of one turn;
+//! - [`spans`]: trace spans of model and tool calls.
 
 pub mod decide;
 pub mod driver;
 pub mod execute;
 pub mod follow_up;
 pub mod guard;
+pub mod hitl;
+pub mod spans;
 
 pub use driver::{RetryConfig, StepRunner};

@@ -23,7 +23,10 @@ pub fn validate_path(raw: &str) -> Result<String, ToolError> {
 
 /// A backend failure as the text the model reads.
 pub fn backend_error(error: BackendError) -> ToolError {
-    ToolError::Model(format!("Error: {error}"))
+    match error {
+        BackendError::Unavailable(reason) => ToolError::Fatal(reason),
+        error => ToolError::Model(format!("Error: {error}")),
+    }
 }
 
 /// The error for a file that does not exist.

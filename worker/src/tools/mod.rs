@@ -7,6 +7,7 @@
 //! answers (a missing file, a bad path), `Fatal` ones fail the step and the
 //! queue retries it.
 
+pub mod compact_conversation;
 pub mod delete;
 pub mod edit_file;
 pub mod format;
@@ -72,6 +73,10 @@ pub struct ToolCtx {
     pub context: Option<Value>,
     /// Custom state of the thread; writes are committed with the step.
     pub state: Arc<Mutex<Map<String, Value>>>,
+    /// The step's log, compression state and event sink, for tools and
+    /// layers that act on the conversation itself (offloading,
+    /// `compact_conversation`); `None` outside a step.
+    pub step: Option<Arc<crate::compress::history::ToolStep>>,
 }
 
 /// A tool with typed arguments.
@@ -189,6 +194,14 @@ impl ToolRegistry {
         });
         self.order.retain(|n| allow(n));
         self.tools.retain(|n, _| allow(n));
+    }
+
+    /// Replaces the description the model sees for `name` (a harness
+    /// profile's override); unknown names are ignored.
+    pub fn set_description(&mut self, name: &str, description: &str) {
+        if let Some(i) = self.order.iter().position(|n| n == name) {
+            self.specs[i].description = description.to_owned();
+        }
     }
 
     /// A tool by name.

@@ -29,6 +29,7 @@ pub fn ctx_with(files: &[(&str, &str)]) -> (ToolCtx, StateBackend) {
         backend: Arc::new(backend.clone()),
         context: None,
         state: Default::default(),
+        step: None,
     };
     (ctx, backend)
 }

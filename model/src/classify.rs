@@ -1,11 +1,13 @@
 //! Turns provider failures into [`ModelError`]s.
 //!
-//! The HTTP client and the replay client both classify through here, so a
-//! scripted 429 is handled exactly like a real one.
+//! Every HTTP client (OpenAI, Anthropic, Gemini) and the replay client
+//! classify through here, so a scripted 429 is handled exactly like a real
+//! one. The three providers' error bodies all carry `error.message`, which
+//! becomes the error's message.
 
 use std::time::{Duration, SystemTime};
 
-use super::wire::ErrorBody;
+use crate::openai::wire::ErrorBody;
 use crate::{ErrorKind, ModelError};
 
 /// Phrases providers use when the prompt does not fit the window; matched
@@ -18,6 +20,11 @@ const CONTEXT_OVERFLOW_MARKERS: &[&str] = &[
     "context window exceeded",
     "prompt is too long",
     "input tokens exceed",
+    // Anthropic, when the prompt plus `max_tokens` do not fit.
+    "exceed context limit",
+    // Gemini: "The input token count (N) exceeds the maximum number of
+    // tokens allowed (M)."
+    "exceeds the maximum number of tokens",
 ];
 
 /// Non-JSON bodies (HTML error pages, proxies) are cut to this many
@@ -47,8 +54,35 @@ pub fn classify_status(status: u16, body: &str, retry_after: Option<Duration>) -
     }
 }
 
-/// The provider's own message when the body is an OpenAI error body, else
-/// the start of the raw body.
+/// Classifies an error reported inside a stream that had started with 200
+/// (Anthropic's `error` event, an OpenAI or Gemini error chunk), by the
+/// provider's error type (`overloaded_error`, `RESOURCE_EXHAUSTED`, ...).
+pub fn classify_stream_error(kind: &str, message: &str) -> ModelError {
+    let lower = message.to_lowercase();
+    let kind = match kind.to_ascii_lowercase().as_str() {
+        _ if CONTEXT_OVERFLOW_MARKERS.iter().any(|m| lower.contains(m)) => {
+            ErrorKind::ContextOverflow
+        }
+        "overloaded_error" | "unavailable" => ErrorKind::Overloaded,
+        "rate_limit_error" | "resource_exhausted" | "rate_limit_exceeded" => ErrorKind::RateLimited,
+        "authentication_error" | "permission_error" | "unauthenticated" | "permission_denied" => {
+            ErrorKind::Auth
+        }
+        "invalid_request_error"
+        | "invalid_argument"
+        | "not_found_error"
+        | "not_found"
+        | "request_too_large"
+        | "failed_precondition" => ErrorKind::BadRequest,
+        "deadline_exceeded" | "timeout_error" => ErrorKind::Timeout,
+        _ => ErrorKind::Server,
+    };
+    ModelError::new(kind, message)
+}
+
+/// The provider's own message when the body is an error body of the
+/// `{"error": {"message": ...}}` shape the three protocols share, else the
+/// start of the raw body.
 fn error_message(body: &str) -> String {
     match serde_json::from_str::<ErrorBody>(body) {
         Ok(parsed) if !parsed.error.message.is_empty() => parsed.error.message,
@@ -180,6 +214,53 @@ mod tests {
             classify_status(502, &long, None).message.len(),
             MAX_RAW_BODY_CHARS
         );
+    }
+
+    #[test]
+    fn provider_specific_bodies_keep_their_message() {
+        let anthropic =
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let error = classify_status(529, anthropic, None);
+        assert_eq!(
+            (error.kind, error.message.as_str()),
+            (ErrorKind::Overloaded, "Overloaded")
+        );
+        let gemini = r#"{"error":{"code":400,"message":"The input token count (1048577) exceeds the maximum number of tokens allowed (1048576).","status":"INVALID_ARGUMENT"}}"#;
+        assert_eq!(
+            classify_status(400, gemini, None).kind,
+            ErrorKind::ContextOverflow
+        );
+        let anthropic = r#"{"type":"error","error":{"type":"invalid_request_error","message":"input length and `max_tokens` exceed context limit: 197000 + 64000 > 200000"}}"#;
+        assert_eq!(
+            classify_status(400, anthropic, None).kind,
+            ErrorKind::ContextOverflow
+        );
+    }
+
+    #[test]
+    fn stream_errors_classify_by_type() {
+        let cases = [
+            ("overloaded_error", "Overloaded", ErrorKind::Overloaded),
+            ("UNAVAILABLE", "try later", ErrorKind::Overloaded),
+            ("rate_limit_error", "slow", ErrorKind::RateLimited),
+            ("RESOURCE_EXHAUSTED", "quota", ErrorKind::RateLimited),
+            ("authentication_error", "bad key", ErrorKind::Auth),
+            ("invalid_request_error", "bad", ErrorKind::BadRequest),
+            (
+                "invalid_request_error",
+                "prompt is too long",
+                ErrorKind::ContextOverflow,
+            ),
+            ("api_error", "internal", ErrorKind::Server),
+        ];
+        for (kind, message, expected) in cases {
+            let error = classify_stream_error(kind, message);
+            assert_eq!(
+                (error.kind, error.message.as_str()),
+                (expected, message),
+                "{kind}"
+            );
+        }
     }
 
     #[test]

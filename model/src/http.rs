@@ -1,0 +1,75 @@
+//! The HTTP plumbing every provider client shares: building the reqwest
+//! client, sending a request and turning a failed answer into a classified
+//! [`ModelError`], and decoding a JSON body.
+
+use std::time::{Duration, SystemTime};
+
+use reqwest::header::{HeaderValue, RETRY_AFTER};
+use serde::de::DeserializeOwned;
+
+use crate::classify::{classify_status, classify_transport, parse_retry_after};
+use crate::{ErrorKind, ModelError};
+
+/// Request timeout when none is configured: long completions of large
+/// models take minutes.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// Builds a reqwest client, refusing instead of panicking when the process
+/// installed no rustls crypto provider (reqwest is built without one).
+pub(crate) fn http_client() -> Result<reqwest::Client, ModelError> {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        return Err(ModelError::new(
+            ErrorKind::Unsupported,
+            "no rustls crypto provider is installed; the process must call \
+             rustls::crypto::ring::default_provider().install_default() at start",
+        ));
+    }
+    reqwest::Client::builder()
+        .build()
+        .map_err(|e| classify_transport(&e))
+}
+
+/// A header carrying a secret, marked sensitive so reqwest and `http` never
+/// show it in Debug output.
+pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
+    let mut header = HeaderValue::from_str(value).map_err(|_| {
+        ModelError::new(
+            ErrorKind::Auth,
+            "the API key contains characters not allowed in a header",
+        )
+    })?;
+    header.set_sensitive(true);
+    Ok(header)
+}
+
+/// Sends `request`; a non-2xx answer becomes an error classified from its
+/// status, body and `Retry-After`.
+pub(crate) async fn send(
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ModelError> {
+    let response = request.send().await.map_err(|e| classify_transport(&e))?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| parse_retry_after(value, SystemTime::now()));
+    let text = response.text().await.map_err(|e| classify_transport(&e))?;
+    Err(classify_status(status.as_u16(), &text, retry_after))
+}
+
+/// Reads and decodes a successful JSON answer.
+pub(crate) async fn json<T: DeserializeOwned>(
+    response: reqwest::Response,
+) -> Result<T, ModelError> {
+    let text = response.text().await.map_err(|e| classify_transport(&e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        ModelError::new(
+            ErrorKind::InvalidResponse,
+            format!("cannot decode the completion: {e}"),
+        )
+    })
+}

@@ -1,0 +1,181 @@
+//! Assistants: one system assistant per registered graph (agent spec),
+//! plus created ones that override its config and context.
+
+use axum::extract::{Path, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::Utc;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::ApiState;
+use super::error::{ApiError, Body};
+use crate::lifecycle::ASSISTANTS;
+
+/// The namespace of system assistant ids, the reference server's, so a
+/// graph's system assistant has the same id on both servers.
+const SYSTEM_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6ba7b821_9dad_11d1_80b4_00c04fd430c8);
+
+/// The id of `graph_id`'s system assistant: `uuid5(SYSTEM_NAMESPACE, graph_id)`.
+pub fn system_assistant_id(graph_id: &str) -> String {
+    uuid::Uuid::new_v5(&SYSTEM_NAMESPACE, graph_id.as_bytes()).to_string()
+}
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/assistants", post(create))
+        .route("/assistants/search", post(search))
+        .route("/assistants/{assistant_id}", get(get_one).delete(delete))
+}
+
+#[derive(Deserialize)]
+struct AssistantCreate {
+    graph_id: String,
+    assistant_id: Option<String>,
+    #[serde(default)]
+    config: Option<Value>,
+    #[serde(default)]
+    context: Option<Value>,
+    #[serde(default)]
+    metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    if_exists: Option<String>,
+    name: Option<String>,
+    description: Option<String>,
+}
+
+async fn create(
+    State(state): State<ApiState>,
+    Body(body): Body<AssistantCreate>,
+) -> Result<Json<Value>, ApiError> {
+    if !state.graphs.contains(&body.graph_id) {
+        return Err(unknown_graph(&state, &body.graph_id));
+    }
+    let id = body
+        .assistant_id
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let now = Utc::now();
+    let assistant = json!({
+        "assistant_id": id,
+        "graph_id": body.graph_id,
+        "config": body.config.unwrap_or_else(|| json!({})),
+        "context": body.context.unwrap_or_else(|| json!({})),
+        "metadata": body.metadata.unwrap_or_default(),
+        "name": body.name.unwrap_or_else(|| "Untitled".into()),
+        "description": body.description,
+        "version": 1,
+        "created_at": now,
+        "updated_at": now,
+    });
+    let store = state.life.store();
+    if store.insert_record(ASSISTANTS, &id, &assistant).await? {
+        return Ok(Json(assistant));
+    }
+    match body.if_exists.as_deref() {
+        Some("do_nothing") => find(&state, &id).await.map(Json),
+        _ => Err(ApiError::conflict(format!(
+            "Assistant '{id}' already exists."
+        ))),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct AssistantSearch {
+    graph_id: Option<String>,
+    metadata: Option<Map<String, Value>>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+async fn search(
+    State(state): State<ApiState>,
+    Body(body): Body<AssistantSearch>,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let mut all: Vec<Value> = state.graphs.iter().map(|g| system(&state, g)).collect();
+    all.extend(state.life.store().list_records(ASSISTANTS).await?);
+    all.retain(|a| {
+        body.graph_id.as_ref().is_none_or(|g| a["graph_id"] == *g)
+            && body
+                .metadata
+                .as_ref()
+                .is_none_or(|m| m.iter().all(|(k, v)| a["metadata"].get(k) == Some(v)))
+    });
+    Ok(Json(
+        all.into_iter()
+            .skip(body.offset.unwrap_or(0))
+            .take(body.limit.unwrap_or(10))
+            .collect(),
+    ))
+}
+
+async fn get_one(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    find(&state, &id).await.map(Json)
+}
+
+async fn delete(
+    State(state): State<ApiState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    if state.life.store().delete_record(ASSISTANTS, &id).await? {
+        Ok(Json(json!({})))
+    } else {
+        Err(ApiError::not_found(format!("Assistant '{id}' not found.")))
+    }
+}
+
+/// The assistant with this id, or the system assistant of the graph with
+/// this name (anywhere an assistant id is accepted, a graph name is too).
+pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Value, ApiError> {
+    if let Some(graph) = state
+        .graphs
+        .iter()
+        .find(|g| *g == id_or_graph || system_assistant_id(g) == id_or_graph)
+    {
+        return Ok(system(state, graph));
+    }
+    state
+        .life
+        .store()
+        .get_record(ASSISTANTS, id_or_graph)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Assistant '{id_or_graph}' not found.")))
+}
+
+fn system(state: &ApiState, graph: &str) -> Value {
+    json!({
+        "assistant_id": system_assistant_id(graph),
+        "graph_id": graph,
+        "config": {},
+        "context": {},
+        "metadata": {"created_by": "system"},
+        "name": graph,
+        "description": null,
+        "version": 1,
+        "created_at": state.started_at,
+        "updated_at": state.started_at,
+    })
+}
+
+fn unknown_graph(state: &ApiState, graph: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "Graph '{graph}' not found. Expected one of: {:?}",
+        state.graphs
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_ids_match_the_reference_derivation() {
+        // Python: uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "agent")
+        assert_eq!(
+            system_assistant_id("agent"),
+            "fe096781-5601-53d2-b2f6-0d3403f7e9ca"
+        );
+    }
+}

@@ -1,0 +1,237 @@
+//! Conversions between deepfleet's messages and the LangChain-style
+//! message dicts that Agent Server clients and UIs read (`type`
+//! human/ai/tool/system, `content`, `tool_calls` `[{id, name, args}]`,
+//! `tool_call_id`, `id`), and the thread `values` deepagents has:
+//! `messages`, `files`, `todos` and any custom state.
+
+use deepfleet_proto::message::joined_text;
+use deepfleet_proto::{ContentBlock, Message, ToolStatus};
+use deepfleet_store::Checkpoint;
+use serde_json::{Map, Value, json};
+
+/// The LangChain dict of `message`, the `index`-th of `thread_id`'s log.
+/// Its id is derived from both, so it is stable across reads.
+pub fn message_dict(thread_id: &str, index: usize, message: &Message) -> Value {
+    let id = message_id(thread_id, index);
+    let content = content_value(message.content());
+    match message {
+        Message::System(_) => json!({"type": "system", "content": content, "id": id}),
+        Message::User(m) => {
+            let mut dict = json!({"type": "human", "content": content, "id": id});
+            if let Some(source) = &m.source {
+                dict["additional_kwargs"] = json!({"lc_source": source});
+            }
+            dict
+        }
+        Message::Assistant(m) => {
+            let tool_calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    // Broken argument JSON stays visible as a string.
+                    let args = serde_json::from_str::<Value>(&c.arguments)
+                        .unwrap_or_else(|_| Value::String(c.arguments.clone()));
+                    json!({"id": c.id, "name": c.name, "args": args, "type": "tool_call"})
+                })
+                .collect();
+            let mut dict = json!({
+                "type": "ai", "content": content, "id": id,
+                "tool_calls": tool_calls, "invalid_tool_calls": [],
+            });
+            if let Some(usage) = &m.usage {
+                dict["usage_metadata"] = json!({
+                    "input_tokens": usage.input_tokens,
+                    "output_tokens": usage.output_tokens,
+                    "total_tokens": usage.input_tokens + usage.output_tokens,
+                });
+            }
+            if let Some(model) = &m.model {
+                dict["response_metadata"] = json!({"model_name": model});
+            }
+            dict
+        }
+        Message::Tool(m) => json!({
+            "type": "tool", "content": content, "id": id,
+            "tool_call_id": m.tool_call_id, "name": m.name,
+            "status": match m.status { ToolStatus::Success => "success", ToolStatus::Error => "error" },
+        }),
+    }
+}
+
+/// A stable message id: a UUIDv5 of the thread and the log position.
+pub fn message_id(thread_id: &str, index: usize) -> String {
+    uuid::Uuid::new_v5(
+        &uuid::Uuid::NAMESPACE_OID,
+        format!("{thread_id}/{index}").as_bytes(),
+    )
+    .to_string()
+}
+
+/// Text-only content is a plain string, as LangChain writes it; mixed
+/// content is a list of blocks.
+fn content_value(content: &[ContentBlock]) -> Value {
+    if content
+        .iter()
+        .all(|b| matches!(b, ContentBlock::Text { .. }))
+    {
+        Value::String(joined_text(content))
+    } else {
+        serde_json::to_value(content).unwrap_or(Value::Null)
+    }
+}
+
+/// The thread's `values` as deepagents shapes them.
+pub fn thread_values(thread_id: &str, checkpoint: &Checkpoint) -> Value {
+    let mut values: Map<String, Value> = checkpoint.state.clone();
+    let messages: Vec<Value> = checkpoint
+        .messages
+        .iter()
+        .enumerate()
+        .map(|(i, logged)| message_dict(thread_id, i, &logged.message))
+        .collect();
+    values.insert("messages".into(), Value::Array(messages));
+    values.insert(
+        "files".into(),
+        serde_json::to_value(&checkpoint.files).unwrap_or_else(|_| json!({})),
+    );
+    values.entry("todos").or_insert_with(|| json!([]));
+    Value::Object(values)
+}
+
+/// The `__interrupt__` list of a thread whose run waits for a human:
+/// `[{"value": {action_requests, review_configs}, "id": run_id}]`.
+pub fn interrupts(checkpoint: &Checkpoint, run_id: &str) -> Option<Value> {
+    let interrupt = checkpoint.pending.as_ref()?.interrupt.as_ref()?;
+    if interrupt.decisions.is_some() {
+        return None;
+    }
+    Some(json!([{"value": interrupt, "id": run_id}]))
+}
+
+/// Why an input could not become messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError(pub String);
+
+/// The messages of a run's `input` (`{"messages": [...]}`), each a
+/// LangChain dict (`type` or `role`; `content` a string or text blocks)
+/// or a bare string. Only user messages are accepted: the model's turns
+/// and tool results come from the harness.
+pub fn input_messages(input: &Value) -> Result<Vec<Message>, InputError> {
+    let Some(list) = input.get("messages") else {
+        return Err(InputError("input must have a `messages` list".into()));
+    };
+    let items: Vec<&Value> = match list {
+        Value::Array(items) => items.iter().collect(),
+        single => vec![single],
+    };
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| input_message(item).map_err(|e| InputError(format!("messages[{i}]: {e}"))))
+        .collect()
+}
+
+fn input_message(item: &Value) -> Result<Message, String> {
+    if let Value::String(text) = item {
+        return Ok(Message::user(text.clone()));
+    }
+    let kind = item
+        .get("type")
+        .or_else(|| item.get("role"))
+        .and_then(Value::as_str)
+        .unwrap_or("human");
+    if !matches!(kind, "human" | "user") {
+        return Err(format!(
+            "only human/user messages can be sent, not `{kind}`"
+        ));
+    }
+    let text = match item.get("content") {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter_map(|b| b.as_str().or_else(|| b.get("text").and_then(Value::as_str)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return Err("`content` must be a string or a list of text blocks".into()),
+    };
+    if text.trim().is_empty() {
+        return Err("`content` must not be empty".into());
+    }
+    Ok(Message::user(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deepfleet_proto::{AssistantMessage, LoggedMessage, ToolCall};
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn ai_messages_carry_parsed_tool_calls() {
+        let m = Message::Assistant(AssistantMessage {
+            content: vec![ContentBlock::text("let me look")],
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "ls".into(),
+                arguments: r#"{"path": "/"}"#.into(),
+            }],
+            ..AssistantMessage::default()
+        });
+        let dict = message_dict("t", 1, &m);
+        assert_eq!(dict["type"], "ai");
+        assert_eq!(dict["content"], "let me look");
+        assert_eq!(
+            dict["tool_calls"],
+            json!([{"id": "c1", "name": "ls", "args": {"path": "/"}, "type": "tool_call"}])
+        );
+        assert_eq!(dict["id"], message_id("t", 1));
+    }
+
+    #[test]
+    fn tool_and_human_messages() {
+        let tool = message_dict("t", 2, &Message::tool("c1", "ls", "[]", ToolStatus::Error));
+        assert_eq!(
+            (
+                tool["type"].clone(),
+                tool["tool_call_id"].clone(),
+                tool["status"].clone()
+            ),
+            (json!("tool"), json!("c1"), json!("error"))
+        );
+        assert_eq!(message_dict("t", 0, &Message::user("hi"))["type"], "human");
+    }
+
+    #[test]
+    fn values_have_messages_files_and_todos() {
+        let checkpoint = Checkpoint {
+            messages: vec![LoggedMessage {
+                message: Message::user("hi"),
+                tokens: 1,
+            }],
+            ..Checkpoint::default()
+        };
+        let values = thread_values("t", &checkpoint);
+        assert_eq!(values["messages"][0]["content"], "hi");
+        assert_eq!(values["files"], json!({}));
+        assert_eq!(values["todos"], json!([]));
+    }
+
+    #[test]
+    fn inputs_take_dicts_roles_and_blocks() {
+        let input = json!({"messages": [
+            {"role": "user", "content": "a"},
+            {"type": "human", "content": [{"type": "text", "text": "b"}]},
+            "c",
+        ]});
+        let texts: Vec<String> = input_messages(&input)
+            .unwrap()
+            .iter()
+            .map(Message::text)
+            .collect();
+        assert_eq!(texts, vec!["a", "b", "c"]);
+        let err =
+            input_messages(&json!({"messages": [{"type": "ai", "content": "x"}]})).unwrap_err();
+        assert!(err.0.contains("messages[0]"), "{err:?}");
+        assert!(input_messages(&json!({"foo": 1})).is_err());
+    }
+}

@@ -1,0 +1,185 @@
+//! `ApiError`: every failure of the HTTP API as a response with a status,
+//! a stable code from [`ErrorCode`] and a `{"detail": ...}` body, the shape
+//! the `langgraph-sdk` clients read their messages from.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use deepfleet_proto::ErrorCode;
+use deepfleet_store::StoreError;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+use tracing::error;
+
+use crate::SchedulerError;
+
+/// An API failure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The stable code, also sent as the body's `code`.
+    pub code: ErrorCode,
+    /// What the caller reads; never internal details.
+    pub detail: String,
+}
+
+impl ApiError {
+    /// 404.
+    pub fn not_found(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, ErrorCode::NotFound, detail)
+    }
+
+    /// 409.
+    pub fn conflict(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::CONFLICT, ErrorCode::Conflict, detail)
+    }
+
+    /// 400.
+    pub fn bad_request(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, ErrorCode::InvalidRequest, detail)
+    }
+
+    /// 422: well-formed JSON that breaks the contract.
+    pub fn unprocessable(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            ErrorCode::InvalidRequest,
+            detail,
+        )
+    }
+
+    fn new(status: StatusCode, code: ErrorCode, detail: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            detail: detail.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"detail": self.detail, "code": self.code.as_str()});
+        (self.status, Json(body)).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        error!(error = %e, "store failure behind an API request");
+        let status = if e.is_retryable() {
+            StatusCode::SERVICE_UNAVAILABLE
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        ApiError::new(
+            status,
+            ErrorCode::Internal,
+            "The store failed; see the server logs.",
+        )
+    }
+}
+
+impl From<SchedulerError> for ApiError {
+    fn from(e: SchedulerError) -> Self {
+        match e {
+            SchedulerError::InvalidTask { reason, .. } => ApiError::unprocessable(reason),
+            SchedulerError::Spec(e) => ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                ErrorCode::InvalidSpec,
+                e.to_string(),
+            ),
+            SchedulerError::UnknownRun(run) => {
+                ApiError::not_found(format!("Run '{run}' not found."))
+            }
+            e @ SchedulerError::NotInterrupted { .. } => ApiError::conflict(e.to_string()),
+            SchedulerError::InvalidDecisions { reason, .. } => ApiError::unprocessable(reason),
+            SchedulerError::UnknownAgent(name) => {
+                ApiError::not_found(format!("Graph '{name}' not found."))
+            }
+            SchedulerError::Store(e) => e.into(),
+            SchedulerError::Queue(e) => {
+                error!(error = %e, "queue failure behind an API request");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::Internal,
+                    "The queue failed; see the server logs.",
+                )
+            }
+        }
+    }
+}
+
+/// A JSON body whose rejections are [`ApiError`]s: bad syntax is 400,
+/// a body of the wrong shape 422, as the reference server answers.
+pub struct Body<T>(pub T);
+
+impl<S, T> FromRequest<S> for Body<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match Json::<T>::from_request(req, state).await {
+            Ok(Json(value)) => Ok(Body(value)),
+            Err(rejection) => Err(rejection_error(&rejection)),
+        }
+    }
+}
+
+fn rejection_error(rejection: &JsonRejection) -> ApiError {
+    match rejection {
+        JsonRejection::JsonDataError(e) => ApiError::unprocessable(e.body_text()),
+        JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(e.body_text()),
+        JsonRejection::MissingJsonContentType(e) => ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::InvalidRequest,
+            e.body_text(),
+        ),
+        other => ApiError::bad_request(other.body_text()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn errors_answer_with_detail_and_code() {
+        let response = ApiError::conflict("Thread is busy.").into_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let bytes = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            body,
+            json!({"detail": "Thread is busy.", "code": "conflict"})
+        );
+    }
+
+    #[test]
+    fn scheduler_errors_map_to_statuses() {
+        let e: ApiError = SchedulerError::UnknownAgent("x".into()).into();
+        assert_eq!(
+            (e.status, e.code),
+            (StatusCode::NOT_FOUND, ErrorCode::NotFound)
+        );
+        let e: ApiError = StoreError::Corrupt {
+            key: "secret-key".into(),
+            reason: "r".into(),
+        }
+        .into();
+        assert_eq!(e.status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            !e.detail.contains("secret"),
+            "no internals in the body: {}",
+            e.detail
+        );
+    }
+}

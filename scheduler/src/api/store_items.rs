@@ -1,0 +1,159 @@
+//! The long-term store: `PUT|GET|DELETE /store/items`,
+//! `POST /store/items/search`, `POST /store/namespaces` (reference §1.9).
+
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use axum::routing::{post, put};
+use axum::{Json, Router};
+use deepfleet_proto::item::{ItemSearch, NamespaceQuery, validate_item_address, validate_prefix};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::ApiState;
+use super::error::{ApiError, Body};
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route(
+            "/store/items",
+            put(put_item).get(get_item).delete(delete_item),
+        )
+        .route("/store/items/search", post(search))
+        .route("/store/namespaces", post(namespaces))
+}
+
+#[derive(Deserialize)]
+struct PutItem {
+    namespace: Vec<String>,
+    key: String,
+    value: Map<String, Value>,
+}
+
+async fn put_item(
+    State(state): State<ApiState>,
+    Body(body): Body<PutItem>,
+) -> Result<StatusCode, ApiError> {
+    validate_item_address(&body.namespace, &body.key)
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    state
+        .life
+        .store()
+        .put_item(&body.namespace, &body.key, &body.value)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct GetItem {
+    /// Dot-joined, as the SDK sends it.
+    namespace: Option<String>,
+    key: String,
+}
+
+fn split_namespace(joined: Option<&str>) -> Vec<String> {
+    joined
+        .filter(|s| !s.is_empty())
+        .map(|s| s.split('.').map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+async fn get_item(
+    State(state): State<ApiState>,
+    Query(query): Query<GetItem>,
+) -> Result<Json<Value>, ApiError> {
+    let namespace = split_namespace(query.namespace.as_deref());
+    validate_item_address(&namespace, &query.key)
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let item = state.life.store().get_item(&namespace, &query.key).await?;
+    Ok(Json(item.map(|i| json!(i)).unwrap_or(Value::Null)))
+}
+
+#[derive(Deserialize)]
+struct DeleteItem {
+    namespace: Vec<String>,
+    key: String,
+}
+
+async fn delete_item(
+    State(state): State<ApiState>,
+    Body(body): Body<DeleteItem>,
+) -> Result<StatusCode, ApiError> {
+    validate_item_address(&body.namespace, &body.key)
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    state
+        .life
+        .store()
+        .delete_item(&body.namespace, &body.key)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+struct SearchBody {
+    #[serde(default)]
+    namespace_prefix: Vec<String>,
+    #[serde(default)]
+    filter: Option<Map<String, Value>>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+    /// Semantic search is not indexed here; a query is refused, not
+    /// silently ignored.
+    query: Option<String>,
+}
+
+async fn search(
+    State(state): State<ApiState>,
+    Body(body): Body<SearchBody>,
+) -> Result<Json<Value>, ApiError> {
+    if body.query.is_some() {
+        return Err(ApiError::unprocessable(
+            "semantic `query` search is not supported by this store",
+        ));
+    }
+    validate_prefix(&body.namespace_prefix).map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    let defaults = ItemSearch::default();
+    let search = ItemSearch {
+        namespace_prefix: body.namespace_prefix,
+        filter: body.filter.unwrap_or_default(),
+        limit: body.limit.unwrap_or(defaults.limit),
+        offset: body.offset.unwrap_or(defaults.offset),
+    };
+    let items = state.life.store().search_items(&search).await?;
+    Ok(Json(json!({"items": items})))
+}
+
+#[derive(Deserialize)]
+struct NamespacesBody {
+    prefix: Option<Vec<String>>,
+    suffix: Option<Vec<String>>,
+    max_depth: Option<usize>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+async fn namespaces(
+    State(state): State<ApiState>,
+    Body(body): Body<NamespacesBody>,
+) -> Result<Json<Value>, ApiError> {
+    let defaults = NamespaceQuery::default();
+    let query = NamespaceQuery {
+        prefix: body.prefix.unwrap_or_default(),
+        suffix: body.suffix.unwrap_or_default(),
+        max_depth: body.max_depth,
+        limit: body.limit.unwrap_or(defaults.limit),
+        offset: body.offset.unwrap_or(defaults.offset),
+    };
+    let namespaces = state.life.store().list_namespaces(&query).await?;
+    Ok(Json(json!({"namespaces": namespaces})))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_arrive_dot_joined() {
+        assert_eq!(split_namespace(Some("a.b")), vec!["a", "b"]);
+        assert!(split_namespace(Some("")).is_empty());
+    }
+}

@@ -1,0 +1,63 @@
+//! `/metrics` of a worker or an embedded run: the process's
+//! [`Metrics`] in the Prometheus text format, with the queue depth sampled
+//! at scrape time.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use deepfleet_queue::Queue;
+use deepfleet_worker::metrics::Metrics;
+
+#[derive(Clone)]
+struct Scrape {
+    metrics: Arc<Metrics>,
+    queue: Arc<dyn Queue>,
+}
+
+/// Binds `addr` and serves `/metrics` in the background; returns the bound
+/// address (useful with port 0).
+pub async fn serve(
+    addr: &str,
+    metrics: Arc<Metrics>,
+    queue: Arc<dyn Queue>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("listening for metrics on {addr}"))?;
+    let bound = listener.local_addr()?;
+    let app = Router::new()
+        .route("/metrics", get(scrape))
+        .with_state(Scrape { metrics, queue });
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::warn!(error = %e, "the metrics server stopped");
+        }
+    });
+    Ok(bound)
+}
+
+async fn scrape(State(s): State<Scrape>) -> Response {
+    match s.queue.depth().await {
+        Ok(Some(depth)) => s.metrics.set_queue_depth(depth),
+        Ok(None) => {}
+        // A broker hiccup must not fail the scrape; the gauge keeps its
+        // last value.
+        Err(e) => tracing::warn!(error = %e, "sampling the queue depth failed"),
+    }
+    match s.metrics.render() {
+        Ok(body) => (
+            [(
+                header::CONTENT_TYPE,
+                "text/plain; version=0.0.4; charset=utf-8",
+            )],
+            body,
+        )
+            .into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, e.to_string()).into_response(),
+    }
+}

@@ -1,0 +1,95 @@
+//! `deepfleet scheduler`: the HTTP API (Agent Server protocol) over the
+//! fleet's RabbitMQ and Redis, with every agent spec of a directory served
+//! as a graph.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
+use deepfleet_scheduler::{Intake, Lifecycle};
+use deepfleet_worker::metrics::Metrics;
+use tracing::info;
+
+use crate::batch_io::load_spec;
+use crate::settings::Settings;
+
+/// How often queued runs are checked for a free thread.
+const STARTER_EVERY: Duration = Duration::from_millis(200);
+
+/// Arguments of `deepfleet scheduler`.
+#[derive(Args)]
+pub struct SchedulerArgs {
+    /// RabbitMQ URL.
+    #[arg(long)]
+    queue: Option<String>,
+    /// Redis URL (`redis://...`, or `redis+cluster://h1:p1,h2:p2`).
+    #[arg(long)]
+    store: Option<String>,
+    /// Address the HTTP API listens on.
+    #[arg(long, default_value = "127.0.0.1:2024")]
+    listen: String,
+    /// Directory of agent specs (`*.yaml`/`*.yml`); each is a graph named
+    /// after the spec.
+    #[arg(long)]
+    agents: PathBuf,
+}
+
+pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<ExitCode> {
+    let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
+    let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue));
+    // Without a key, runs that carry a context are refused with a clear
+    // error; runs without one work.
+    if let Some(key) = settings.context_key()? {
+        intake = intake.with_context_key(key);
+    }
+    let mut graphs = Vec::new();
+    for path in spec_files(&args.agents)? {
+        let spec = load_spec(&path, None)?;
+        intake
+            .register(&spec)
+            .await
+            .with_context(|| format!("registering {}", path.display()))?;
+        graphs.push(spec.name);
+    }
+    anyhow::ensure!(
+        !graphs.is_empty(),
+        "no agent specs (*.yaml, *.yml) in {}",
+        args.agents.display()
+    );
+    graphs.sort();
+    let life = Lifecycle::new(intake, Arc::new(deepfleet_worker::tokens::count_message));
+    tokio::spawn(life.clone().run_starter(STARTER_EVERY));
+    let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
+    let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());
+    let state = ApiState {
+        life,
+        graphs: Arc::new(graphs),
+        started_at: chrono::Utc::now(),
+        metrics: Some(render),
+    };
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("listening on {}", args.listen))?;
+    info!(addr = %listener.local_addr()?, "scheduler listening");
+    axum::serve(listener, api::router(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The spec files of `dir`, sorted.
+fn spec_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    Ok(files)
+}

@@ -1,0 +1,94 @@
+//! The HTTP API's records on Redis: one hash per kind, id -> JSON.
+//!
+//! Single-key commands only, so they work unchanged on a cluster. Reads
+//! retry once on a broken connection; writes are idempotent (a repeated
+//! `HSET` or `HDEL` leaves the same result), so they retry too, except the
+//! create-if-absent insert, whose answer a retry could get wrong.
+
+use redis::Value as RedisValue;
+use serde_json::Value;
+
+use super::RedisStore;
+use super::codec::{decode, encode};
+use super::conn::Retry;
+use crate::StoreError;
+
+impl RedisStore {
+    pub(super) async fn put_record_json(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &Value,
+    ) -> Result<(), StoreError> {
+        let key = self.keys.records(kind);
+        let raw = encode(&key, value)?;
+        self.count(u64::try_from(raw.len() + id.len()).unwrap_or(u64::MAX));
+        let _: RedisValue = self
+            .query(
+                "put record",
+                Retry::Once,
+                redis::cmd("HSET").arg(&key).arg(id).arg(raw),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn insert_record_json(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &Value,
+    ) -> Result<bool, StoreError> {
+        let key = self.keys.records(kind);
+        let raw = encode(&key, value)?;
+        let bytes = raw.len() + id.len();
+        let set: i64 = self
+            .write(
+                "insert record",
+                bytes,
+                redis::cmd("HSETNX").arg(&key).arg(id).arg(raw),
+            )
+            .await?;
+        Ok(set == 1)
+    }
+
+    pub(super) async fn get_record_json(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<Option<Value>, StoreError> {
+        let key = self.keys.records(kind);
+        let raw: Option<String> = self
+            .query(
+                "get record",
+                Retry::Once,
+                redis::cmd("HGET").arg(&key).arg(id),
+            )
+            .await?;
+        raw.map(|raw| decode(&key, &raw)).transpose()
+    }
+
+    pub(super) async fn delete_record_json(
+        &self,
+        kind: &str,
+        id: &str,
+    ) -> Result<bool, StoreError> {
+        let key = self.keys.records(kind);
+        let removed: i64 = self
+            .query(
+                "delete record",
+                Retry::Once,
+                redis::cmd("HDEL").arg(&key).arg(id),
+            )
+            .await?;
+        Ok(removed > 0)
+    }
+
+    pub(super) async fn list_records_json(&self, kind: &str) -> Result<Vec<Value>, StoreError> {
+        let key = self.keys.records(kind);
+        let raws: Vec<String> = self
+            .query("list records", Retry::Once, redis::cmd("HVALS").arg(&key))
+            .await?;
+        raws.iter().map(|raw| decode(&key, raw)).collect()
+    }
+}

@@ -1,0 +1,129 @@
+//! The Chat Completions endpoint: the engine speaks this protocol, so
+//! requests go to it as they are; `stream: true` answers as SSE chunks.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use deepfleet_model::openai::wire::{
+    ChatChunk, ChatRequest, ChatResponse, ChunkChoice, ChunkDelta, ChunkFunction, ChunkToolCall,
+    ErrorBody, ErrorDetail,
+};
+use deepfleet_model::replay::ScriptedError;
+use serde_json::Value;
+
+use crate::{AppState, error_response, pieces, sse_response};
+
+pub(crate) async fn complete(State(state): State<AppState>, body: Bytes) -> Response {
+    let value = match state.receive(&body).await {
+        Ok(value) => value,
+        Err(message) => return invalid_request(message),
+    };
+    let request: ChatRequest = match serde_json::from_value(value) {
+        Ok(request) => request,
+        Err(e) => return invalid_request(format!("not a chat completions request: {e}")),
+    };
+    match state.engine.answer(&request) {
+        Ok(response) if request.stream == Some(true) => {
+            let usage = request.stream_options.is_some_and(|o| o.include_usage);
+            sse_response(chunks(response, usage))
+        }
+        Ok(response) => axum::Json(response).into_response(),
+        Err(error) => scripted_error(error),
+    }
+}
+
+fn scripted_error(error: ScriptedError) -> Response {
+    let body = serde_json::to_value(&error.body).unwrap_or(Value::Null);
+    error_response(error.status, body, error.retry_after)
+}
+
+fn invalid_request(message: String) -> Response {
+    let body = ErrorBody {
+        error: ErrorDetail {
+            message,
+            kind: Some("invalid_request_error".to_owned()),
+            code: None,
+        },
+    };
+    scripted_error(ScriptedError {
+        status: 400,
+        body,
+        retry_after: None,
+    })
+}
+
+/// `response` as the API streams it: a role chunk, text pieces, each
+/// call's head then its argument pieces, the finish reason, the usage
+/// chunk when asked for, `[DONE]`.
+fn chunks(response: ChatResponse, include_usage: bool) -> Vec<(&'static str, String)> {
+    let chunk = |delta: ChunkDelta, finish_reason: Option<String>| ChatChunk {
+        id: response.id.clone(),
+        object: "chat.completion.chunk".to_owned(),
+        created: response.created,
+        model: response.model.clone(),
+        choices: vec![ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason,
+        }],
+        usage: None,
+    };
+    let mut out = vec![chunk(
+        ChunkDelta {
+            role: Some("assistant".to_owned()),
+            ..ChunkDelta::default()
+        },
+        None,
+    )];
+    let Some(choice) = response.choices.first() else {
+        return Vec::new();
+    };
+    for piece in pieces(choice.message.content.as_deref().unwrap_or_default()) {
+        out.push(chunk(
+            ChunkDelta {
+                content: Some(piece),
+                ..ChunkDelta::default()
+            },
+            None,
+        ));
+    }
+    for (index, call) in choice.message.tool_calls.iter().enumerate() {
+        let piece = |id: Option<String>, name: Option<String>, arguments: String| ChunkDelta {
+            tool_calls: vec![ChunkToolCall {
+                index,
+                kind: id.as_ref().map(|_| "function".to_owned()),
+                id,
+                function: Some(ChunkFunction {
+                    name,
+                    arguments: Some(arguments),
+                }),
+            }],
+            ..ChunkDelta::default()
+        };
+        out.push(chunk(
+            piece(
+                Some(call.id.clone()),
+                Some(call.function.name.clone()),
+                String::new(),
+            ),
+            None,
+        ));
+        for arguments in pieces(&call.function.arguments) {
+            out.push(chunk(piece(None, None, arguments), None));
+        }
+    }
+    out.push(chunk(ChunkDelta::default(), choice.finish_reason.clone()));
+    if include_usage {
+        out.push(ChatChunk {
+            choices: Vec::new(),
+            usage: response.usage,
+            ..chunk(ChunkDelta::default(), None)
+        });
+    }
+    let mut events: Vec<(&'static str, String)> = out
+        .iter()
+        .map(|c| ("", serde_json::to_string(c).unwrap_or_default()))
+        .collect();
+    events.push(("", "[DONE]".to_owned()));
+    events
+}

@@ -1,0 +1,150 @@
+"""Drives a deepfleet scheduler with the official langgraph-sdk client.
+
+Usage: python sdk_flows.py URL. Exits non-zero on the first failed check.
+"""
+import asyncio
+import sys
+
+from langgraph_sdk import get_client
+from langgraph_sdk.errors import ConflictError, NotFoundError
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+    print("ok:", what, flush=True)
+
+
+def last_text(values):
+    return values["messages"][-1]["content"]
+
+
+async def main(url):
+    client = get_client(url=url)
+
+    # Assistants: the system one per graph, a created one, 404 and 409.
+    found = await client.assistants.search(graph_id="helper")
+    check(any(a["metadata"].get("created_by") == "system" for a in found), "system assistant listed")
+    created = await client.assistants.create(graph_id="helper", config={"configurable": {"tone": "dry"}}, name="dry helper")
+    check(created["graph_id"] == "helper" and created["name"] == "dry helper", "assistant created")
+    try:
+        await client.assistants.create(graph_id="nope")
+        check(False, "unknown graph refused")
+    except NotFoundError:
+        check(True, "unknown graph is 404")
+    try:
+        await client.assistants.create(graph_id="helper", assistant_id=created["assistant_id"])
+        check(False, "duplicate assistant refused")
+    except ConflictError:
+        check(True, "duplicate assistant is 409")
+
+    # Threads and run + wait.
+    thread = await client.threads.create(metadata={"suite": "sdk"})
+    check(thread["status"] == "idle" and thread["values"] is None, "new thread is idle and empty")
+    tid = thread["thread_id"]
+    values = await client.runs.wait(tid, "helper", input={"messages": [{"role": "user", "content": "write notes"}]})
+    check(last_text(values) == "wrote notes", "run + wait returns the final values")
+    kinds = [m["type"] for m in values["messages"]]
+    check(kinds == ["human", "ai", "tool", "ai", "tool", "ai"], f"LangChain message types {kinds}")
+    check(values["messages"][1]["tool_calls"][0]["name"] == "write_file", "tool_calls carry name and args")
+    check(values["files"]["/notes.md"]["content"] == "hello notes", "files in values")
+    state = await client.threads.get_state(tid)
+    check(state["values"]["messages"][-1]["content"] == "wrote notes", "thread state")
+    history = await client.threads.get_history(tid)
+    check(len(history) >= 1, "thread history")
+    check((await client.threads.get(tid))["status"] == "idle", "thread idle after the run")
+
+    # A second run on the same thread, created assistant, streamed.
+    stream_thread = (await client.threads.create())["thread_id"]
+    events = []
+    async for part in client.runs.stream(stream_thread, created["assistant_id"],
+                                         input={"messages": [{"role": "user", "content": "write draft"}]},
+                                         stream_mode=["values", "updates", "messages-tuple"]):
+        events.append(part)
+    names = [e.event for e in events]
+    check(names[0] == "metadata", f"metadata first: {names[:3]}")
+    check("values" in names and "updates" in names and "messages" in names, f"modes streamed: {sorted(set(names))}")
+    finals = [e.data for e in events if e.event == "values"]
+    check(last_text(finals[-1]) == "wrote draft", "last values event is the final state")
+
+    # Background run + join, get and list.
+    run = await client.runs.create(tid, "helper", input={"messages": [{"role": "user", "content": "echo more"}]})
+    joined = await client.runs.join(tid, run["run_id"])
+    check(last_text(joined) == "wrote notes" and len(joined["messages"]) == 8, "join returns the values")
+    got = await client.runs.get(tid, run["run_id"])
+    check(got["status"] == "success", f"background run succeeded: {got['status']}")
+    listed = await client.runs.list(tid)
+    check(len(listed) == 2, f"two runs listed on the thread: {len(listed)}")
+
+    # Stateless batch.
+    batch = await client.runs.create_batch([
+        {"assistant_id": "helper", "input": {"messages": [{"role": "user", "content": f"echo {i}"}]}}
+        for i in range(5)
+    ])
+    check(len(batch) == 5, "batch created five runs")
+    batch_id = batch[0]["metadata"]["batch_id"]
+    for _ in range(200):
+        counts = await client.http.get(f"/batches/{batch_id}")
+        if counts["counts"]["success"] == 5:
+            break
+        await asyncio.sleep(0.1)
+    check(counts["counts"]["success"] == 5, f"batch counts: {counts}")
+    page = await client.http.get(f"/batches/{batch_id}/runs", params={"limit": 3})
+    check(len(page["runs"]) == 3 and page["next_offset"] == 3, "batch results paged")
+    check(page["runs"][0]["output"] == "echo 0", "batch results in submission order")
+
+    # Store.
+    await client.store.put_item(["users", "u1"], "prefs", {"theme": "dark"})
+    await client.store.put_item(["users", "u2"], "prefs", {"theme": "light"})
+    item = await client.store.get_item(["users", "u1"], "prefs")
+    check(item["value"] == {"theme": "dark"}, "store get")
+    found = await client.store.search_items(["users"], filter={"theme": "light"})
+    check([i["namespace"] for i in found["items"]] == [["users", "u2"]], "store search with filter")
+    spaces = await client.store.list_namespaces(prefix=["users"])
+    check(sorted(spaces["namespaces"]) == [["users", "u1"], ["users", "u2"]], "store namespaces")
+    await client.store.delete_item(["users", "u1"], "prefs")
+    check(await client.store.get_item(["users", "u1"], "prefs") is None, "store delete")
+
+    # Interrupt + resume.
+    hitl = (await client.threads.create())["thread_id"]
+    paused = await client.runs.wait(hitl, "helper", input={"messages": [{"role": "user", "content": "remove old"}]})
+    check("__interrupt__" in paused, "the gated call surfaces as __interrupt__")
+    request = paused["__interrupt__"][0]["value"]["action_requests"][0]
+    check(request["name"] == "delete", "the interrupt names the tool")
+    check((await client.threads.get(hitl))["status"] == "interrupted", "thread interrupted")
+    resumed = await client.runs.wait(hitl, "helper", command={"resume": {"decisions": [{"type": "approve"}]}})
+    check(last_text(resumed) == "removed old", "resume with approve finishes the run")
+    check("/old.md" not in resumed["files"], "the approved delete ran")
+
+    # Multitask: reject while busy, enqueue behind, cancel.
+    busy = (await client.threads.create())["thread_id"]
+    looping = await client.runs.create(busy, "helper", input={"messages": [{"role": "user", "content": "loop"}]})
+    try:
+        await client.runs.create(busy, "helper", input={"messages": [{"role": "user", "content": "echo x"}]},
+                                 multitask_strategy="reject")
+        check(False, "reject refuses a busy thread")
+    except ConflictError:
+        check(True, "reject on a busy thread is 409")
+    # The queued run starts on the same thread (whose script loops too)
+    # once the run ahead is cancelled.
+    queued = await client.runs.create(busy, "helper", input={"messages": [{"role": "user", "content": "go on"}]},
+                                      multitask_strategy="enqueue")
+    check(queued["status"] == "pending", "enqueued run waits")
+    check((await client.threads.get(busy))["status"] == "busy", "thread busy")
+    await client.runs.cancel(busy, looping["run_id"])
+    await client.runs.join(busy, looping["run_id"])
+    check((await client.runs.get(busy, looping["run_id"]))["status"] == "interrupted", "cancelled run is interrupted")
+    for _ in range(100):
+        status = (await client.runs.get(busy, queued["run_id"]))["status"]
+        if status != "pending":
+            break
+        await asyncio.sleep(0.1)
+    check(status == "running", f"queued run started after the cancel: {status}")
+    await client.runs.cancel(busy, queued["run_id"], wait=True)
+    check((await client.runs.get(busy, queued["run_id"]))["status"] == "interrupted", "cancel with wait")
+
+    print("all flows passed", flush=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))

@@ -1,0 +1,373 @@
+//! Observability end to end: a scrape of `/metrics` after a batch shows
+//! exactly the batch's tokens, runs and tool calls; the spans of a run
+//! whose two subagents ran on two worker processes form one trace tree.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::routing::post;
+use deepfleet_proto::{ResultLine, ResultStatus};
+use deepfleet_worker::metrics::Metrics;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::support::{Fleet, replay_model, spec, task};
+
+/// Two parallel subagents, each writing a file; the parent then lists the
+/// files and answers. Per task: parent 3 model calls (task, task, ls),
+/// each child 2 (write_file).
+const DELEGATING: &str = r##"
+rules:
+  - when: {input: '^Split (?P<n>\d+)$', turn: 0}
+    reply:
+      tool_calls:
+        - {name: task, args: {subagent_type: general-purpose, description: "Write alpha{{n}} to /a.txt"}}
+        - {name: task, args: {subagent_type: general-purpose, description: "Write beta{{n}} to /b.txt"}}
+  - when: {input: '^Split \d+$', turn: 1}
+    reply:
+      tool_calls:
+        - {name: ls, args: {path: /}}
+  - when: {input: '^Split \d+$', turn: 2}
+    reply: {text: "{{last_tool}}"}
+  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
+    reply:
+      tool_calls:
+        - {name: write_file, args: {file_path: '{{path}}', content: '{{word}}'}}
+  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 1}
+    reply: {text: 'wrote {{word}}'}
+"##;
+
+const TASKS: usize = 3;
+
+/// Sums the samples of `family` whose labels include all of `labels`.
+fn sum(scrapes: &[String], family: &str, labels: &[(&str, &str)]) -> u64 {
+    let mut total = 0.0;
+    for line in scrapes.iter().flat_map(|s| s.lines()) {
+        let Some(rest) = line.strip_prefix(family) else {
+            continue;
+        };
+        let (set, value) = match rest.strip_prefix('{') {
+            Some(rest) => match rest.split_once("} ") {
+                Some((set, value)) => (set, value),
+                None => continue,
+            },
+            None => match rest.strip_prefix(' ') {
+                Some(value) => ("", value),
+                None => continue,
+            },
+        };
+        if labels
+            .iter()
+            .all(|(k, v)| set.split(',').any(|kv| kv == format!("{k}=\"{v}\"")))
+        {
+            total += value.trim().parse::<f64>().unwrap();
+        }
+    }
+    total as u64
+}
+
+/// What the batch's result lines say was used.
+fn usage(results: &[ResultLine]) -> (u64, u64) {
+    results.iter().fold((0, 0), |(i, o), r| {
+        (i + r.usage.input_tokens, o + r.usage.output_tokens)
+    })
+}
+
+fn assert_counts(scrapes: &[String], results: &[ResultLine]) {
+    assert!(results.iter().all(|r| r.status == ResultStatus::Success));
+    let n = TASKS as u64;
+    let (input, output) = usage(results);
+    assert!(input > 0 && output > 0, "the replay model reports usage");
+    // Result usage includes the subagents'; metrics split it by caller.
+    let tokens = |kind| {
+        sum(
+            scrapes,
+            "deepfleet_model_tokens_total",
+            &[("caller", "main"), ("type", kind)],
+        ) + sum(
+            scrapes,
+            "deepfleet_model_tokens_total",
+            &[("caller", "subagent"), ("type", kind)],
+        )
+    };
+    assert_eq!(tokens("input"), input);
+    assert_eq!(tokens("output"), output);
+    let calls = |caller| {
+        sum(
+            scrapes,
+            "deepfleet_model_calls_total",
+            &[("caller", caller), ("outcome", "ok")],
+        )
+    };
+    assert_eq!(calls("main"), 3 * n);
+    assert_eq!(calls("subagent"), 4 * n);
+    let runs = |caller| {
+        sum(
+            scrapes,
+            "deepfleet_runs_finished_total",
+            &[("caller", caller), ("status", "success")],
+        )
+    };
+    assert_eq!(runs("main"), n);
+    assert_eq!(runs("subagent"), 2 * n);
+    let tool = |name| {
+        sum(
+            scrapes,
+            "deepfleet_tool_calls_total",
+            &[("tool", name), ("status", "success")],
+        )
+    };
+    assert_eq!(tool("task"), 2 * n);
+    assert_eq!(tool("write_file"), 2 * n);
+    assert_eq!(tool("ls"), n);
+    assert_eq!(
+        sum(scrapes, "deepfleet_step_duration_seconds_count", &[]),
+        7 * n
+    );
+    assert_eq!(sum(scrapes, "deepfleet_dead_letters_total", &[]), 0);
+}
+
+fn tasks() -> Vec<deepfleet_proto::TaskLine> {
+    (0..TASKS)
+        .map(|i| task(&format!("t{i}"), &format!("Split {i}")))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_batch_embedded() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec("observed", &replay_model(dir.path(), DELEGATING), "");
+    let metrics = Arc::new(Metrics::new().unwrap());
+    let mut fleet = Fleet::embedded_observed(None, metrics.clone()).await;
+    let results = fleet.run(&spec, &tasks()).await;
+    fleet.shutdown().await;
+    assert_counts(&[metrics.render().unwrap()], &results);
+}
+
+/// A free local port (bound, then released for a worker to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn scrape(port: u16) -> String {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("the worker serves /metrics");
+    stream
+        .write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
+    body.to_owned()
+}
+
+/// Waits until a worker's metrics endpoint answers.
+async fn wait_for(port: u16) {
+    for _ in 0..200 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no metrics endpoint on port {port}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_batch_across_two_workers() {
+    let Some(mut fleet) = Fleet::distributed(0).await else {
+        return;
+    };
+    let ports = [free_port(), free_port()];
+    for port in ports {
+        let addr = format!("127.0.0.1:{port}");
+        fleet.spawn_worker_with(&["--metrics-listen", &addr], &[]);
+    }
+    for port in ports {
+        wait_for(port).await;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec("observed", &replay_model(dir.path(), DELEGATING), "");
+    let results = fleet.run(&spec, &tasks()).await;
+    let mut scrapes = Vec::new();
+    for port in ports {
+        scrapes.push(scrape(port).await);
+    }
+    fleet.shutdown().await;
+    assert_counts(&scrapes, &results);
+    assert_eq!(sum(&scrapes, "deepfleet_queue_consumers", &[]), 2);
+    assert_eq!(sum(&scrapes, "deepfleet_steps_in_flight", &[]), 0);
+}
+
+/// One exported span, as the OTLP/JSON collector received it.
+#[derive(Debug, Clone)]
+struct Span {
+    trace: String,
+    id: String,
+    parent: String,
+    attributes: BTreeMap<String, String>,
+}
+
+/// An OTLP/HTTP collector (JSON encoding) keeping every span it receives.
+async fn collector() -> (String, Arc<Mutex<Vec<Span>>>) {
+    let spans = Arc::new(Mutex::new(Vec::new()));
+    let sink = spans.clone();
+    let app = Router::new().route(
+        "/v1/traces",
+        post(move |body: Bytes| {
+            let sink = sink.clone();
+            async move {
+                let doc: Value = serde_json::from_slice(&body).unwrap();
+                sink.lock().unwrap().extend(parse_spans(&doc));
+                "{}"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (url, spans)
+}
+
+fn parse_spans(doc: &Value) -> Vec<Span> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let mut out = Vec::new();
+    for rs in doc["resourceSpans"].as_array().into_iter().flatten() {
+        for ss in rs["scopeSpans"].as_array().into_iter().flatten() {
+            for span in ss["spans"].as_array().into_iter().flatten() {
+                let attributes = span["attributes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|kv| {
+                        let value = &kv["value"];
+                        let value = value
+                            .get("stringValue")
+                            .map(text)
+                            .unwrap_or_else(|| value.to_string());
+                        (text(&kv["key"]), value)
+                    })
+                    .collect();
+                out.push(Span {
+                    trace: text(&span["traceId"]),
+                    id: text(&span["spanId"]),
+                    parent: text(&span["parentSpanId"]),
+                    attributes,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_and_its_subagents_on_two_workers_form_one_trace() {
+    let Some(mut fleet) = Fleet::distributed(0).await else {
+        return;
+    };
+    let (url, spans) = collector().await;
+    for _ in 0..2 {
+        fleet.spawn_worker_with(
+            &["--otlp-endpoint", &url],
+            &[
+                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+                ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+            ],
+        );
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec("traced", &replay_model(dir.path(), DELEGATING), "");
+    let batch = fleet
+        .run_killing(&spec, &[task("t0", "Split 0")], None)
+        .await;
+    assert_eq!(batch.results[0].status, ResultStatus::Success);
+    let run_id = batch.runs[0].run_id.clone();
+
+    // Spans arrive in batches; wait for the whole tree (3 runs, 7 steps,
+    // 7 model calls, 5 tool calls).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let tree = loop {
+        let all = spans.lock().unwrap().clone();
+        let root = all
+            .iter()
+            .find(|s| s.attributes.get("deepfleet.run.id") == Some(&run_id));
+        if let Some(root) = root {
+            let tree: Vec<Span> = all
+                .iter()
+                .filter(|s| s.trace == root.trace)
+                .cloned()
+                .collect();
+            if tree.len() >= 22 {
+                break tree;
+            }
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "spans missing: {all:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    fleet.shutdown().await;
+
+    let op = |s: &Span| {
+        s.attributes
+            .get("gen_ai.operation.name")
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for span in &tree {
+        *counts.entry(op(span)).or_default() += 1;
+    }
+    assert_eq!(counts.get("invoke_agent"), Some(&3), "{counts:?}");
+    assert_eq!(counts.get("chat"), Some(&7), "{counts:?}");
+    assert_eq!(counts.get("execute_tool"), Some(&5), "{counts:?}");
+    assert_eq!(counts.get(""), Some(&7), "step spans: {counts:?}");
+
+    // One root, and every other span's parent is in the tree.
+    let ids: HashSet<&str> = tree.iter().map(|s| s.id.as_str()).collect();
+    let roots: Vec<&Span> = tree.iter().filter(|s| s.parent.is_empty()).collect();
+    assert_eq!(roots.len(), 1, "{roots:#?}");
+    assert_eq!(roots[0].attributes.get("deepfleet.run.id"), Some(&run_id));
+    for span in &tree {
+        assert!(
+            span.parent.is_empty() || ids.contains(span.parent.as_str()),
+            "orphan: {span:#?}"
+        );
+    }
+    // Each subagent's run hangs under one of the parent's `task` calls.
+    let by_id: HashMap<&str, &Span> = tree.iter().map(|s| (s.id.as_str(), s)).collect();
+    let children: Vec<&Span> = tree
+        .iter()
+        .filter(|s| op(s) == "invoke_agent" && !s.parent.is_empty())
+        .collect();
+    assert_eq!(children.len(), 2);
+    let mut task_spans = HashSet::new();
+    for child in children {
+        let parent = by_id[child.parent.as_str()];
+        assert_eq!(
+            parent
+                .attributes
+                .get("gen_ai.tool.name")
+                .map(String::as_str),
+            Some("task")
+        );
+        task_spans.insert(parent.id.clone());
+    }
+    assert_eq!(task_spans.len(), 2, "one task span per subagent");
+}

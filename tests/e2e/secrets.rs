@@ -1,0 +1,168 @@
+//! Runtime-context secrets on the fleet: with a worker process logging at
+//! debug level, nothing under the fleet's Redis prefix and nothing in the
+//! worker's logs holds the secret, while the run is parked (context at
+//! rest, sealed) or after it finished (context dropped). The embedded
+//! half of this check is in `resume_cli.rs`.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use deepfleet_proto::{Decision, ResultStatus, TaskLine};
+use deepfleet_scheduler::BatchFollower;
+use deepfleet_scheduler::resume::resume;
+use redis::AsyncCommands;
+use tokio::io::AsyncReadExt;
+
+use crate::support::{CONTEXT_KEY, Fleet, REDIS_URL, replay_model, spec};
+
+const SECRET: &str = "sk-live-fleet-9876543210-do-not-log";
+
+const SCRIPT: &str = r##"
+rules:
+  - when: {input: '^Delegate a write$', turn: 0}
+    reply:
+      tool_calls:
+        - {name: task, args: {subagent_type: general-purpose, description: "Write gamma to /g.txt"}}
+  - when: {input: '^Delegate a write$', turn: 1}
+    reply: {text: "{{last_tool}}"}
+  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
+    reply:
+      tool_calls:
+        - {name: write_file, args: {file_path: '{{path}}', content: '{{word}}'}}
+  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 1}
+    reply: {text: 'wrote {{word}}'}
+"##;
+
+/// Every value under `prefix`, whatever its type, as text.
+async fn dump(prefix: &str) -> String {
+    let client = redis::Client::open(REDIS_URL).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = conn.keys(format!("{prefix}:*")).await.unwrap();
+    assert!(!keys.is_empty(), "the fleet wrote nothing under {prefix}");
+    let mut out = String::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let values: Vec<String> = match kind.as_str() {
+            "string" => vec![conn.get(&key).await.unwrap()],
+            "hash" => {
+                let map: Vec<(String, String)> = conn.hgetall(&key).await.unwrap();
+                map.into_iter().flat_map(|(k, v)| [k, v]).collect()
+            }
+            "list" => conn.lrange(&key, 0, -1).await.unwrap(),
+            "set" => conn.smembers(&key).await.unwrap(),
+            "zset" => conn.zrange(&key, 0, -1).await.unwrap(),
+            other => panic!("unexpected key type {other} at {key}"),
+        };
+        out.push_str(&key);
+        for v in values {
+            out.push('\n');
+            out.push_str(&v);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_and_worker_logs_never_hold_a_context_secret() {
+    let Some(mut fleet) = Fleet::distributed(0).await else {
+        return;
+    };
+    let mut worker = tokio::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
+        .args([
+            "worker",
+            "--queue",
+            crate::support::AMQP_URL,
+            "--store",
+            REDIS_URL,
+        ])
+        .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
+        .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
+        .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
+        .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
+        .env("RUST_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut logs = worker.stderr.take().unwrap();
+    let collected = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = logs.read_to_string(&mut text).await;
+        text
+    });
+
+    let dir = tempfile::tempdir().unwrap();
+    let spec = spec(
+        "secrets",
+        &replay_model(dir.path(), SCRIPT),
+        "interrupt_on: {write_file: true}\ncontext_secrets: [api_key]\n",
+    );
+    let task = TaskLine {
+        id: "t1".into(),
+        input: "Delegate a write".into(),
+        context: Some(serde_json::json!({"user_id": "u-9", "api_key": SECRET})),
+        files: None,
+        state: None,
+    };
+    let batch = fleet.run_killing(&spec, &[task], None).await;
+    let (line, run) = (&batch.results[0], &batch.runs[0]);
+    assert_eq!(line.status, ResultStatus::Interrupted);
+    // Parked: the parent and its subagent hold the context, sealed.
+    let parked = dump(&fleet.prefix).await;
+    assert!(parked.matches("\"ciphertext\"").count() >= 2, "{parked}");
+    assert!(
+        !parked.contains(SECRET),
+        "the secret is in Redis while parked"
+    );
+
+    let review = line.review.clone().unwrap();
+    resume(
+        &*fleet.store,
+        &*fleet.queue,
+        &review.thread_id,
+        &review.run_id,
+        vec![Decision::Approve],
+    )
+    .await
+    .unwrap();
+    let mut follower = BatchFollower::new(fleet.store.clone(), run.batch_id.as_deref().unwrap());
+    follower.track(run);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let done = loop {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the run did not finish"
+        );
+        if let Some(line) = follower.poll().await.unwrap().pop() {
+            break line;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
+    assert_eq!(done.output, "wrote gamma");
+
+    let finished = dump(&fleet.prefix).await;
+    assert!(
+        !finished.contains(SECRET),
+        "the secret is in Redis after the run"
+    );
+    assert!(
+        !finished.contains("\"ciphertext\""),
+        "finished runs drop their context"
+    );
+
+    worker.kill().await.unwrap();
+    let logs = collected.await.unwrap();
+    assert!(
+        logs.contains("[redacted]"),
+        "the worker logged the context, redacted"
+    );
+    assert!(!logs.contains(SECRET), "the secret is in the worker's logs");
+    fleet.shutdown().await;
+}

@@ -1,0 +1,221 @@
+//! The thread's compression state during one step, and the view of the
+//! log the model gets.
+//!
+//! The log is append-only; what the model sees is
+//! `[summary, log[cutoff..], added]` with evicted messages replaced by
+//! their stubs. [`StepCompaction`] carries the cursor loaded with the
+//! checkpoint, collects the changes the step makes (a new summary, an
+//! eviction, the summary calls' usage) and hands them to the commit.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use deepfleet_proto::{ContextCursor, LoggedMessage, Usage};
+
+use crate::events::{Event, EventScope, EventSink};
+
+/// The compression state of the thread a step runs on.
+#[derive(Debug, Default)]
+pub struct StepCompaction {
+    loaded: ContextCursor,
+    log_tokens: u64,
+    changes: Mutex<Changes>,
+}
+
+#[derive(Debug, Default)]
+struct Changes {
+    cursor: Option<ContextCursor>,
+    usage: Usage,
+}
+
+impl StepCompaction {
+    /// The state loaded with the checkpoint: the cursor and the log's
+    /// running token total.
+    pub fn new(loaded: ContextCursor, log_tokens: u64) -> Self {
+        StepCompaction {
+            loaded,
+            log_tokens,
+            changes: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Changes> {
+        self.changes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Log index where the model's view of the stored log starts (the
+    /// loaded summary's cutoff): the step assembles its request from here.
+    pub fn view_start(&self) -> usize {
+        self.loaded
+            .summary
+            .as_ref()
+            .map_or(0, |s| usize::try_from(s.cutoff).unwrap_or(usize::MAX))
+    }
+
+    /// Tokens of the whole stored log.
+    pub fn log_tokens(&self) -> u64 {
+        self.log_tokens
+    }
+
+    /// The cursor as it stands now: the loaded one or this step's change.
+    pub fn cursor(&self) -> ContextCursor {
+        self.lock()
+            .cursor
+            .clone()
+            .unwrap_or_else(|| self.loaded.clone())
+    }
+
+    /// Replaces the cursor (a summary or an eviction happened).
+    pub fn set_cursor(&self, cursor: ContextCursor) {
+        self.lock().cursor = Some(cursor);
+    }
+
+    /// Counts a summary call's tokens toward the run's usage.
+    pub fn add_usage(&self, usage: &Usage) {
+        self.lock().usage.add(usage);
+    }
+
+    /// What the step changed: the new cursor (when it changed) and the
+    /// usage of compression's own model calls.
+    pub fn take(&self) -> (Option<ContextCursor>, Usage) {
+        let mut changes = self.lock();
+        (changes.cursor.take(), std::mem::take(&mut changes.usage))
+    }
+}
+
+/// The model's view of a thread, with token counts, for the decisions
+/// that need more than totals (where to cut, what to truncate).
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// `[summary?, log[start..], added]`.
+    pub messages: Vec<LoggedMessage>,
+    /// Log index of the first message after the summary.
+    pub start: usize,
+    /// 1 when `messages[0]` is the summary, else 0.
+    pub lead: usize,
+}
+
+impl View {
+    /// Builds the view for `cursor` over the stored log and the step's
+    /// added messages. Costs what the view holds, not the log.
+    pub fn build(cursor: &ContextCursor, history: &[LoggedMessage], added: &[LoggedMessage]) -> View {
+        let start = cursor
+            .summary
+            .as_ref()
+            .map_or(0, |s| usize::try_from(s.cutoff).unwrap_or(usize::MAX))
+            .min(history.len() + added.len());
+        let mut messages = Vec::new();
+        if let Some(summary) = &cursor.summary {
+            messages.push(summary.message.clone());
+        }
+        let lead = messages.len();
+        let from_history = history.get(start..).unwrap_or_default();
+        let from_added = added
+            .get(start.saturating_sub(history.len())..)
+            .unwrap_or_default();
+        messages.extend(from_history.iter().chain(from_added).cloned());
+        for evicted in &cursor.evicted {
+            if let Some(i) = usize::try_from(evicted.index)
+                .ok()
+                .and_then(|i| i.checked_sub(start))
+                && let Some(slot) = messages.get_mut(lead + i)
+            {
+                *slot = evicted.stub.clone();
+            }
+        }
+        View {
+            messages,
+            start,
+            lead,
+        }
+    }
+
+    /// The log index of `messages[i]` (for `i >= lead`).
+    pub fn log_index(&self, i: usize) -> usize {
+        self.start + i - self.lead
+    }
+
+    /// Tokens of the view's messages.
+    pub fn tokens(&self) -> u64 {
+        self.messages.iter().map(|m| u64::from(m.tokens)).sum()
+    }
+}
+
+/// What a tool call may see of its step beyond files: the thread's log
+/// and compression state, and where events go. Built once per turn.
+pub struct ToolStep {
+    /// Which run events belong to.
+    pub scope: EventScope,
+    /// Where events go.
+    pub events: Arc<dyn EventSink>,
+    /// The thread's compression state.
+    pub compaction: Arc<StepCompaction>,
+    /// The stored log.
+    pub history: Arc<Vec<LoggedMessage>>,
+    /// Messages the step added so far (the model's turn included).
+    pub added: Vec<LoggedMessage>,
+}
+
+impl ToolStep {
+    /// Reports an event of this step.
+    pub fn emit(&self, event: Event) {
+        self.events.emit(&self.scope, &event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokens::logged;
+    use deepfleet_proto::{EvictedMessage, Message, SummaryEvent};
+    use pretty_assertions::assert_eq;
+
+    fn texts(view: &View) -> Vec<String> {
+        view.messages.iter().map(|m| m.message.text()).collect()
+    }
+
+    #[test]
+    fn view_starts_at_the_summary_and_shows_stubs() {
+        let history: Vec<_> = (0..5).map(|i| logged(Message::user(format!("m{i}")))).collect();
+        let added = vec![logged(Message::user("m5"))];
+        let plain = View::build(&ContextCursor::default(), &history, &added);
+        assert_eq!(plain.messages.len(), 6);
+        assert_eq!(plain.lead, 0);
+        let cursor = ContextCursor {
+            summary: Some(SummaryEvent {
+                cutoff: 3,
+                message: logged(Message::user("summary")),
+                file_path: None,
+                session: "session_x".into(),
+                created_at_index: 5,
+                summarized_tokens: 0,
+                created_at: chrono::Utc::now(),
+            }),
+            evicted: vec![EvictedMessage {
+                index: 4,
+                path: "/p".into(),
+                stub: logged(Message::user("stub")),
+            }],
+        };
+        let view = View::build(&cursor, &history, &added);
+        assert_eq!(texts(&view), ["summary", "m3", "stub", "m5"]);
+        assert_eq!(view.log_index(1), 3);
+        assert_eq!(view.log_index(3), 5);
+    }
+
+    #[test]
+    fn changes_are_taken_once() {
+        let cell = StepCompaction::new(ContextCursor::default(), 42);
+        assert_eq!(cell.view_start(), 0);
+        assert_eq!(cell.log_tokens(), 42);
+        cell.add_usage(&Usage {
+            input_tokens: 3,
+            output_tokens: 1,
+            cached_input_tokens: 0,
+        });
+        cell.set_cursor(ContextCursor::default());
+        let (cursor, usage) = cell.take();
+        assert_eq!(cursor, Some(ContextCursor::default()));
+        assert_eq!(usage.input_tokens, 3);
+        assert_eq!(cell.take().0, None);
+    }
+}

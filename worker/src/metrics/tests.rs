@@ -1,0 +1,214 @@
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use deepfleet_model::{CallPurpose, ErrorKind};
+use deepfleet_proto::{ErrorCode, RunStatus, ToolStatus, Usage};
+use pretty_assertions::assert_eq;
+
+use super::{METRIC_NAMES, Metrics};
+use crate::events::{CompactionKind, DeadLetterReason, Event, EventScope, EventSink};
+
+fn scope(subagent: Option<&str>) -> EventScope {
+    EventScope {
+        run_id: "r".into(),
+        thread_id: "t".into(),
+        agent: "briefer".into(),
+        subagent: subagent.map(str::to_owned),
+    }
+}
+
+/// The exposition lines of `family` (samples only, no comments).
+fn samples(text: &str, family: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// One of every event, so every family has a sample.
+fn emit_all(m: &Metrics) {
+    let main = scope(None);
+    let sub = scope(Some("general-purpose"));
+    let usage = Usage {
+        input_tokens: 100,
+        output_tokens: 20,
+        cached_input_tokens: 60,
+    };
+    let call = |purpose, usage| Event::ModelCall {
+        model: "gpt-4.1".into(),
+        purpose,
+        usage,
+        latency: Duration::from_millis(1500),
+    };
+    m.emit(&main, &call(CallPurpose::Agent, Some(usage)));
+    m.emit(&sub, &call(CallPurpose::Agent, Some(usage)));
+    m.emit(&main, &call(CallPurpose::Summarization, Some(usage)));
+    m.emit(&main, &call(CallPurpose::Agent, None));
+    m.emit(
+        &main,
+        &Event::ProviderError {
+            model: "gpt-4.1".into(),
+            kind: ErrorKind::RateLimited,
+        },
+    );
+    m.emit(
+        &main,
+        &Event::ToolCall {
+            tool: "write_file".into(),
+            status: ToolStatus::Success,
+            latency: Duration::from_millis(3),
+        },
+    );
+    for (kind, before, after) in [
+        (CompactionKind::Offload, 30_000, 500),
+        (CompactionKind::Summarization, 180_000, 20_000),
+        (CompactionKind::Summarization, 175_000, 19_000),
+        (CompactionKind::ArgumentTruncation, 90_000, 88_000),
+    ] {
+        m.emit(
+            &main,
+            &Event::Compaction {
+                kind,
+                tokens_before: before,
+                tokens_after: after,
+            },
+        );
+    }
+    m.emit(
+        &main,
+        &Event::StepStarted {
+            queue_wait: Some(Duration::from_millis(40)),
+        },
+    );
+    m.emit(
+        &main,
+        &Event::StepCommitted {
+            status: RunStatus::Success,
+            latency: Duration::from_secs(2),
+        },
+    );
+    m.emit(
+        &main,
+        &Event::RunFinished {
+            status: RunStatus::Success,
+            latency: Duration::from_secs(12),
+        },
+    );
+    m.emit(
+        &main,
+        &Event::Retried {
+            code: ErrorCode::ModelUnavailable,
+        },
+    );
+    m.emit(
+        &main,
+        &Event::DeadLettered {
+            reason: DeadLetterReason::Malformed,
+        },
+    );
+    m.emit(
+        &main,
+        &Event::RateLimitWait {
+            wait: Duration::from_millis(250),
+        },
+    );
+    m.set_queue_depth(7);
+    m.set_queue_consumers(1);
+}
+
+#[test]
+fn compaction_events_count_by_kind_with_tokens_removed() {
+    let m = Metrics::new().unwrap();
+    emit_all(&m);
+    let text = m.render().unwrap();
+    assert_eq!(
+        samples(&text, "deepfleet_compactions_total"),
+        vec![
+            r#"deepfleet_compactions_total{kind="argument_truncation"} 1"#,
+            r#"deepfleet_compactions_total{kind="offload"} 1"#,
+            r#"deepfleet_compactions_total{kind="summarization"} 2"#,
+        ]
+    );
+    assert_eq!(
+        samples(&text, "deepfleet_compaction_tokens_removed_total"),
+        vec![
+            r#"deepfleet_compaction_tokens_removed_total{kind="argument_truncation"} 2000"#,
+            r#"deepfleet_compaction_tokens_removed_total{kind="offload"} 29500"#,
+            r#"deepfleet_compaction_tokens_removed_total{kind="summarization"} 316000"#,
+        ]
+    );
+}
+
+#[test]
+fn tokens_split_by_caller_and_type() {
+    let m = Metrics::new().unwrap();
+    emit_all(&m);
+    let text = m.render().unwrap();
+    let tokens = samples(&text, "deepfleet_model_tokens_total");
+    let line = |caller: &str, kind: &str, n: u64| {
+        format!(
+            r#"deepfleet_model_tokens_total{{agent="briefer",caller="{caller}",model="gpt-4.1",type="{kind}"}} {n}"#
+        )
+    };
+    let mut expected = Vec::new();
+    for caller in ["main", "subagent", "summarization"] {
+        for (kind, n) in [("cached", 60), ("input", 100), ("output", 20)] {
+            expected.push(line(caller, kind, n));
+        }
+    }
+    assert_eq!(tokens, expected);
+    assert_eq!(
+        samples(&text, "deepfleet_model_calls_total"),
+        vec![
+            r#"deepfleet_model_calls_total{caller="main",model="gpt-4.1",outcome="error"} 1"#,
+            r#"deepfleet_model_calls_total{caller="main",model="gpt-4.1",outcome="ok"} 1"#,
+            r#"deepfleet_model_calls_total{caller="subagent",model="gpt-4.1",outcome="ok"} 1"#,
+            r#"deepfleet_model_calls_total{caller="summarization",model="gpt-4.1",outcome="ok"} 1"#,
+        ]
+    );
+    assert_eq!(
+        samples(&text, "deepfleet_provider_errors_total"),
+        vec![r#"deepfleet_provider_errors_total{class="rate_limited",model="gpt-4.1"} 1"#]
+    );
+}
+
+#[test]
+fn steps_in_flight_go_up_and_down() {
+    let m = Metrics::new().unwrap();
+    let s = EventScope::of_job("r", "t");
+    m.emit(&s, &Event::StepStarted { queue_wait: None });
+    m.emit(&s, &Event::StepStarted { queue_wait: None });
+    m.emit(&s, &Event::StepEnded);
+    let text = m.render().unwrap();
+    assert_eq!(
+        samples(&text, "deepfleet_steps_in_flight"),
+        vec!["deepfleet_steps_in_flight 1"]
+    );
+    assert_eq!(
+        samples(&text, "deepfleet_queue_wait_seconds_count"),
+        vec!["deepfleet_queue_wait_seconds_count 0"],
+        "no wait is observed when the envelope has no publication time"
+    );
+}
+
+/// `METRIC_NAMES` is what the dashboard check compares queries against:
+/// it must list exactly the families a scrape shows.
+#[test]
+fn metric_names_list_every_exported_family() {
+    let m = Metrics::new().unwrap();
+    emit_all(&m);
+    let exported: BTreeSet<String> = m
+        .registry()
+        .gather()
+        .iter()
+        .map(|f| f.name().to_owned())
+        .collect();
+    let listed: BTreeSet<String> = METRIC_NAMES.iter().map(|s| (*s).to_owned()).collect();
+    assert_eq!(exported, listed);
+    // For `scripts/check-observability.sh`: a full scrape to lint with
+    // `promtool check metrics`.
+    if let Ok(path) = std::env::var("DEEPFLEET_METRICS_SAMPLE") {
+        std::fs::write(path, m.render().unwrap()).unwrap();
+    }
+}

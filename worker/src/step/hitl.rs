@@ -1,0 +1,380 @@
+//! Human in the loop inside the step protocol.
+//!
+//! After a model turn, [`gate`] picks the calls `interrupt_on` holds for a
+//! reviewer; if any, the whole turn parks (no call runs, ungated ones
+//! included, so the reviewer decides before anything happens) and the run
+//! becomes `interrupted`, holding no worker. The resume records decisions;
+//! the next step runs the turn with them ([`run_decided`]): approved calls
+//! as written, edited calls as the reviewer wrote them, rejected and
+//! answered calls not at all, ungated calls as usual.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use deepfleet_proto::{
+    ActionRequest, ContentBlock, Decision, Interrupt, InterruptOn, PendingCall, PendingTools,
+    ReviewConfig, ToolCall, ToolMessage, ToolStatus,
+};
+use serde_json::{Map, Value};
+
+use crate::agent::Agent;
+use crate::backend::Backend;
+use crate::error::StepError;
+use crate::middleware::StepCx;
+use crate::step::execute::{Outcome, call_tools, outcome_of};
+
+/// The interrupt for `calls` under `gates`, or `None` when no call is
+/// gated.
+pub fn gate(gates: &BTreeMap<String, InterruptOn>, calls: &[ToolCall]) -> Option<Interrupt> {
+    let mut action_requests = Vec::new();
+    let mut review_configs = Vec::new();
+    for call in calls {
+        let Some(gate) = gates.get(&call.name) else {
+            continue;
+        };
+        let Some(allowed) = gate.allowed() else {
+            continue;
+        };
+        let args = serde_json::from_str(&call.arguments)
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        let description = match gate.description() {
+            Some(text) => text.to_owned(),
+            None => default_description(&call.name, &args),
+        };
+        action_requests.push(ActionRequest {
+            name: call.name.clone(),
+            args,
+            description,
+            tool_call_id: call.id.clone(),
+        });
+        review_configs.push(ReviewConfig {
+            action_name: call.name.clone(),
+            allowed_decisions: allowed,
+        });
+    }
+    (!action_requests.is_empty()).then_some(Interrupt {
+        action_requests,
+        review_configs,
+        decisions: None,
+    })
+}
+
+/// What the reviewer reads when the spec gives no description.
+fn default_description(name: &str, args: &Value) -> String {
+    format!("Tool execution requires approval\n\nTool: {name}\nArgs: {args}")
+}
+
+/// The parked form of a gated turn: every call pending, none run.
+pub(crate) fn parked(calls: &[ToolCall], interrupt: Interrupt) -> Outcome {
+    Outcome {
+        messages: Vec::new(),
+        pending: Some(PendingTools {
+            calls: calls
+                .iter()
+                .map(|call| PendingCall {
+                    call: call.clone(),
+                    result: None,
+                })
+                .collect(),
+            children: Vec::new(),
+            interrupt: Some(interrupt),
+        }),
+    }
+}
+
+/// What one call of a decided turn becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan {
+    /// Run this call (the model's, or the reviewer's replacement).
+    Run {
+        /// The call to run; keeps the model's call id.
+        call: ToolCall,
+        /// Whether a reviewer replaced the model's call.
+        edited: bool,
+    },
+    /// Do not run it; this is its result.
+    Answer(ToolMessage),
+}
+
+/// The plan for each call of a decided turn, in the model's order.
+/// Decisions answer the interrupt's action requests in order; calls
+/// without one were not gated and run as written.
+pub fn plan(pending: &PendingTools) -> Result<Vec<Plan>, StepError> {
+    let interrupt = pending
+        .interrupt
+        .as_ref()
+        .ok_or_else(|| StepError::Inconsistent("a decided turn without an interrupt".into()))?;
+    let decisions = interrupt.decisions.as_ref().ok_or_else(|| {
+        StepError::Inconsistent("an interrupted turn stepped before its decisions".into())
+    })?;
+    if decisions.len() != interrupt.action_requests.len() {
+        return Err(StepError::Inconsistent(format!(
+            "{} decision(s) recorded for {} action request(s)",
+            decisions.len(),
+            interrupt.action_requests.len()
+        )));
+    }
+    let by_call: HashMap<&str, &Decision> = interrupt
+        .action_requests
+        .iter()
+        .map(|r| r.tool_call_id.as_str())
+        .zip(decisions)
+        .collect();
+    Ok(pending
+        .calls
+        .iter()
+        .map(|p| decide_call(&p.call, by_call.get(p.call.id.as_str()).copied()))
+        .collect())
+}
+
+fn decide_call(call: &ToolCall, decision: Option<&Decision>) -> Plan {
+    let answer = |text: String, status| {
+        Plan::Answer(ToolMessage {
+            tool_call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: vec![ContentBlock::text(text)],
+            status,
+        })
+    };
+    match decision {
+        None | Some(Decision::Approve) => Plan::Run {
+            call: call.clone(),
+            edited: false,
+        },
+        Some(Decision::Edit { edited_action }) => Plan::Run {
+            call: ToolCall {
+                id: call.id.clone(),
+                name: edited_action.name.clone(),
+                arguments: edited_action.args.to_string(),
+            },
+            edited: true,
+        },
+        Some(Decision::Reject { message }) => {
+            answer(rejection(&call.name, message.as_deref()), ToolStatus::Error)
+        }
+        Some(Decision::Respond { message }) => answer(message.clone(), ToolStatus::Success),
+    }
+}
+
+/// The error result of a rejected call.
+pub fn rejection(name: &str, message: Option<&str>) -> String {
+    match message {
+        Some(reason) => format!("User rejected the tool call for `{name}` with reason: {reason}"),
+        None => format!(
+            "User rejected the tool call for `{name}`. It was not executed; do not retry it unless asked to."
+        ),
+    }
+}
+
+/// The notice above the result of a call a reviewer replaced, so the
+/// model knows the result is not of the call it wrote.
+pub fn edited_notice(call: &ToolCall) -> String {
+    format!(
+        "Note: a human reviewer replaced this tool call before it ran. It ran as `{}` with arguments {}. Its result:\n\n",
+        call.name, call.arguments
+    )
+}
+
+/// Runs a decided turn: the planned calls concurrently through the
+/// middleware, the answered ones not at all, results in the model's order.
+pub(crate) async fn run_decided(
+    agent: &Agent,
+    cx: &StepCx,
+    pending: PendingTools,
+    backend: &Arc<dyn Backend>,
+    state: &Arc<Mutex<Map<String, Value>>>,
+) -> Result<Outcome, StepError> {
+    let plans = plan(&pending)?;
+    let runnable: Vec<ToolCall> = plans
+        .iter()
+        .filter_map(|p| match p {
+            Plan::Run { call, .. } => Some(call.clone()),
+            Plan::Answer(_) => None,
+        })
+        .collect();
+    let (ran, children) = call_tools(agent, cx, &runnable, backend, state).await?;
+    let mut ran = ran.into_iter();
+    let mut calls = Vec::with_capacity(plans.len());
+    for (original, plan) in pending.calls.into_iter().zip(plans) {
+        let result = match plan {
+            Plan::Answer(message) => Some(message),
+            Plan::Run { call, edited } => {
+                let done = ran.next().ok_or_else(|| {
+                    StepError::Inconsistent("a decided call produced no result".into())
+                })?;
+                done.result.map(|mut message| {
+                    if edited {
+                        message
+                            .content
+                            .insert(0, ContentBlock::text(edited_notice(&call)));
+                    }
+                    message
+                })
+            }
+        };
+        // The log keeps the model's call; its result answers that call id.
+        calls.push(PendingCall {
+            call: original.call,
+            result,
+        });
+    }
+    Ok(outcome_of(calls, children))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deepfleet_proto::{DecisionType, EditedAction};
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn call(id: &str, name: &str, args: Value) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments: args.to_string(),
+        }
+    }
+
+    fn turn() -> Vec<ToolCall> {
+        vec![
+            call(
+                "c1",
+                "write_file",
+                json!({"file_path": "/a.txt", "content": "a"}),
+            ),
+            call(
+                "c2",
+                "write_file",
+                json!({"file_path": "/b.txt", "content": "b"}),
+            ),
+            call("c3", "ls", json!({"path": "/"})),
+        ]
+    }
+
+    fn gates() -> BTreeMap<String, InterruptOn> {
+        BTreeMap::from([("write_file".to_owned(), InterruptOn::Enabled(true))])
+    }
+
+    // deepagents conformance §13.2 item 25: one interrupt for the turn,
+    // covering only the gated calls.
+    #[test]
+    fn gated_calls_make_one_batched_interrupt() {
+        let interrupt = gate(&gates(), &turn()).unwrap();
+        let names: Vec<(&str, &str)> = interrupt
+            .action_requests
+            .iter()
+            .map(|r| (r.name.as_str(), r.tool_call_id.as_str()))
+            .collect();
+        assert_eq!(names, [("write_file", "c1"), ("write_file", "c2")]);
+        assert_eq!(
+            interrupt.action_requests[0].description,
+            "Tool execution requires approval\n\nTool: write_file\nArgs: {\"content\":\"a\",\"file_path\":\"/a.txt\"}"
+        );
+        assert_eq!(
+            interrupt.review_configs[1].allowed_decisions,
+            DecisionType::ALL.to_vec()
+        );
+        assert_eq!(gate(&gates(), &turn()[2..]), None);
+        let off = BTreeMap::from([("write_file".to_owned(), InterruptOn::Enabled(false))]);
+        assert_eq!(gate(&off, &turn()), None);
+    }
+
+    #[test]
+    fn decisions_apply_in_order_and_ungated_calls_run() {
+        let Outcome { pending, .. } = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        let mut pending = pending.unwrap();
+        pending.interrupt.as_mut().unwrap().decisions = Some(vec![
+            Decision::Edit {
+                edited_action: EditedAction {
+                    name: "write_file".into(),
+                    args: json!({"file_path": "/a2.txt", "content": "a"}),
+                },
+            },
+            Decision::Reject {
+                message: Some("no b".into()),
+            },
+        ]);
+        let plans = plan(&pending).unwrap();
+        assert_eq!(
+            plans[0],
+            Plan::Run {
+                call: call(
+                    "c1",
+                    "write_file",
+                    json!({"file_path": "/a2.txt", "content": "a"})
+                ),
+                edited: true
+            }
+        );
+        assert_eq!(
+            plans[1],
+            Plan::Answer(ToolMessage {
+                tool_call_id: "c2".into(),
+                name: "write_file".into(),
+                content: vec![ContentBlock::text(
+                    "User rejected the tool call for `write_file` with reason: no b"
+                )],
+                status: ToolStatus::Error,
+            })
+        );
+        assert_eq!(
+            plans[2],
+            Plan::Run {
+                call: turn()[2].clone(),
+                edited: false
+            }
+        );
+    }
+
+    #[test]
+    fn respond_answers_without_running_and_approve_runs_as_written() {
+        let calls = &turn()[..2];
+        let Outcome { pending, .. } = parked(calls, gate(&gates(), calls).unwrap());
+        let mut pending = pending.unwrap();
+        pending.interrupt.as_mut().unwrap().decisions = Some(vec![
+            Decision::Approve,
+            Decision::Respond {
+                message: "b is already there".into(),
+            },
+        ]);
+        let plans = plan(&pending).unwrap();
+        assert_eq!(
+            plans[0],
+            Plan::Run {
+                call: calls[0].clone(),
+                edited: false
+            }
+        );
+        assert_eq!(
+            plans[1],
+            Plan::Answer(ToolMessage {
+                tool_call_id: "c2".into(),
+                name: "write_file".into(),
+                content: vec![ContentBlock::text("b is already there")],
+                status: ToolStatus::Success,
+            })
+        );
+    }
+
+    #[test]
+    fn rejection_without_a_reason_says_not_to_retry() {
+        assert_eq!(
+            rejection("write_file", None),
+            "User rejected the tool call for `write_file`. It was not executed; do not retry it unless asked to."
+        );
+        let edited = call("c1", "write_file", json!({"file_path": "/a2.txt"}));
+        assert!(edited_notice(&edited).starts_with(
+            "Note: a human reviewer replaced this tool call before it ran. It ran as `write_file` with arguments {\"file_path\":\"/a2.txt\"}."
+        ));
+    }
+
+    #[test]
+    fn a_turn_without_decisions_is_inconsistent() {
+        let Outcome { pending, .. } = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        assert!(matches!(
+            plan(&pending.unwrap()),
+            Err(StepError::Inconsistent(_))
+        ));
+    }
+}
