@@ -1,7 +1,7 @@
 # The verbs of the project. `make test` is what CI runs.
 CARGO ?= cargo
 
-.PHONY: build test lint run up schemas
+.PHONY: build test lint run up schemas bench
 
 build:
 	$(CARGO) build --release
@@ -27,3 +27,8 @@ up:
 ## Regenerates proto/schema/*.json after a change to the wire types.
 schemas:
 	UPDATE_SCHEMAS=1 $(CARGO) test -p deepfleet-proto schema
+
+## Regenerates BENCHMARKS.md and docs/bench/*.png (release builds, a venv
+## with deepagents for the comparison; about 10 minutes on 2 cores).
+bench: up
+	CARGO=$(CARGO) scripts/bench.sh

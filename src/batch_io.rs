@@ -198,6 +198,36 @@ mod tests {
     }
 
     #[test]
+    fn resume_hint_names_runs_calls_and_the_command() {
+        use deepfleet_proto::{ActionRequest, DecisionType, ReviewConfig};
+        let review = PendingReview {
+            run_id: "r-1".into(),
+            thread_id: "t-1".into(),
+            action_requests: vec![ActionRequest {
+                name: "write_file".into(),
+                args: serde_json::json!({}),
+                description: "d".into(),
+                tool_call_id: "c1".into(),
+            }],
+            review_configs: vec![ReviewConfig {
+                action_name: "write_file".into(),
+                allowed_decisions: vec![DecisionType::Approve, DecisionType::Reject],
+            }],
+        };
+        let hint = resume_hint(&[("t1".into(), review)], Some(Path::new("s.json")));
+        assert!(
+            hint.contains("task t1: run r-1 on write_file [approve|reject]"),
+            "{hint}"
+        );
+        assert!(
+            hint.contains(
+                "deepfleet resume --state s.json --run RUN_ID --decisions decisions.json"
+            ),
+            "{hint}"
+        );
+    }
+
+    #[test]
     fn replay_paths_resolve_against_the_spec() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("s.yaml"), "rules: []\n").unwrap();

@@ -102,3 +102,28 @@ impl Settings {
             .context("reading configuration")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn harness_profiles_load_from_toml() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        std::fs::write(
+            &file,
+            "[profiles.\"openai:gpt-4.1\"]\nsystem_prompt_suffix = \"Be terse.\"\nexcluded_tools = [\"grep\"]\n\n\
+             [profiles.openai.tool_description_overrides]\nls = \"List a directory.\"\n",
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        let exact = &settings.profiles["openai:gpt-4.1"];
+        assert_eq!(exact.system_prompt_suffix.as_deref(), Some("Be terse."));
+        assert!(exact.excluded_tools.contains("grep"));
+        assert_eq!(
+            settings.profiles["openai"].tool_description_overrides["ls"],
+            "List a directory."
+        );
+    }
+}

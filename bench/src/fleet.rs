@@ -58,14 +58,6 @@ pub struct Fleet {
     prefix: String,
 }
 
-/// What a batch produced.
-pub struct Finished {
-    /// Result lines, in completion order.
-    pub results: Vec<ResultLine>,
-    /// From the first submission to the last result.
-    pub wall: Duration,
-}
-
 fn openai_at(base_url: &str) -> HashMap<String, ProviderConfig> {
     let config = ProviderConfig {
         base_url: Some(base_url.to_owned()),
@@ -85,8 +77,13 @@ impl Fleet {
         let providers = Arc::new(Providers::with_env(openai_at(base_url), |_| None));
         let key = ContextKey::generate_base64();
         let runner = Arc::new(
-            StepRunner::new(queue.clone(), store.clone(), providers, RetryConfig::default())
-                .with_context_key(ContextKey::from_base64(&key)?),
+            StepRunner::new(
+                queue.clone(),
+                store.clone(),
+                providers,
+                RetryConfig::default(),
+            )
+            .with_context_key(ContextKey::from_base64(&key)?),
         );
         let worker = Worker::new(queue.clone(), runner, concurrency, Duration::from_secs(1));
         let shutdown = CancellationToken::new();
@@ -182,17 +179,15 @@ impl Fleet {
         }
     }
 
-    /// The store, for reading what runs wrote.
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
     /// Registers `spec` and submits `tasks` as one batch.
-    pub async fn submit(&self, spec: &AgentSpec, tasks: &[TaskLine]) -> anyhow::Result<BatchFollower> {
+    pub async fn submit(
+        &self,
+        spec: &AgentSpec,
+        tasks: &[TaskLine],
+    ) -> anyhow::Result<BatchFollower> {
         let intake = Intake::new(self.store.clone(), self.queue.clone());
         intake.register(spec).await?;
-        let mut follower =
-            BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
+        let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
         let batch = follower.batch_id().to_owned();
         let runs: Vec<_> = futures::stream::iter(tasks)
             .map(|task| {
@@ -212,20 +207,17 @@ impl Fleet {
         Ok(follower)
     }
 
-    /// Submits `tasks` and waits for all of them, for at most `limit`.
+    /// Submits `tasks` and waits for all of them, for at most `limit`;
+    /// returns their result lines in completion order.
     pub async fn run(
         &self,
         spec: &AgentSpec,
         tasks: &[TaskLine],
         limit: Duration,
-    ) -> anyhow::Result<Finished> {
-        let started = tokio::time::Instant::now();
+    ) -> anyhow::Result<Vec<ResultLine>> {
+        let deadline = tokio::time::Instant::now() + limit;
         let follower = self.submit(spec, tasks).await?;
-        let results = follow(follower, started + limit).await?;
-        Ok(Finished {
-            results,
-            wall: started.elapsed(),
-        })
+        follow(follower, deadline).await
     }
 
     /// Stops the workers and removes the queue and keys it created.

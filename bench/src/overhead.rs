@@ -30,8 +30,7 @@ const RUN_LIMIT: Duration = Duration::from_secs(60);
 async fn one_at_a_time(fleet: &Fleet, passes: Passes) -> anyhow::Result<()> {
     let spec = spec("bench-overhead")?;
     for n in 0..passes.warmup + passes.runs {
-        let finished = fleet.run(&spec, &[scenario_task(n)], RUN_LIMIT).await?;
-        check(&finished.results)?;
+        check(&fleet.run(&spec, &[scenario_task(n)], RUN_LIMIT).await?)?;
     }
     Ok(())
 }

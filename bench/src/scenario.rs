@@ -56,7 +56,10 @@ fn task(id: String, input: String) -> TaskLine {
 
 /// The `n`-th run of the full scenario.
 pub fn scenario_task(n: usize) -> TaskLine {
-    task(format!("bench-{n}"), format!("Bench run {n}: prepare the report."))
+    task(
+        format!("bench-{n}"),
+        format!("Bench run {n}: prepare the report."),
+    )
 }
 
 /// The `n`-th short run (write, read, answer).
@@ -69,7 +72,8 @@ pub fn quick_task(n: usize) -> TaskLine {
 /// path does not).
 pub fn output_ok(id: &str, output: &str) -> bool {
     if let Some(n) = id.strip_prefix("bench-") {
-        output.starts_with(&format!("Run {n} done:")) && output.contains(&format!("/work/report-{n}.md"))
+        output.starts_with(&format!("Run {n} done:"))
+            && output.contains(&format!("/work/report-{n}.md"))
     } else if let Some(n) = id.strip_prefix("quick-") {
         output == format!("Quick run {n} done.")
     } else {
@@ -152,7 +156,10 @@ mod tests {
         for k in 0..MAIN_CALLS {
             // Main-agent calls 1 ms apart, except the delegated step (10 ms).
             let offset = k as u64 + if k >= AFTER_TASK { 9 } else { 0 };
-            log.push(call(start + Duration::from_millis(offset), "Bench run 3: prepare the report."));
+            log.push(call(
+                start + Duration::from_millis(offset),
+                "Bench run 3: prepare the report.",
+            ));
         }
         // The subagent's calls and a warm-up run are not main-agent steps.
         log.push(call(start, "Check /work/report-3.md for run 3 and answer."));

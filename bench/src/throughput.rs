@@ -52,6 +52,8 @@ pub struct Concurrency {
     pub peak_rss: u64,
     /// Runs that ended as scripted.
     pub ok: usize,
+    /// What the failed ones raised (exception types).
+    pub errors: Vec<String>,
 }
 
 /// A scripted server without a request log (which would grow with every
@@ -129,15 +131,22 @@ pub async fn deepfleet_concurrency(
     for &runs in levels {
         let tasks: Vec<TaskLine> = (0..runs).map(quick_task).collect();
         let concurrency = u16::try_from(runs).context("at most 65,535 runs in flight")?;
-        let (wall_s, peak_rss) =
-            run_on_workers(binary, &url, &tasks, 1, concurrency, Duration::from_secs(300))
-                .await
-                .with_context(|| format!("{runs} concurrent runs"))?;
+        let (wall_s, peak_rss) = run_on_workers(
+            binary,
+            &url,
+            &tasks,
+            1,
+            concurrency,
+            Duration::from_secs(300),
+        )
+        .await
+        .with_context(|| format!("{runs} concurrent runs"))?;
         out.push(Concurrency {
             runs,
             wall_s,
             peak_rss,
             ok: runs,
+            errors: Vec::new(),
         });
     }
     server.abort();
@@ -166,6 +175,7 @@ pub async fn deepagents_concurrency(
             wall_s: report.wall_s,
             peak_rss: report.peak_rss_kib * 1024,
             ok: report.ok,
+            errors: report.errors,
         };
         let stop = point.ok < runs || point.wall_s > give_up * ideal;
         out.push(point);

@@ -64,6 +64,12 @@ impl Keys {
         format!("{}:run:{run}", self.prefix)
     }
 
+    /// Stream: a run's [`RunEvent`](crate::RunEvent)s, for its followers;
+    /// expires a while after the last append.
+    pub fn run_events(&self, run: &str) -> String {
+        format!("{}:ev:{{{run}}}", self.prefix)
+    }
+
     /// String: an agent spec (JSON) by name.
     pub fn spec(&self, name: &str) -> String {
         format!("{}:spec:{name}", self.prefix)

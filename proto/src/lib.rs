@@ -18,9 +18,11 @@ pub mod keys;
 pub mod message;
 pub mod path;
 pub mod run;
+pub mod run_event;
 pub mod schema;
 pub mod sealed;
 pub mod spec;
+pub mod submission;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};
 pub use checkpoint::{
@@ -40,5 +42,7 @@ pub use message::{
     ToolStatus, Usage, UserMessage,
 };
 pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
+pub use run_event::RunEvent;
 pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};
+pub use submission::{Submission, SubmissionInput, SubmissionResult};

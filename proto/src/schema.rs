@@ -20,6 +20,9 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::message::Message>("message"),
         one::<crate::checkpoint::FileData>("file_data"),
         one::<crate::item::Item>("item"),
+        one::<crate::submission::Submission>("submission"),
+        one::<crate::run_event::RunEvent>("run_event"),
+        one::<crate::submission::SubmissionResult>("submission_result"),
     ]
 }
 

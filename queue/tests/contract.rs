@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
-use deepfleet_queue::{Consumer, DeadLetter, DeadLetters, Delivery, Queue, QueueError};
+use deepfleet_queue::{
+    Consumer, DeadLetter, DeadLetters, Delivery, Queue, QueueError, Replies, ReplyAddress,
+};
 use futures::FutureExt;
 use pretty_assertions::assert_eq;
 
@@ -329,6 +331,144 @@ async fn amqp_recovers_from_a_forced_close() {
         after.ack().await.unwrap();
     })
     .await;
+}
+
+/// A request published with `reply_to` and `correlation_id` (as another
+/// service's AMQP client would) shows both on its delivery, and the reply
+/// reaches that queue carrying the same correlation id.
+#[tokio::test]
+async fn amqp_reply_reaches_the_reply_queue() {
+    on_amqp(10, |q, config| async move {
+        let client = RawClient::connect(&config).await;
+        let reply_queue = client.exclusive_queue().await;
+        client
+            .publish_request(&config.queue, b"request", &reply_queue, "corr-1")
+            .await;
+        let mut consumer = q.consume(1).await.unwrap();
+        let request = next(&mut consumer).await;
+        let address = request.reply_address();
+        assert_eq!(
+            address,
+            ReplyAddress {
+                reply_to: Some(reply_queue.clone()),
+                correlation_id: Some("corr-1".into()),
+            }
+        );
+        q.reply(&address, b"answer".to_vec()).await.unwrap();
+        request.ack().await.unwrap();
+        let (payload, properties) = client.get_within(&reply_queue).await;
+        assert_eq!(
+            (payload.as_slice(), properties.correlation_id().clone()),
+            (&b"answer"[..], Some("corr-1".into()))
+        );
+    })
+    .await;
+}
+
+/// Without a reply queue, or when it is gone, the reply is kept on the
+/// results queue; a lost reply queue is named in a header.
+#[tokio::test]
+async fn amqp_reply_without_a_live_queue_goes_to_results() {
+    on_amqp(10, |q, config| async move {
+        let client = RawClient::connect(&config).await;
+        q.reply(&ReplyAddress::default(), b"nobody asked".to_vec())
+            .await
+            .unwrap();
+        let gone = ReplyAddress {
+            reply_to: Some(format!("{}.gone", config.queue)),
+            correlation_id: Some("corr-2".into()),
+        };
+        q.reply(&gone, b"too late".to_vec()).await.unwrap();
+        let (first, _) = client.get_within(q.results_name()).await;
+        let (second, properties) = client.get_within(q.results_name()).await;
+        let header = properties
+            .headers()
+            .as_ref()
+            .and_then(|h| {
+                h.inner()
+                    .get(deepfleet_queue::amqp::UNREACHABLE_REPLY_TO_HEADER)
+                    .cloned()
+            })
+            .and_then(|v| v.as_long_string().map(|s| s.to_string()));
+        assert_eq!(
+            (
+                first.as_slice(),
+                second.as_slice(),
+                header,
+                properties.correlation_id().clone()
+            ),
+            (
+                &b"nobody asked"[..],
+                &b"too late"[..],
+                gone.reply_to.clone(),
+                Some("corr-2".into())
+            )
+        );
+    })
+    .await;
+}
+
+/// A plain lapin client standing in for another service.
+struct RawClient {
+    channel: lapin::Channel,
+    _connection: lapin::Connection,
+}
+
+impl RawClient {
+    async fn connect(config: &AmqpConfig) -> RawClient {
+        let connection =
+            lapin::Connection::connect(&config.url, lapin::ConnectionProperties::default())
+                .await
+                .unwrap();
+        let channel = connection.create_channel().await.unwrap();
+        RawClient {
+            channel,
+            _connection: connection,
+        }
+    }
+
+    /// A server-named, exclusive queue, as RPC clients use for replies.
+    async fn exclusive_queue(&self) -> String {
+        let options = lapin::options::QueueDeclareOptions {
+            exclusive: true,
+            ..Default::default()
+        };
+        self.channel
+            .queue_declare("".into(), options, Default::default())
+            .await
+            .unwrap()
+            .name()
+            .to_string()
+    }
+
+    async fn publish_request(&self, queue: &str, payload: &[u8], reply_to: &str, id: &str) {
+        let properties = lapin::BasicProperties::default()
+            .with_reply_to(reply_to.into())
+            .with_correlation_id(id.into());
+        self.channel
+            .basic_publish(
+                "".into(),
+                queue.into(),
+                Default::default(),
+                payload,
+                properties,
+            )
+            .await
+            .unwrap();
+    }
+
+    /// The next message of `queue`, polled until [`PATIENCE`] runs out.
+    async fn get_within(&self, queue: &str) -> (Vec<u8>, lapin::BasicProperties) {
+        let start = Instant::now();
+        loop {
+            let options = lapin::options::BasicGetOptions { no_ack: true };
+            if let Some(got) = self.channel.basic_get(queue.into(), options).await.unwrap() {
+                return (got.delivery.data, got.delivery.properties);
+            }
+            assert!(start.elapsed() < PATIENCE, "nothing arrived on {queue}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
 }
 
 /// Has the broker close the connection named after `queue` (the

@@ -98,7 +98,10 @@ impl BatchFollower {
 }
 
 /// What an interrupted run asks its reviewer.
-fn review_of(run: &RunRecord, thread: &deepfleet_store::Checkpoint) -> Option<PendingReview> {
+pub(crate) fn review_of(
+    run: &RunRecord,
+    thread: &deepfleet_store::Checkpoint,
+) -> Option<PendingReview> {
     let interrupt = thread.pending.as_ref()?.interrupt.as_ref()?;
     Some(PendingReview {
         run_id: run.run_id.clone(),

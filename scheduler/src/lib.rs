@@ -11,10 +11,14 @@ mod custom_state;
 mod error;
 mod intake;
 pub mod lifecycle;
+pub mod replies;
 pub mod resume;
+pub mod submissions;
 
 pub use batch::{BatchFollower, result_line};
 pub use custom_state::validate_seed;
 pub use error::SchedulerError;
 pub use intake::{Intake, validate_task};
 pub use lifecycle::Lifecycle;
+pub use replies::Replier;
+pub use submissions::SubmissionIntake;

@@ -100,6 +100,9 @@ pub struct RunMeta {
     /// The messages it appends to its thread when it starts.
     #[serde(default)]
     pub input: Vec<Message>,
+    /// The files it writes into its thread's state backend when it starts.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, FileData>,
     /// Its runtime context (the assistant's, overridden by the request's),
     /// sealed: it may carry keys, and is never stored in clear.
     #[serde(default)]
@@ -270,7 +273,7 @@ impl Lifecycle {
                     message: m.clone(),
                 })
                 .collect(),
-            files: BTreeMap::<String, FileData>::new(),
+            files: meta.files.clone(),
             state: Map::new(),
         };
         self.intake.start(&run, &seed).await?;

@@ -9,8 +9,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle};
+use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
 use deepfleet_worker::metrics::Metrics;
 use tracing::info;
 
@@ -19,6 +20,10 @@ use crate::settings::Settings;
 
 /// How often queued runs are checked for a free thread.
 const STARTER_EVERY: Duration = Duration::from_millis(200);
+/// How often ended submitted runs are looked for, to answer them.
+const REPLIER_EVERY: Duration = Duration::from_millis(250);
+/// Submissions in hand at once (each takes a few store round trips).
+const SUBMISSION_PREFETCH: u16 = 16;
 
 /// Arguments of `deepfleet scheduler`.
 #[derive(Args)]
@@ -36,9 +41,16 @@ pub struct SchedulerArgs {
     /// after the spec.
     #[arg(long)]
     agents: PathBuf,
+    /// RabbitMQ queue taking JSON submissions (docs/queue-intake.md); its
+    /// dead letters go to `NAME.dead`, answers without a reply queue to
+    /// `NAME.results`. Default: the step queue's name + `.submissions`
+    /// (`deepfleet.steps.submissions`).
+    #[arg(long)]
+    submissions: Option<String>,
 }
 
 pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<ExitCode> {
+    let amqp_url = args.queue.clone().or_else(|| settings.queue.clone());
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue));
     // Without a key, runs that carry a context are refused with a clear
@@ -71,6 +83,25 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         started_at: chrono::Utc::now(),
         metrics: Some(render),
     };
+    let url = amqp_url.context("no queue URL for the submission queue")?;
+    let submissions_name = args
+        .submissions
+        .unwrap_or_else(|| format!("{}.submissions", settings.queue_name));
+    let submissions = AmqpQueue::connect(AmqpConfig::new(url, submissions_name))
+        .await
+        .context("connecting the submission queue")?;
+    submissions
+        .declare_results()
+        .await
+        .context("declaring the submission results queue")?;
+    let replier = Replier::new(Arc::clone(&store), Arc::new(submissions.clone()));
+    tokio::spawn(replier.clone().run(REPLIER_EVERY));
+    let intake = SubmissionIntake::new(state.clone(), replier);
+    tokio::spawn(async move {
+        if let Err(e) = intake.run(Arc::new(submissions), SUBMISSION_PREFETCH).await {
+            tracing::error!(error = %e, "the submission queue consumer stopped");
+        }
+    });
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("listening on {}", args.listen))?;

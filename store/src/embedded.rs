@@ -28,6 +28,8 @@ pub struct EmbeddedStore {
     state: Mutex<State>,
     /// Where the state is persisted, for stores made by [`EmbeddedStore::open`].
     file: Option<SnapshotFile>,
+    /// Run event streams; not persisted.
+    events: Mutex<crate::run_events::RunEventLogs>,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -73,6 +75,7 @@ impl EmbeddedStore {
         Ok(EmbeddedStore {
             state: Mutex::new(state),
             file: Some(file),
+            events: Mutex::default(),
         })
     }
 
@@ -213,6 +216,44 @@ impl Store for EmbeddedStore {
             .get(thread_id)
             .cloned()
             .unwrap_or_default())
+    }
+
+    async fn load_messages(
+        &self,
+        thread_id: &str,
+        from: u64,
+    ) -> Result<Vec<deepfleet_proto::LoggedMessage>, StoreError> {
+        let from = usize::try_from(from).unwrap_or(usize::MAX);
+        Ok(self
+            .lock()
+            .threads
+            .get(thread_id)
+            .map(|t| t.messages.iter().skip(from).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn append_run_event(
+        &self,
+        run_id: &str,
+        event: &deepfleet_proto::RunEvent,
+    ) -> Result<(), StoreError> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(run_id, event);
+        Ok(())
+    }
+
+    async fn run_events(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, deepfleet_proto::RunEvent)>, StoreError> {
+        self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .read(run_id, after, max)
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {

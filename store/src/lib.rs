@@ -16,6 +16,7 @@ pub mod embedded;
 mod error;
 mod items;
 pub mod redis;
+mod run_events;
 pub mod sealed;
 mod snapshot;
 
@@ -24,11 +25,18 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use deepfleet_proto::{
     AgentSpec, ChildResult, ContextCursor, FileData, Item, ItemSearch, LoggedMessage,
-    NamespaceQuery, ParentLink, PendingTools, RunRecord,
+    NamespaceQuery, ParentLink, PendingTools, RunEvent, RunRecord,
 };
 use serde_json::{Map, Value};
 
 pub use error::StoreError;
+
+/// Most events a run's stream keeps (one per step of the run and its
+/// subagents).
+pub const RUN_EVENTS_MAX: usize = 10_000;
+
+/// How long a run's event stream outlives its last append.
+pub const RUN_EVENTS_TTL_SECS: u64 = 24 * 3600;
 
 /// A thread as a step sees it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -134,6 +142,31 @@ pub trait Store: Send + Sync + 'static {
 
     /// Loads a thread's checkpoint (empty for an unknown thread).
     async fn load_thread(&self, thread_id: &str) -> Result<Checkpoint, StoreError>;
+
+    /// The messages of a thread's log from index `from` on, without the
+    /// rest of the checkpoint: what a follower of a step needs, O(new
+    /// messages) rather than O(conversation).
+    async fn load_messages(
+        &self,
+        thread_id: &str,
+        from: u64,
+    ) -> Result<Vec<LoggedMessage>, StoreError>;
+
+    /// Appends `event` to `run_id`'s event stream. Streams are capped
+    /// (oldest events dropped past [`RUN_EVENTS_MAX`]) and expire
+    /// [`RUN_EVENTS_TTL_SECS`] after the last append; followers that miss
+    /// events recover from the checkpoint.
+    async fn append_run_event(&self, run_id: &str, event: &RunEvent) -> Result<(), StoreError>;
+
+    /// Up to `max` events of `run_id`'s stream after the one with id
+    /// `after` (from the start when `None`), oldest first, with their ids.
+    /// Ids are opaque, increasing strings without `/` or `:`.
+    async fn run_events(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, RunEvent)>, StoreError>;
 
     /// Commits one step atomically, if the thread is at `commit.step`.
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError>;

@@ -14,6 +14,8 @@
 mod cluster;
 #[path = "conformance/items.rs"]
 mod items;
+#[path = "conformance/run_events.rs"]
+mod run_events;
 #[path = "conformance/scenarios.rs"]
 mod scenarios;
 
@@ -84,6 +86,8 @@ conformance!(
     items_search_by_prefix_filter_and_page,
     items_bad_namespaces_are_refused,
     records_by_kind,
+    run_events_read_after_an_id,
+    load_messages_from_an_index,
 );
 
 async fn on_embedded(scenario: Scenario) {

@@ -43,13 +43,16 @@ use tokio::task::JoinHandle;
 /// Characters per piece of streamed text or arguments.
 const PIECE_CHARS: usize = 7;
 
+/// Request bodies with their arrival times, shared with the handlers.
+type RequestLog = Arc<Mutex<Vec<(Instant, Value)>>>;
+
 #[derive(Clone)]
 struct AppState {
     engine: Arc<ReplayEngine>,
     latency: Duration,
     /// Request bodies received, with when they arrived, when someone
     /// wants them.
-    requests: Option<Arc<Mutex<Vec<(Instant, Value)>>>>,
+    requests: Option<RequestLog>,
 }
 
 impl AppState {
@@ -95,7 +98,7 @@ impl AppState {
 /// A scripted model server on `127.0.0.1`; stops when dropped.
 pub struct ScriptedServer {
     address: SocketAddr,
-    requests: Arc<Mutex<Vec<(Instant, Value)>>>,
+    requests: RequestLog,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }

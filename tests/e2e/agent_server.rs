@@ -16,17 +16,17 @@ use tokio::process::Command;
 
 use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL};
 
-fn fixtures() -> PathBuf {
+pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/agent_server")
 }
 
-fn in_ci() -> bool {
+pub(crate) fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 /// A venv with `langgraph-sdk` and `pika`; `None` (skip) when pip cannot
 /// install them outside CI.
-async fn python() -> Option<PathBuf> {
+pub(crate) async fn python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-venv");
     let python = venv.join("bin/python");
     let ready = python.exists()
@@ -60,7 +60,7 @@ async fn python() -> Option<PathBuf> {
 }
 
 /// A free local port for the scheduler.
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -120,6 +120,8 @@ async fn langgraph_sdk_drives_the_scheduler() {
         Ok(Ok(std::process::ExitStatus::default()))
     };
     let _ = scheduler.kill().await;
+    crate::queue_intake::delete_submission_queues(&format!("{}.submissions", fleet.queue_name))
+        .await;
     fleet.shutdown().await;
     assert!(up, "the scheduler did not listen on {addr}");
     let status = outcome.expect("sdk flows timed out").unwrap();

@@ -56,7 +56,9 @@ scenario!(a_large_result_is_offloaded, |fleet| {
     );
     assert!(r.output.contains("... [2990 lines truncated] ..."));
     assert_eq!(
-        r.files.get("/large_tool_results/call_0_0").map(|f| f.trim_end()),
+        r.files
+            .get("/large_tool_results/call_0_0")
+            .map(|f| f.trim_end()),
         Some(large_report().as_str())
     );
 });
@@ -120,7 +122,7 @@ scenario!(sixty_steps_in_a_16k_window, |fleet| {
     );
     let mut t = task("t1", "Follow the step files to the answer.");
     t.files = Some(chain_files().into_iter().collect());
-    let batch = fleet.run_killing(&spec, &[t], None).await;
+    let batch = fleet.run_batch(&spec, &[t]).await;
     let r = &batch.results[0];
     assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
     assert_eq!(r.output, "The answer is 4242.");
@@ -131,7 +133,11 @@ scenario!(sixty_steps_in_a_16k_window, |fleet| {
         .load_thread(&batch.runs[0].thread_id)
         .await
         .unwrap();
-    assert_eq!(thread.messages.len(), 1 + 2 * STEPS + 1, "the log keeps every message");
+    assert_eq!(
+        thread.messages.len(),
+        1 + 2 * STEPS + 1,
+        "the log keeps every message"
+    );
     let summary = thread.context.summary.expect("the run was summarized");
     let history = r
         .files
@@ -205,7 +211,9 @@ scenario!(an_overflow_is_recovered_once, |fleet| {
     // 4 turns were in the log; keeping 6 messages leaves 3 in view.
     assert_eq!(r.output, "recovered with 3 turns in view");
     assert!(
-        r.files.keys().any(|p| p.starts_with("/conversation_history/session_")),
+        r.files
+            .keys()
+            .any(|p| p.starts_with("/conversation_history/session_")),
         "{:?}",
         r.files.keys()
     );

@@ -41,7 +41,7 @@ async fn interrupted(
         &replay_model(dir.path(), TWO_WRITES_AND_LS),
         spec_yaml,
     );
-    let mut batch = fleet.run_killing(&spec, &[task("t1", input)], None).await;
+    let mut batch = fleet.run_batch(&spec, &[task("t1", input)]).await;
     (batch.results.remove(0), batch.runs.remove(0))
 }
 
@@ -282,7 +282,7 @@ scenario!(a_subagent_inherits_interrupt_on, |fleet| {
         GATED,
     );
     let batch = fleet
-        .run_killing(&spec, &[task("t1", "Delegate the write")], None)
+        .run_batch(&spec, &[task("t1", "Delegate the write")])
         .await;
     let (line, run) = (&batch.results[0], &batch.runs[0]);
     assert_eq!(line.status, ResultStatus::Interrupted);

@@ -55,6 +55,16 @@ async fn dump(prefix: &str) -> String {
             "list" => conn.lrange(&key, 0, -1).await.unwrap(),
             "set" => conn.smembers(&key).await.unwrap(),
             "zset" => conn.zrange(&key, 0, -1).await.unwrap(),
+            "stream" => {
+                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                entries.into_iter().flat_map(|(_, fields)| fields).collect()
+            }
             other => panic!("unexpected key type {other} at {key}"),
         };
         out.push_str(&key);
@@ -110,7 +120,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
         files: None,
         state: None,
     };
-    let batch = fleet.run_killing(&spec, &[task], None).await;
+    let batch = fleet.run_batch(&spec, &[task]).await;
     let (line, run) = (&batch.results[0], &batch.runs[0]);
     assert_eq!(line.status, ResultStatus::Interrupted);
     // Parked: the parent and its subagent hold the context, sealed.

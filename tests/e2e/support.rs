@@ -283,38 +283,64 @@ impl Fleet {
     /// Submits `tasks` without waiting for them; returns the follower of
     /// their batch and the runs, in task order.
     pub async fn submit(&self, spec: &AgentSpec, tasks: &[TaskLine]) -> (BatchFollower, Vec<RunRecord>) {
-        let intake = Intake::new(self.store.clone(), self.queue.clone())
-            .with_context_key(context_key());
-        intake.register(spec).await.expect("registering the spec");
+        let intake = self.intake(spec).await;
         let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
         let mut runs = Vec::new();
         for task in tasks {
-            let run = intake
-                .submit(&spec.name, task, Some(follower.batch_id()), deepfleet_worker::tokens::count_message)
-                .await
-                .expect("submitting a task");
-            follower.track(&run);
-            runs.push(run);
+            runs.push(submit_one(&intake, spec, task, &mut follower).await);
         }
         (follower, runs)
     }
 
-    /// Runs `tasks` of `spec` to the end; results in task order.
-    pub async fn run(&mut self, spec: &AgentSpec, tasks: &[TaskLine]) -> Vec<ResultLine> {
-        self.run_killing(spec, tasks, None).await.results
+    /// Intake for this fleet, with `spec` registered.
+    async fn intake(&self, spec: &AgentSpec) -> Intake {
+        let intake = Intake::new(self.store.clone(), self.queue.clone())
+            .with_context_key(context_key());
+        intake.register(spec).await.expect("registering the spec");
+        intake
     }
 
-    /// Like [`Fleet::run`]; with `kill_every = Some(n)`, SIGKILLs a worker
-    /// process (and starts a replacement) each time `n` more runs finish.
-    pub async fn run_killing(
+    /// Runs `tasks` of `spec` to the end; results in task order.
+    pub async fn run(&mut self, spec: &AgentSpec, tasks: &[TaskLine]) -> Vec<ResultLine> {
+        self.run_batch(spec, tasks).await.results
+    }
+
+    /// Runs `tasks` of `spec` to the end; the results and the runs.
+    pub async fn run_batch(&mut self, spec: &AgentSpec, tasks: &[TaskLine]) -> Batch {
+        self.follow(spec, tasks, None).await
+    }
+
+    /// Like [`Fleet::run_batch`], SIGKILLing a worker process (and starting
+    /// a replacement) every `every` while runs remain, so kills land in the
+    /// middle of steps whatever the batch's pace.
+    pub async fn run_killing(&mut self, spec: &AgentSpec, tasks: &[TaskLine], every: Duration) -> Batch {
+        self.follow(spec, tasks, Some(every)).await
+    }
+
+    async fn follow(
         &mut self,
         spec: &AgentSpec,
         tasks: &[TaskLine],
-        kill_every: Option<usize>,
+        kill_every: Option<Duration>,
     ) -> Batch {
-        let (mut follower, runs) = self.submit(spec, tasks).await;
-        let mut results = Vec::new();
+        let intake = self.intake(spec).await;
+        let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
+        let mut runs = Vec::new();
         let mut kills = 0;
+        let mut last_kill = tokio::time::Instant::now();
+        // Kills start while the batch is still being submitted: a fast fleet
+        // finishes runs as they come in.
+        for task in tasks {
+            runs.push(submit_one(&intake, spec, task, &mut follower).await);
+            if let Some(every) = kill_every
+                && last_kill.elapsed() >= every
+            {
+                self.kill_worker(kills).await;
+                kills += 1;
+                last_kill = tokio::time::Instant::now();
+            }
+        }
+        let mut results = Vec::new();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(240);
         while follower.remaining() > 0 {
             assert!(
@@ -329,11 +355,12 @@ impl Fleet {
             }
             results.extend(lines);
             if let Some(every) = kill_every
-                && results.len() >= every * (kills + 1)
+                && last_kill.elapsed() >= every
                 && follower.remaining() > 0
             {
                 self.kill_worker(kills).await;
                 kills += 1;
+                last_kill = tokio::time::Instant::now();
             }
         }
         let order: HashMap<&str, usize> = tasks
@@ -389,6 +416,21 @@ impl Fleet {
             let _ = redis.delete_prefix().await;
         }
     }
+}
+
+/// Submits one task of a batch and tracks its run.
+async fn submit_one(
+    intake: &Intake,
+    spec: &AgentSpec,
+    task: &TaskLine,
+    follower: &mut BatchFollower,
+) -> RunRecord {
+    let run = intake
+        .submit(&spec.name, task, Some(follower.batch_id()), deepfleet_worker::tokens::count_message)
+        .await
+        .expect("submitting a task");
+    follower.track(&run);
+    run
 }
 
 fn worker_command(queue_name: &str, prefix: &str, base_url: Option<&str>) -> Command {

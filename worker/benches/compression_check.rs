@@ -60,7 +60,10 @@ fn log(n: usize) -> Vec<LoggedMessage> {
             } else {
                 Message::tool(format!("c{}", i - 1), "read_file", "x", ToolStatus::Success)
             };
-            LoggedMessage { message, tokens: 40 }
+            LoggedMessage {
+                message,
+                tokens: 40,
+            }
         })
         .collect()
 }
@@ -106,7 +109,9 @@ fn main() {
     compressor.fixed_tokens("a system prompt", &[]);
     let backend = StateBackend::default();
     let emit = |_: Event| {};
-    println!("| messages | decision (ns) | decision, summary in force (ns) | sum over the log (ns) |");
+    println!(
+        "| messages | decision (ns) | decision, summary in force (ns) | sum over the log (ns) |"
+    );
     println!("|---:|---:|---:|---:|");
     for n in [10, 100, 1_000] {
         let history = log(n);
@@ -127,7 +132,10 @@ fn main() {
             }));
         }
         let summed = time(|| {
-            let tokens: u64 = black_box(&history).iter().map(|m| u64::from(m.tokens)).sum();
+            let tokens: u64 = black_box(&history)
+                .iter()
+                .map(|m| u64::from(m.tokens))
+                .sum();
             tokens > 170_000
         });
         println!("| {n} | {:.1} | {:.1} | {summed:.1} |", row[0], row[1]);

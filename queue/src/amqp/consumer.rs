@@ -41,7 +41,11 @@ impl Consumer for AmqpConsumer {
             channel: self.channel.clone(),
             headers: delivery.properties.headers().clone(),
             reply: ReplyAddress {
-                reply_to: delivery.properties.reply_to().as_ref().map(|q| q.to_string()),
+                reply_to: delivery
+                    .properties
+                    .reply_to()
+                    .as_ref()
+                    .map(|q| q.to_string()),
                 correlation_id: delivery
                     .properties
                     .correlation_id()

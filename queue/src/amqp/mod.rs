@@ -50,6 +50,7 @@ use uuid::Uuid;
 
 use crate::{Consumer, Queue, QueueError};
 use consumer::AmqpConsumer;
+pub use replies::UNREACHABLE_REPLY_TO_HEADER;
 use topology::Names;
 
 /// How many times a publish is tried when the connection fails under it.
@@ -235,6 +236,24 @@ impl AmqpQueue {
         }
         self.shared.results_declared.store(false, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Declares the results exchange and queue now rather than on the first
+    /// answer sent there, so consumers can subscribe before any arrives.
+    pub async fn declare_results(&self) -> Result<(), QueueError> {
+        self.shared
+            .ensure_results()
+            .await
+            .map_err(|failure| match failure {
+                Failure::Broker(err) => connection_error(err),
+                Failure::Returned(why) | Failure::Refused(why) => QueueError::NotConfirmed(why),
+            })
+    }
+
+    /// The results exchange, and the queue bound to it, that
+    /// [`Replies`](crate::Replies) answers on when there is no reply queue.
+    pub fn results_name(&self) -> &str {
+        &self.shared.names.results
     }
 
     /// Closes the connection. Deliveries not yet settled go back to the

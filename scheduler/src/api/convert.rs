@@ -160,11 +160,63 @@ fn input_message(item: &Value) -> Result<Message, String> {
     Ok(Message::user(text))
 }
 
+/// The files of a run's `input` (`{"files": {path: text | FileData}}`,
+/// as deepagents' state takes them), seeded into the thread's state
+/// backend; paths are checked and normalised. No `files` is no files.
+pub fn input_files(
+    input: &Value,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<std::collections::BTreeMap<String, deepfleet_proto::FileData>, InputError> {
+    let Some(files) = input.get("files") else {
+        return Ok(Default::default());
+    };
+    let Some(files) = files.as_object() else {
+        return Err(InputError(
+            "input.files must be an object of path -> file".into(),
+        ));
+    };
+    let mut out = std::collections::BTreeMap::new();
+    for (path, file) in files {
+        let normal = deepfleet_proto::path::validate(path)
+            .map_err(|e| InputError(format!("input.files: {e}")))?;
+        let data = match file {
+            Value::String(text) => deepfleet_proto::FileData::text(text.clone(), now),
+            Value::Object(_) => serde_json::from_value(file.clone())
+                .map_err(|e| InputError(format!("input.files[{path}]: {e}")))?,
+            _ => {
+                return Err(InputError(format!(
+                    "input.files[{path}] must be text or a file object"
+                )));
+            }
+        };
+        out.insert(normal, data);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use deepfleet_proto::{AssistantMessage, LoggedMessage, ToolCall};
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn input_files_take_text_or_file_objects_and_check_paths() {
+        let now = chrono::Utc::now();
+        let input = json!({"files": {"notes//a.md": "hi", "/b.md": {"content": "b", "created_at": now, "modified_at": now}}});
+        let files = input_files(&input, now).unwrap();
+        assert_eq!(
+            files
+                .iter()
+                .map(|(p, f)| (p.as_str(), f.content.as_str()))
+                .collect::<Vec<_>>(),
+            vec![("/b.md", "b"), ("/notes/a.md", "hi")]
+        );
+        assert!(input_files(&json!({}), now).unwrap().is_empty());
+        assert!(input_files(&json!({"files": {"/../x": "no"}}), now).is_err());
+        assert!(input_files(&json!({"files": [1]}), now).is_err());
+        assert!(input_files(&json!({"files": {"/a": 3}}), now).is_err());
+    }
 
     #[test]
     fn ai_messages_carry_parsed_tool_calls() {

@@ -72,7 +72,8 @@ async fn create_stream(
     Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     let meta = runs::create_run(&state, Some(&thread_id), &body, None).await?;
-    let modes = stream::Modes::parse(body.stream_mode.as_ref())?;
+    let mut modes = stream::Modes::parse(body.stream_mode.as_ref())?;
+    modes.subgraphs = body.stream_subgraphs.unwrap_or(false);
     Ok(stream::sse_response(state, meta, modes, None))
 }
 
@@ -81,7 +82,8 @@ async fn create_stream_stateless(
     Body(body): Body<RunCreate>,
 ) -> Result<Response, ApiError> {
     let meta = runs::create_run(&state, None, &body, None).await?;
-    let modes = stream::Modes::parse(body.stream_mode.as_ref())?;
+    let mut modes = stream::Modes::parse(body.stream_mode.as_ref())?;
+    modes.subgraphs = body.stream_subgraphs.unwrap_or(false);
     Ok(stream::sse_response(state, meta, modes, None))
 }
 
@@ -92,12 +94,15 @@ async fn join_stream(
     axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
     let meta = runs::load(&state, &thread_id, &run_id).await?;
-    let modes = stream::Modes::parse(
+    let mut modes = stream::Modes::parse(
         query
             .get("stream_mode")
             .map(|m| Value::String(m.clone()))
             .as_ref(),
     )?;
+    modes.subgraphs = query
+        .get("stream_subgraphs")
+        .is_some_and(|v| v == "true" || v == "1");
     let last = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

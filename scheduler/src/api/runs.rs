@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use super::ApiState;
 use super::assistants;
-use super::convert::input_messages;
+use super::convert::{input_files, input_messages};
 use super::error::{ApiError, Body};
 use super::multitask::{Admission, Strategy, admit};
 use super::threads;
@@ -99,6 +99,13 @@ pub async fn create_run(
         Some(input) => input_messages(input).map_err(|e| ApiError::unprocessable(e.0))?,
         None => return Err(ApiError::unprocessable("input is required")),
     };
+    let files = body
+        .input
+        .as_ref()
+        .map(|input| input_files(input, Utc::now()))
+        .transpose()
+        .map_err(|e| ApiError::unprocessable(e.0))?
+        .unwrap_or_default();
     let assistant = assistants::find(state, &body.assistant_id).await?;
     let graph_id = assistant["graph_id"]
         .as_str()
@@ -177,6 +184,7 @@ pub async fn create_run(
         multitask_strategy: strategy.as_str().to_owned(),
         batch_id,
         input,
+        files,
         context: state.life.intake().seal_context(
             &body.assistant_id,
             merged_context(&assistant, body).as_ref(),

@@ -1,18 +1,22 @@
-//! Server-sent events of a run, derived from what the workers commit.
+//! Server-sent events of a run, from the events workers publish.
 //!
-//! The scheduler follows the run in the store (every [`POLL`]) and turns
-//! each committed step into events of the requested modes, so workers pay
-//! nothing per step for streaming and any scheduler instance can serve
-//! any stream. Event ids are `"{messages seen}:{mode}"`: a client that
-//! reconnects with `Last-Event-ID` gets only messages after the ones it
-//! had, then the current `values`.
+//! After each commit a worker appends a [`RunEvent`] (the step and the
+//! range of messages it added) to the run's event stream, and to its
+//! parent's for a subagent (see `worker/src/step/announce.rs`). The
+//! scheduler reads that stream (every [`POLL`] while it is quiet) and
+//! turns each event into events of the requested modes, reading only the
+//! step's new messages, so any scheduler instance can serve any stream
+//! at a per-step cost that does not grow with the conversation. Event ids
+//! are `"{stream id}/{messages seen}:{kind}"`: a client that reconnects
+//! with `Last-Event-ID` gets only what came after, then the current
+//! `values`.
 
 use std::convert::Infallible;
 use std::time::Instant;
 
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
-use deepfleet_proto::{Message, RunStatus};
+use deepfleet_proto::{Message, RunEvent, RunStatus};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -36,6 +40,9 @@ pub struct Modes {
     pub messages_tuple: bool,
     /// Tool-emitted custom data (none is produced yet).
     pub custom: bool,
+    /// Subagents' events too, namespaced `mode|task:<tool_call_id>`
+    /// (`stream_subgraphs`).
+    pub subgraphs: bool,
 }
 
 impl Modes {
@@ -84,10 +91,12 @@ fn node_of(message: &Message) -> &'static str {
     }
 }
 
-/// The events for messages `from..` of a thread's log.
+/// The events for messages `from..` of a thread's log; ids carry
+/// `cursor`, the stream position a reconnect resumes after.
 pub fn step_events(
     modes: Modes,
     meta: &RunMeta,
+    cursor: &str,
     messages: &[Message],
     from: usize,
     values: Option<&Value>,
@@ -105,38 +114,65 @@ pub fn step_events(
         {
             metadata["lc_source"] = Value::String(source.clone());
         }
+        let id = |suffix: &str| format!("{cursor}/{}:{suffix}", index + 1);
         if modes.updates {
             out.push(event(
                 "updates",
                 &json!({ node: {"messages": [dict]} }),
-                format!("{}:u", index + 1),
+                id("u"),
             ));
         }
         if modes.messages {
-            let id = message_id(&meta.thread_id, index);
+            let message_id = message_id(&meta.thread_id, index);
             out.push(event(
                 "messages/metadata",
-                &json!({ id: {"metadata": metadata} }),
-                format!("{}:mm", index + 1),
+                &json!({ message_id: {"metadata": metadata} }),
+                id("mm"),
             ));
-            out.push(event(
-                "messages/complete",
-                &json!([dict]),
-                format!("{}:mc", index + 1),
-            ));
+            out.push(event("messages/complete", &json!([dict]), id("mc")));
         }
         if modes.messages_tuple {
-            out.push(event(
-                "messages",
-                &json!([dict, metadata]),
-                format!("{}:mt", index + 1),
-            ));
+            out.push(event("messages", &json!([dict, metadata]), id("mt")));
         }
     }
     if modes.values
         && let Some(values) = values
     {
-        out.push(event("values", values, format!("{seen}:v")));
+        out.push(event("values", values, format!("{cursor}/{seen}:v")));
+    }
+    out
+}
+
+/// The `updates|task:<id>` (and `messages|...`) events of a subagent's
+/// step, for a follower that asked for `stream_subgraphs`.
+pub fn subgraph_events(
+    modes: Modes,
+    run_event: &RunEvent,
+    id: &str,
+    messages: &[Message],
+) -> Vec<Event> {
+    let ns = run_event.namespace.join("|");
+    let mut out = Vec::new();
+    for (offset, message) in messages.iter().enumerate() {
+        let index = usize::try_from(run_event.from).unwrap_or(usize::MAX) + offset;
+        let dict = message_dict(&run_event.thread_id, index, message);
+        let node = node_of(message);
+        if modes.updates {
+            out.push(event(
+                &format!("updates|{ns}"),
+                &json!({ node: {"messages": [dict]} }),
+                format!("{id}:u{offset}"),
+            ));
+        }
+        if modes.messages_tuple {
+            let metadata = json!({"run_id": run_event.run_id, "thread_id": run_event.thread_id,
+                "langgraph_node": node, "langgraph_checkpoint_ns": ns});
+            out.push(event(
+                &format!("messages|{ns}"),
+                &json!([dict, metadata]),
+                format!("{id}:t{offset}"),
+            ));
+        }
     }
     out
 }
@@ -145,9 +181,18 @@ fn event(name: &str, data: &Value, id: String) -> Event {
     Event::default().event(name).data(data.to_string()).id(id)
 }
 
-/// How many messages a client had, from its `Last-Event-ID`.
-pub fn resume_point(last_event_id: Option<&str>) -> Option<usize> {
-    last_event_id?.split(':').next()?.parse().ok()
+/// The stream position before any event.
+const START: &str = "0-0";
+
+/// Where a reconnecting client resumes, from its `Last-Event-ID`
+/// (`"{stream id}/{messages seen}:{kind}"`, or the older `"{seen}:{kind}"`):
+/// the stream id to read after and how many of the thread's messages it
+/// had. `None` (also for `-1`, "replay everything") starts over.
+pub fn resume_point(last_event_id: Option<&str>) -> Option<(String, usize)> {
+    let id = last_event_id?;
+    let (cursor, rest) = id.split_once('/').unwrap_or((START, id));
+    let seen = rest.split(':').next()?.parse().ok()?;
+    Some((cursor.to_owned(), seen))
 }
 
 /// A `text/event-stream` 200 following the run: `metadata` first, then the
@@ -169,7 +214,15 @@ pub fn sse_response(
     (headers, Sse::new(events)).into_response()
 }
 
+/// Events read from the run's stream per store round trip.
+const EVENTS_PER_READ: usize = 256;
+
 /// Sends the run's events until it ends or the client goes away (`Err`).
+///
+/// Driven by the run's event stream, which workers append to after each
+/// commit: a quiet run costs one run-record read and one empty stream read
+/// per [`POLL`]; a step costs reading just its new messages (and, for
+/// `values`, the thread state that mode sends anyway).
 async fn follow(
     state: &ApiState,
     meta: &RunMeta,
@@ -187,36 +240,57 @@ async fn follow(
     // Messages already on the thread when the run was created (earlier
     // runs, this run's input) are not news; a reconnect resumes after
     // what the client had.
-    let mut seen = match resume_point(last_event_id) {
-        Some(n) => n,
-        None => base_len(state, meta).await,
+    let (mut cursor, mut seen) = match resume_point(last_event_id) {
+        Some(point) => point,
+        None => (START.to_owned(), base_len(state, meta).await),
     };
+    let store = state.life.store();
     let mut last_sent = Instant::now();
-    let mut last_step = None;
     loop {
+        // Status first: a run seen ended has appended all it will, but
+        // its last event may still be on the way, hence the catch-up.
         let (done, status) = finished(state, meta).await.map_err(|_| ())?;
-        let checkpoint = state
-            .life
-            .store()
-            .load_thread(&meta.thread_id)
+        let batch = store
+            .run_events(&meta.run_id, Some(&cursor), EVENTS_PER_READ)
             .await
             .map_err(|_| ())?;
-        if last_step != Some(checkpoint.step) && status.is_some() {
-            let new: Vec<Message> = checkpoint
-                .messages
-                .iter()
-                .skip(seen)
-                .map(|m| m.message.clone())
-                .collect();
-            let values = thread_values(&meta.thread_id, &checkpoint);
-            for e in step_events(modes, meta, &new, seen, Some(&values)) {
-                send(e).await?;
+        let caught_up = batch.len() < EVENTS_PER_READ;
+        for (id, run_event) in batch {
+            if run_event.namespace.is_empty() {
+                let to = usize::try_from(run_event.to).unwrap_or(usize::MAX);
+                if to > seen || modes.values {
+                    for e in root_events(state, meta, modes, &cursor, seen, to).await? {
+                        send(e).await?;
+                    }
+                    seen = seen.max(to);
+                }
+            } else if modes.subgraphs {
+                let new = store
+                    .load_messages(&run_event.thread_id, run_event.from)
+                    .await
+                    .map_err(|_| ())?;
+                let count = usize::try_from(run_event.to.saturating_sub(run_event.from))
+                    .unwrap_or(usize::MAX);
+                let new: Vec<Message> = new.into_iter().take(count).map(|m| m.message).collect();
+                let at = format!("{id}/{seen}");
+                for e in subgraph_events(modes, &run_event, &at, &new) {
+                    send(e).await?;
+                }
             }
-            seen = seen.max(checkpoint.messages.len());
-            last_step = Some(checkpoint.step);
+            cursor = id;
             last_sent = Instant::now();
         }
-        if done {
+        if done && caught_up {
+            let len = store
+                .load_messages(&meta.thread_id, seen as u64)
+                .await
+                .map_err(|_| ())?
+                .len();
+            if len > 0 && status.is_some() {
+                for e in root_events(state, meta, modes, &cursor, seen, seen + len).await? {
+                    send(e).await?;
+                }
+            }
             if status == Some(RunStatus::Error) {
                 let body = final_body(state, meta).await.map_err(|_| ())?;
                 send(
@@ -232,8 +306,45 @@ async fn follow(
             send(Event::default().comment("heartbeat")).await?;
             last_sent = Instant::now();
         }
-        tokio::time::sleep(POLL).await;
+        if caught_up {
+            tokio::time::sleep(POLL).await;
+        }
     }
+}
+
+/// The followed run's events for its thread's messages `seen..to`, plus
+/// the state for `values`.
+async fn root_events(
+    state: &ApiState,
+    meta: &RunMeta,
+    modes: Modes,
+    cursor: &str,
+    seen: usize,
+    to: usize,
+) -> Result<Vec<Event>, ()> {
+    let store = state.life.store();
+    let new: Vec<Message> = store
+        .load_messages(&meta.thread_id, seen as u64)
+        .await
+        .map_err(|_| ())?
+        .into_iter()
+        .take(to.saturating_sub(seen))
+        .map(|m| m.message)
+        .collect();
+    let values = if modes.values {
+        let checkpoint = store.load_thread(&meta.thread_id).await.map_err(|_| ())?;
+        Some(thread_values(&meta.thread_id, &checkpoint))
+    } else {
+        None
+    };
+    Ok(step_events(
+        modes,
+        meta,
+        cursor,
+        &new,
+        seen,
+        values.as_ref(),
+    ))
 }
 
 /// The thread's log length before this run's input: the run's own input
@@ -278,6 +389,7 @@ mod tests {
             multitask_strategy: "enqueue".into(),
             batch_id: None,
             input: vec![],
+            files: Default::default(),
             context: None,
             cancelled: false,
             created_at: Utc::now(),
@@ -307,10 +419,18 @@ mod tests {
             ..Modes::default()
         };
         let messages = vec![Message::assistant("hi")];
-        let events = step_events(modes, &meta(), &messages, 2, Some(&json!({"messages": []})));
+        let events = step_events(
+            modes,
+            &meta(),
+            "5-0",
+            &messages,
+            2,
+            Some(&json!({"messages": []})),
+        );
         // updates + messages tuple for the message, then values.
         assert_eq!(events.len(), 3);
-        assert_eq!(resume_point(Some("3:v")), Some(3));
+        assert_eq!(resume_point(Some("5-0/3:v")), Some(("5-0".into(), 3)));
+        assert_eq!(resume_point(Some("3:v")), Some((START.into(), 3)));
         assert_eq!(resume_point(Some("-1")), None);
     }
 
@@ -321,5 +441,29 @@ mod tests {
             source: Some("summarization".into()),
         });
         assert_eq!(node_of(&summary), "SummarizationMiddleware.before_model");
+    }
+
+    #[test]
+    fn subagent_events_are_namespaced_by_task_call() {
+        let modes = Modes {
+            updates: true,
+            messages_tuple: true,
+            subgraphs: true,
+            ..Modes::default()
+        };
+        let run_event = RunEvent {
+            run_id: "child".into(),
+            thread_id: "t-child".into(),
+            step: 0,
+            status: RunStatus::Running,
+            from: 1,
+            to: 2,
+            namespace: RunEvent::task_namespace("call-1"),
+        };
+        let events = subgraph_events(modes, &run_event, "7-0/4", &[Message::assistant("checked")]);
+        let rendered: Vec<String> = events.iter().map(|e| format!("{e:?}")).collect();
+        assert_eq!(rendered.len(), 2);
+        assert!(rendered[0].contains("updates|task:call-1"), "{rendered:?}");
+        assert!(rendered[1].contains("messages|task:call-1"), "{rendered:?}");
     }
 }

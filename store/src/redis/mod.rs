@@ -20,6 +20,7 @@
 
 mod codec;
 mod conn;
+mod events;
 mod items;
 mod records;
 mod scripts;
@@ -301,6 +302,31 @@ impl Store for RedisStore {
             .await?;
         let [meta, log, files] = &keys;
         codec::checkpoint(&ThreadKeys { meta, log, files }, raw)
+    }
+
+    async fn load_messages(
+        &self,
+        thread_id: &str,
+        from: u64,
+    ) -> Result<Vec<deepfleet_proto::LoggedMessage>, StoreError> {
+        self.load_messages_from(thread_id, from).await
+    }
+
+    async fn append_run_event(
+        &self,
+        run_id: &str,
+        event: &deepfleet_proto::RunEvent,
+    ) -> Result<(), StoreError> {
+        self.append_event(run_id, event).await
+    }
+
+    async fn run_events(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, deepfleet_proto::RunEvent)>, StoreError> {
+        self.read_events(run_id, after, max).await
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {

@@ -13,6 +13,7 @@ use deepfleet_store::{Checkpoint, CommitOutcome, StepCommit, Store, StoreError, 
 use pretty_assertions::assert_eq;
 
 pub use crate::items::*;
+pub use crate::run_events::*;
 use serde_json::{Map, Value, json};
 
 pub fn at() -> DateTime<Utc> {

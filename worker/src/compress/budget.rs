@@ -251,8 +251,14 @@ mod tests {
             keep: Keep::Messages(2),
             input_budget: None,
         };
-        assert!(!by_count.fires(&Size { messages: 4, ..Size::default() }));
-        assert!(by_count.fires(&Size { messages: 5, ..Size::default() }));
+        assert!(!by_count.fires(&Size {
+            messages: 4,
+            ..Size::default()
+        }));
+        assert!(by_count.fires(&Size {
+            messages: 5,
+            ..Size::default()
+        }));
     }
 
     // deepagents conformance §13.2 item 18: eligibility at half the trigger.
@@ -274,7 +280,13 @@ mod tests {
             keep: Keep::Messages(2),
             input_budget: None,
         };
-        assert!(!by_count.compact_eligible(&Size { messages: 1, ..Size::default() }));
-        assert!(by_count.compact_eligible(&Size { messages: 2, ..Size::default() }));
+        assert!(!by_count.compact_eligible(&Size {
+            messages: 1,
+            ..Size::default()
+        }));
+        assert!(by_count.compact_eligible(&Size {
+            messages: 2,
+            ..Size::default()
+        }));
     }
 }

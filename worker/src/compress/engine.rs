@@ -5,7 +5,9 @@
 use std::sync::{Mutex, OnceLock};
 
 use deepfleet_model::{ModelError, ToolSpec};
-use deepfleet_proto::{ContentBlock, ContextCursor, EvictedMessage, LoggedMessage, Message, UserMessage};
+use deepfleet_proto::{
+    ContentBlock, ContextCursor, EvictedMessage, LoggedMessage, Message, UserMessage,
+};
 
 use crate::backend::Backend;
 use crate::compress::budget::{Policy, Size, Totals, USER_MESSAGE_TOKEN_LIMIT};
@@ -262,10 +264,9 @@ fn view_start(cursor: &ContextCursor) -> usize {
 /// older report measured a request that no longer exists). Looks back
 /// only past the newest turn's tool results.
 fn reported_usage(thread: &Thread<'_>, cursor: &ContextCursor) -> Option<u64> {
-    let since = cursor
-        .summary
-        .as_ref()
-        .map_or(0, |s| usize::try_from(s.created_at_index).unwrap_or(usize::MAX));
+    let since = cursor.summary.as_ref().map_or(0, |s| {
+        usize::try_from(s.created_at_index).unwrap_or(usize::MAX)
+    });
     let mut index = thread.len().checked_sub(1)?;
     while let Message::Tool(_) = thread.get(index)?.message {
         index = index.checked_sub(1)?;

@@ -1,7 +1,7 @@
 use super::*;
 use crate::compress::budget::{Keep, Trigger};
-use crate::compress::testing::{FakeModel, compressor, cx};
 use crate::compress::history::ToolStep;
+use crate::compress::testing::{FakeModel, compressor, cx};
 use crate::tools::compact_conversation::{CompactConversation, NOTHING_TO_COMPACT};
 use crate::tools::{Tool, ToolCtx, ToolOutput};
 use deepfleet_proto::{AssistantMessage, SummaryEvent, Usage};
@@ -9,7 +9,9 @@ use pretty_assertions::assert_eq;
 use std::sync::Arc;
 
 fn users(n: usize) -> Vec<LoggedMessage> {
-    (0..n).map(|i| logged(Message::user(format!("S{i}")))).collect()
+    (0..n)
+        .map(|i| logged(Message::user(format!("S{i}"))))
+        .collect()
 }
 
 fn turn(input: u64) -> LoggedMessage {

@@ -97,7 +97,11 @@ pub struct View {
 impl View {
     /// Builds the view for `cursor` over the stored log and the step's
     /// added messages. Costs what the view holds, not the log.
-    pub fn build(cursor: &ContextCursor, history: &[LoggedMessage], added: &[LoggedMessage]) -> View {
+    pub fn build(
+        cursor: &ContextCursor,
+        history: &[LoggedMessage],
+        added: &[LoggedMessage],
+    ) -> View {
         let start = cursor
             .summary
             .as_ref()
@@ -175,7 +179,9 @@ mod tests {
 
     #[test]
     fn view_starts_at_the_summary_and_shows_stubs() {
-        let history: Vec<_> = (0..5).map(|i| logged(Message::user(format!("m{i}")))).collect();
+        let history: Vec<_> = (0..5)
+            .map(|i| logged(Message::user(format!("m{i}"))))
+            .collect();
         let added = vec![logged(Message::user("m5"))];
         let plain = View::build(&ContextCursor::default(), &history, &added);
         assert_eq!(plain.messages.len(), 6);

@@ -12,7 +12,10 @@ fn ids_are_sanitized() {
     assert_eq!(hashed.len(), 5 + 64);
     assert_eq!(sanitize_id(&long), hashed);
     let unknown = sanitize_id("");
-    assert!(unknown.starts_with("unknown-") && unknown.len() == 16, "{unknown}");
+    assert!(
+        unknown.starts_with("unknown-") && unknown.len() == 16,
+        "{unknown}"
+    );
     assert_eq!(result_path("call_8"), "/large_tool_results/call_8");
 }
 
@@ -70,7 +73,11 @@ async fn large_results_are_offloaded_with_a_stub() {
     assert!(done.tokens_before > TOOL_RESULT_TOKEN_LIMIT);
     assert!(done.tokens_after < 1_000);
     assert_eq!(
-        backend.read("/large_tool_results/call_8").await.unwrap().content,
+        backend
+            .read("/large_tool_results/call_8")
+            .await
+            .unwrap()
+            .content,
         text
     );
     assert_eq!(

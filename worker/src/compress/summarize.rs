@@ -33,9 +33,7 @@ pub fn render(messages: &[LoggedMessage], with_summaries: bool) -> String {
     let mut out = String::new();
     for entry in messages {
         match &entry.message {
-            Message::User(m)
-                if !with_summaries && m.source.as_deref() == Some(SUMMARY_SOURCE) =>
-            {
+            Message::User(m) if !with_summaries && m.source.as_deref() == Some(SUMMARY_SOURCE) => {
                 continue;
             }
             Message::System(m) => element(&mut out, "system", "", &m.content),

@@ -14,7 +14,10 @@ struct Fixed {
 
 #[async_trait]
 impl ModelClient for Fixed {
-    async fn complete(&self, request: &ModelRequest) -> Result<deepfleet_model::ModelResponse, ModelError> {
+    async fn complete(
+        &self,
+        request: &ModelRequest,
+    ) -> Result<deepfleet_model::ModelResponse, ModelError> {
         self.requests.lock().unwrap().push(request.clone());
         Ok(ModelResponse {
             message: AssistantMessage {
@@ -32,7 +35,9 @@ impl ModelClient for Fixed {
 }
 
 fn log(n: usize) -> Vec<LoggedMessage> {
-    (0..n).map(|i| logged(Message::user(format!("S{i}")))).collect()
+    (0..n)
+        .map(|i| logged(Message::user(format!("S{i}"))))
+        .collect()
 }
 
 #[test]
@@ -105,13 +110,21 @@ async fn summaries_append_history_and_chain() {
     assert_eq!(first.event.summarized_tokens, 60);
     assert!(first.event.session.starts_with("session_") && first.event.session.len() == 40);
     let path = first.event.file_path.clone().unwrap();
-    assert_eq!(path, format!("/conversation_history/{}.md", first.event.session));
+    assert_eq!(
+        path,
+        format!("/conversation_history/{}.md", first.event.session)
+    );
     let request = model.requests.lock().unwrap()[0].clone();
     assert_eq!(request.purpose, CallPurpose::Summarization);
     assert_eq!(request.max_output_tokens, Some(500));
     assert!(request.tools.is_empty() && request.system.is_empty());
     let prompt = request.messages[0].text();
-    for section in ["## SESSION INTENT", "## SUMMARY", "## ARTIFACTS", "## NEXT STEPS"] {
+    for section in [
+        "## SESSION INTENT",
+        "## SUMMARY",
+        "## ARTIFACTS",
+        "## NEXT STEPS",
+    ] {
         assert!(prompt.contains(section), "{section}");
     }
     assert!(prompt.contains("<message role=\"user\">S5</message>"));
@@ -154,7 +167,16 @@ async fn summaries_append_history_and_chain() {
 
 #[test]
 fn stored_tokens_span_log_and_added() {
-    let history = vec![LoggedMessage { message: Message::user("a"), tokens: 5 }; 3];
-    let added = vec![LoggedMessage { message: Message::user("b"), tokens: 7 }];
+    let history = vec![
+        LoggedMessage {
+            message: Message::user("a"),
+            tokens: 5
+        };
+        3
+    ];
+    let added = vec![LoggedMessage {
+        message: Message::user("b"),
+        tokens: 7,
+    }];
     assert_eq!(stored_tokens(&history, &added, 1, 4), 5 + 5 + 7);
 }

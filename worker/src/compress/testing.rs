@@ -23,7 +23,8 @@ use crate::events::{EventScope, RecordingSink};
 use crate::middleware::StepCx;
 
 /// The text every summary call returns.
-pub const SUMMARY: &str = "## SESSION INTENT\nx\n## SUMMARY\ny\n## ARTIFACTS\nNone\n## NEXT STEPS\nNone";
+pub const SUMMARY: &str =
+    "## SESSION INTENT\nx\n## SUMMARY\ny\n## ARTIFACTS\nNone\n## NEXT STEPS\nNone";
 
 /// Summarizes every `Summarization` call; answers agent calls with the
 /// scripted outcomes in order (then "done"). Keeps every request.

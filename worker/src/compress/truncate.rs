@@ -9,7 +9,7 @@ use deepfleet_proto::{LoggedMessage, Message};
 use serde_json::Value;
 
 use crate::tokens::count_message;
-use crate::tools::{edit_file::EditFile, write_file::WriteFile, Tool};
+use crate::tools::{Tool, edit_file::EditFile, write_file::WriteFile};
 
 /// Arguments longer than this many characters are truncated.
 pub const MAX_ARGUMENT_CHARS: usize = 2_000;
@@ -101,19 +101,28 @@ mod tests {
         let mut view = vec![
             turn("write_file", json!({"file_path": "/a.md", "content": long})),
             turn("ls", json!({"path": long})),
-            turn("edit_file", json!({"file_path": "/a.md", "old_string": "x", "new_string": long})),
+            turn(
+                "edit_file",
+                json!({"file_path": "/a.md", "old_string": "x", "new_string": long}),
+            ),
             turn("write_file", json!({"file_path": "/b.md", "content": long})),
         ];
         let before: Vec<u32> = view.iter().map(|m| m.tokens).collect();
         let saved = truncate_old_arguments(&mut view, 3);
         let cut = format!("{}{TRUNCATION_MARKER}", "x".repeat(20));
-        assert_eq!(args(&view[0]), json!({"file_path": "/a.md", "content": cut}));
+        assert_eq!(
+            args(&view[0]),
+            json!({"file_path": "/a.md", "content": cut})
+        );
         assert_eq!(args(&view[1]), json!({"path": long}));
         assert_eq!(
             args(&view[2]),
             json!({"file_path": "/a.md", "old_string": "x", "new_string": cut})
         );
-        assert_eq!(args(&view[3]), json!({"file_path": "/b.md", "content": long}));
+        assert_eq!(
+            args(&view[3]),
+            json!({"file_path": "/b.md", "content": long})
+        );
         assert!(view[0].tokens < before[0]);
         assert_eq!(view[1].tokens, before[1]);
         assert_eq!(

@@ -116,7 +116,8 @@ impl Middleware for Summarization {
         let raw = std::mem::take(&mut request.messages);
         let size = self.compressor.size(&thread, &cursor);
         let messages = if self.compressor.policy().fires(&size) {
-            self.compress(&thread, cursor, size.effective_tokens()).await?
+            self.compress(&thread, cursor, size.effective_tokens())
+                .await?
         } else {
             apply_cursor(raw, &cursor, start)
         };

@@ -31,15 +31,20 @@ fn request(cx: &StepCx) -> ModelRequest {
     }
 }
 
-async fn step(layer: &Summarization, model: &FakeModel, cx: &StepCx) -> Result<ModelResponse, StepError> {
-    let stack: Vec<Arc<dyn Middleware>> = vec![Arc::new(Summarization::new(Arc::clone(
-        &layer.compressor,
-    )))];
+async fn step(
+    layer: &Summarization,
+    model: &FakeModel,
+    cx: &StepCx,
+) -> Result<ModelResponse, StepError> {
+    let stack: Vec<Arc<dyn Middleware>> =
+        vec![Arc::new(Summarization::new(Arc::clone(&layer.compressor)))];
     ModelNext::new(&stack, model).run(request(cx), cx).await
 }
 
 fn users(n: usize) -> Vec<LoggedMessage> {
-    (0..n).map(|i| logged(Message::user(format!("S{i}")))).collect()
+    (0..n)
+        .map(|i| logged(Message::user(format!("S{i}"))))
+        .collect()
 }
 
 fn texts(request: &ModelRequest) -> Vec<String> {
@@ -89,7 +94,10 @@ async fn summaries_chain_their_cutoffs() {
         let sent = model.agent_requests().pop().unwrap();
         let seen = texts(&sent);
         assert!(seen[0].starts_with("You are in the middle of a conversation"));
-        assert_eq!(seen[1..], [format!("S{}", len - 2), format!("S{}", len - 1)]);
+        assert_eq!(
+            seen[1..],
+            [format!("S{}", len - 2), format!("S{}", len - 1)]
+        );
         cursor = cx.compaction.take().0.unwrap();
         let summary = cursor.summary.clone().unwrap();
         assert_eq!(summary.cutoff, cutoff);
@@ -123,9 +131,19 @@ async fn old_arguments_are_truncated_in_the_request_only() {
     let history = vec![
         logged(Message::user("write twice")),
         write_call("c1", &content),
-        logged(Message::tool("c1", "write_file", "Updated file /a.md", Default::default())),
+        logged(Message::tool(
+            "c1",
+            "write_file",
+            "Updated file /a.md",
+            Default::default(),
+        )),
         write_call("c2", &content),
-        logged(Message::tool("c2", "write_file", "Updated file /a.md", Default::default())),
+        logged(Message::tool(
+            "c2",
+            "write_file",
+            "Updated file /a.md",
+            Default::default(),
+        )),
     ];
     let total: u64 = history.iter().map(|m| u64::from(m.tokens)).sum();
     let model = Arc::new(FakeModel::default());
@@ -141,7 +159,10 @@ async fn old_arguments_are_truncated_in_the_request_only() {
     let args = |i: usize| -> serde_json::Value {
         serde_json::from_str(&sent.messages[i].tool_calls()[0].arguments).unwrap()
     };
-    assert_eq!(args(1)["content"], "line 0\nline 1\nline 2...(argument truncated)");
+    assert_eq!(
+        args(1)["content"],
+        "line 0\nline 1\nline 2...(argument truncated)"
+    );
     assert_eq!(args(3)["content"], content.as_str());
     assert_eq!(*cx.history, history);
     assert_eq!(kinds(&sink), [CompactionKind::ArgumentTruncation]);
@@ -196,7 +217,10 @@ async fn an_oversized_user_message_is_evicted_once() {
     let model = Arc::new(FakeModel::default());
     let layer = Summarization::new(compressor(model.clone(), Policy::for_profile(None)));
     let backend = Arc::new(StateBackend::default());
-    let (mut first, sink) = cx(vec![logged(Message::user(big.clone()))], ContextCursor::default());
+    let (mut first, sink) = cx(
+        vec![logged(Message::user(big.clone()))],
+        ContextCursor::default(),
+    );
     first.backend = backend.clone();
     step(&layer, &model, &first).await.unwrap();
     let cursor = first.compaction.take().0.unwrap();
@@ -210,7 +234,11 @@ async fn an_oversized_user_message_is_evicted_once() {
     )));
     assert_eq!(kinds(&sink), [CompactionKind::UserMessageEviction]);
 
-    let history = vec![logged(Message::user(big)), logged(Message::assistant("ok")), logged(Message::user("more"))];
+    let history = vec![
+        logged(Message::user(big)),
+        logged(Message::assistant("ok")),
+        logged(Message::user("more")),
+    ];
     let (mut second, sink) = cx(history, cursor.clone());
     second.backend = backend.clone();
     step(&layer, &model, &second).await.unwrap();

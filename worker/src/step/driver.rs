@@ -18,6 +18,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use crate::agent::{AgentCache, AgentOptions};
 use crate::error::StepError;
 use crate::events::{DeadLetterReason, Event, EventScope, EventSink, NoopSink};
+use crate::step::announce::announce;
 use crate::step::decide::{Decision, decide, follow_ups};
 use crate::step::execute::execute;
 use crate::step::follow_up;
@@ -310,6 +311,7 @@ impl StepRunner {
         let context = self.open_context(&run, &spec)?;
         let started = Instant::now();
         let span = step_span(&mut run, &checkpoint, traceparent);
+        let log_before = checkpoint.messages.len() as u64;
         let executed = execute(
             &agent,
             Arc::new(spec),
@@ -334,6 +336,9 @@ impl StepRunner {
                     },
                 );
                 span.in_scope(|| self.finished(&scope, run));
+                let log_after = log_before + executed.commit.messages.len() as u64;
+                let committed = executed.commit.step;
+                announce(&*self.store, run, committed, log_before, log_after).await;
                 let step = executed.commit.step + 1;
                 let follow = follow_ups(run, step, executed.commit.pending.as_ref());
                 follow_up::publish(
@@ -392,6 +397,8 @@ impl StepRunner {
         };
         if let CommitOutcome::Committed = self.store.commit_step(&commit).await? {
             self.finished(&EventScope::of(&run), &run);
+            let log = checkpoint.messages.len() as u64;
+            announce(&*self.store, &run, step, log, log).await;
             let follow = follow_ups(&run, step + 1, None);
             follow_up::publish(
                 &*self.queue,

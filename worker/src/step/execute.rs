@@ -71,7 +71,14 @@ pub async fn execute(
         if pending.interrupt.is_some() {
             decided = Some(pending);
         } else {
-            added = resume(pending, children, backend.as_ref(), &mut run, events.as_ref()).await?;
+            added = resume(
+                pending,
+                children,
+                backend.as_ref(),
+                &mut run,
+                events.as_ref(),
+            )
+            .await?;
         }
     }
     let scope = EventScope::of(&run);
@@ -424,22 +431,21 @@ async fn resume(
                 // The subagent's answer arrives here, not through the
                 // tool layers: offload it as the filesystem layer would.
                 let output = ToolOutput::Text(child.output.clone());
-                let content = match offload_tool_result(backend, &call.name, &call.id, &output)
-                    .await
-                {
-                    Some(done) => {
-                        events.emit(
-                            &EventScope::of(run),
-                            &Event::Compaction {
-                                kind: CompactionKind::Offload,
-                                tokens_before: done.tokens_before,
-                                tokens_after: done.tokens_after,
-                            },
-                        );
-                        done.content()
-                    }
-                    None => vec![ContentBlock::text(child.output)],
-                };
+                let content =
+                    match offload_tool_result(backend, &call.name, &call.id, &output).await {
+                        Some(done) => {
+                            events.emit(
+                                &EventScope::of(run),
+                                &Event::Compaction {
+                                    kind: CompactionKind::Offload,
+                                    tokens_before: done.tokens_before,
+                                    tokens_after: done.tokens_after,
+                                },
+                            );
+                            done.content()
+                        }
+                        None => vec![ContentBlock::text(child.output)],
+                    };
                 tool_message(&call, content, status)
             }
         };

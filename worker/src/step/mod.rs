@@ -1,5 +1,6 @@
 //! The step protocol (see `docs/step-protocol.md`).
 //!
+//! - [`announce`]: run events for streaming followers, after each commit;
 //! - [`decide`]: pure decisions (fencing, follow-ups);
 //! - [`execute`]: one model call plus its tools, producing a commit;
 //! - [`driver`]: delivery in, commit, follow-ups out, ack last;
@@ -7,6 +8,7 @@
 //! - [`guard`]: checks across the calls of one turn;
 //! - [`spans`]: trace spans of model and tool calls.
 
+pub mod announce;
 pub mod decide;
 pub mod driver;
 pub mod execute;

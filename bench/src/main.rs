@@ -1,0 +1,212 @@
+//! `deepfleet-bench`: the measurements behind `BENCHMARKS.md`.
+//!
+//! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
+//! in release mode, prepares a venv with deepagents, saves the worker's
+//! compression-check table, and runs this binary, which measures the six
+//! items of issue #9 in turn, draws the plots and writes the report. A
+//! section that fails is reported as failed in the file and makes the
+//! command exit non-zero; the others still run.
+
+mod fleet;
+mod growth;
+mod machine;
+mod overhead;
+mod plot;
+mod python;
+mod report;
+mod scenario;
+mod stats;
+mod throughput;
+mod tokens;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use crate::overhead::Passes;
+use crate::python::Python;
+use crate::report::Results;
+
+/// Measures deepfleet against deepagents and the machine's limits, and
+/// writes BENCHMARKS.md with its plots.
+#[derive(Parser)]
+struct Args {
+    /// The release `deepfleet` binary (worker processes).
+    #[arg(long, default_value = "target/release/deepfleet")]
+    deepfleet: PathBuf,
+    /// A Python with deepagents installed; without it the deepagents
+    /// columns are left out with `--python-note` as the reason.
+    #[arg(long)]
+    python: Option<PathBuf>,
+    /// Why there is no Python, for the report.
+    #[arg(long, default_value = "no venv with deepagents was given")]
+    python_note: String,
+    /// The deepagents driver script.
+    #[arg(long, default_value = "bench/deepagents_overhead.py")]
+    python_script: PathBuf,
+    /// The saved output of the worker's compression-check bench.
+    #[arg(long)]
+    compression_check: Option<PathBuf>,
+    /// Where the report goes.
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    out: PathBuf,
+    /// Where the plots go (linked from the report by this path).
+    #[arg(long, default_value = "docs/bench")]
+    plots: PathBuf,
+    /// Scratch files.
+    #[arg(long, default_value = "target/bench")]
+    work_dir: PathBuf,
+    /// Small sizes everywhere: checks the pipeline in a minute, numbers
+    /// not for publishing.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// Sizes of every measurement.
+struct Sizes {
+    overhead: Passes,
+    python_overhead: Passes,
+    throughput_runs: usize,
+    concurrency: Vec<usize>,
+    python_concurrency: Vec<usize>,
+    growth_steps: usize,
+}
+
+impl Sizes {
+    fn new(quick: bool) -> Sizes {
+        if quick {
+            Sizes {
+                overhead: Passes { runs: 5, warmup: 1 },
+                python_overhead: Passes { runs: 3, warmup: 1 },
+                throughput_runs: 100,
+                concurrency: vec![100, 1_000],
+                python_concurrency: vec![50],
+                growth_steps: 60,
+            }
+        } else {
+            Sizes {
+                overhead: Passes {
+                    runs: 60,
+                    warmup: 5,
+                },
+                python_overhead: Passes {
+                    runs: 30,
+                    warmup: 5,
+                },
+                throughput_runs: 2_000,
+                concurrency: vec![100, 1_000, 10_000],
+                python_concurrency: vec![100, 250, 500, 1_000],
+                growth_steps: 500,
+            }
+        }
+    }
+}
+
+/// The model latency of the concurrency benchmark.
+const SLOW_MODEL: Duration = Duration::from_secs(1);
+/// deepagents stops climbing once a level takes this many times the
+/// model-bound ideal: it is CPU-bound there.
+const GIVE_UP: f64 = 4.0;
+
+/// A section's error, with its causes, as the report shows it.
+fn failed(error: anyhow::Error) -> String {
+    format!("{error:#}")
+}
+
+fn log(what: &str) {
+    eprintln!("[bench] {what}");
+}
+
+async fn measure(args: &Args, sizes: &Sizes) -> Results {
+    let python = args.python.as_ref().map(|interpreter| Python {
+        interpreter: interpreter.clone(),
+        script: args.python_script.clone(),
+    });
+    let bin = args.deepfleet.as_path();
+    log("1. harness overhead, embedded");
+    let embedded = overhead::embedded(sizes.overhead).await.map_err(failed);
+    let mut deepagents = None;
+    if let Some(python) = &python {
+        log("1. harness overhead, deepagents");
+        let measured = overhead::deepagents(python, sizes.python_overhead).await;
+        deepagents = Some(measured.map_err(failed));
+    }
+    log("2. distributed step overhead");
+    let distributed = overhead::distributed(bin, sizes.overhead)
+        .await
+        .map_err(failed);
+    log("3. throughput");
+    let throughput = throughput::throughput(bin, sizes.throughput_runs)
+        .await
+        .map_err(failed);
+    log("4. concurrency, deepfleet");
+    let concurrency = throughput::deepfleet_concurrency(bin, &sizes.concurrency, SLOW_MODEL)
+        .await
+        .map_err(failed);
+    let mut python_concurrency = None;
+    if let Some(python) = &python {
+        log("4. concurrency, deepagents");
+        let levels = &sizes.python_concurrency;
+        let measured =
+            throughput::deepagents_concurrency(python, levels, SLOW_MODEL, GIVE_UP).await;
+        python_concurrency = Some(measured.map_err(failed));
+    }
+    log("5. checkpoint growth");
+    let growth = growth::bytes_per_step(&args.work_dir, sizes.growth_steps)
+        .await
+        .map_err(failed);
+    log("6. token counting and compression check");
+    let tokens = tokio::task::spawn_blocking(tokens::measure)
+        .await
+        .map_err(|e| format!("the token counting bench panicked: {e}"));
+    let check = args.compression_check.as_ref().map(|path| {
+        std::fs::read_to_string(path)
+            .map(|text| tokens::parse_check_table(&text))
+            .map_err(|e| format!("reading {}: {e}", path.display()))
+    });
+    Results {
+        embedded,
+        deepagents,
+        distributed,
+        throughput,
+        concurrency,
+        python_concurrency,
+        growth,
+        tokens,
+        check,
+        python_note: args.python_note.clone(),
+        quick: args.quick,
+        elapsed: Duration::ZERO,
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<ExitCode> {
+    let args = Args::parse();
+    // The model clients speak HTTP through rustls; the process picks the
+    // crypto provider, as the `deepfleet` binary does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    std::fs::create_dir_all(&args.work_dir)?;
+    std::fs::create_dir_all(&args.plots)?;
+    let started = Instant::now();
+    let sizes = Sizes::new(args.quick);
+    let mut results = measure(&args, &sizes).await;
+    results.elapsed = started.elapsed();
+    let text = report::render(&results, &args.plots)?;
+    std::fs::write(&args.out, text)?;
+    log(&format!(
+        "wrote {} in {:.0} s",
+        args.out.display(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(if results.failures().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for failure in results.failures() {
+            log(&format!("FAILED: {failure}"));
+        }
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,106 @@
+//! Run event streams (Redis Streams, `XADD`/`XRANGE`) and partial reads
+//! of a thread's message log (`LRANGE`). Single-key commands, so they
+//! work unchanged on a cluster.
+
+use deepfleet_proto::{LoggedMessage, RunEvent};
+
+use super::RedisStore;
+use super::codec::{decode, encode};
+use super::conn::Retry;
+use crate::{RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, StoreError};
+
+/// The stream entry's one field, holding the event's JSON.
+const FIELD: &str = "e";
+
+impl RedisStore {
+    pub(super) async fn load_messages_from(
+        &self,
+        thread_id: &str,
+        from: u64,
+    ) -> Result<Vec<LoggedMessage>, StoreError> {
+        let key = self.keys.thread_log(thread_id);
+        let raw: Vec<String> = self
+            .query(
+                "load messages",
+                Retry::Once,
+                redis::cmd("LRANGE").arg(&key).arg(from).arg(-1),
+            )
+            .await?;
+        raw.iter()
+            .enumerate()
+            .map(|(i, raw)| decode(&format!("{key}[{}]", from + i as u64), raw))
+            .collect()
+    }
+
+    /// `XADD` with an approximate cap, then a fresh expiry. Not retried:
+    /// a repeated append would duplicate the event (followers tolerate
+    /// duplicates, but there is no need to make them).
+    pub(super) async fn append_event(
+        &self,
+        run_id: &str,
+        event: &RunEvent,
+    ) -> Result<(), StoreError> {
+        let key = self.keys.run_events(run_id);
+        let raw = encode(&key, event)?;
+        let bytes = raw.len() + key.len();
+        let _: String = self
+            .write(
+                "append run event",
+                bytes,
+                redis::cmd("XADD")
+                    .arg(&key)
+                    .arg("MAXLEN")
+                    .arg("~")
+                    .arg(RUN_EVENTS_MAX)
+                    .arg("*")
+                    .arg(FIELD)
+                    .arg(raw),
+            )
+            .await?;
+        let _: i64 = self
+            .query(
+                "expire run events",
+                Retry::Once,
+                redis::cmd("EXPIRE").arg(&key).arg(RUN_EVENTS_TTL_SECS),
+            )
+            .await?;
+        Ok(())
+    }
+
+    pub(super) async fn read_events(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, RunEvent)>, StoreError> {
+        let key = self.keys.run_events(run_id);
+        // `(id` is exclusive (Redis 6.2+).
+        let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
+        let entries: Vec<(String, Vec<String>)> = self
+            .query(
+                "read run events",
+                Retry::Once,
+                redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg(start)
+                    .arg("+")
+                    .arg("COUNT")
+                    .arg(max.max(1)),
+            )
+            .await?;
+        entries
+            .into_iter()
+            .map(|(id, fields)| {
+                let raw = fields
+                    .chunks(2)
+                    .find(|pair| pair.first().map(String::as_str) == Some(FIELD))
+                    .and_then(|pair| pair.get(1))
+                    .ok_or_else(|| StoreError::Corrupt {
+                        key: format!("{key} {id}"),
+                        reason: format!("no `{FIELD}` field"),
+                    })?;
+                Ok((id.clone(), decode(&format!("{key} {id}"), raw)?))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,97 @@
+//! The embedded store's run event streams: an in-memory log per run with
+//! Redis-Stream-shaped ids (`0-{n}`), capped like the Redis ones. They are
+//! not part of the persisted snapshot: a follower after a restart
+//! recovers from the checkpoint.
+
+use std::collections::{HashMap, VecDeque};
+
+use deepfleet_proto::RunEvent;
+
+use crate::{RUN_EVENTS_MAX, StoreError};
+
+/// Every run's events.
+#[derive(Default)]
+pub(crate) struct RunEventLogs {
+    logs: HashMap<String, Log>,
+}
+
+#[derive(Default)]
+struct Log {
+    next: u64,
+    entries: VecDeque<(u64, RunEvent)>,
+}
+
+impl RunEventLogs {
+    pub(crate) fn append(&mut self, run_id: &str, event: &RunEvent) {
+        let log = self.logs.entry(run_id.to_owned()).or_default();
+        log.next += 1;
+        log.entries.push_back((log.next, event.clone()));
+        while log.entries.len() > RUN_EVENTS_MAX {
+            log.entries.pop_front();
+        }
+    }
+
+    pub(crate) fn read(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, RunEvent)>, StoreError> {
+        let after = after.map(parse_id).transpose()?.unwrap_or(0);
+        Ok(self
+            .logs
+            .get(run_id)
+            .into_iter()
+            .flat_map(|log| log.entries.iter())
+            .filter(|(n, _)| *n > after)
+            .take(max.max(1))
+            .map(|(n, event)| (format!("0-{n}"), event.clone()))
+            .collect())
+    }
+}
+
+/// The sequence number of an id this store handed out.
+fn parse_id(id: &str) -> Result<u64, StoreError> {
+    id.strip_prefix("0-")
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| StoreError::Invalid(format!("not a run event id: {id:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deepfleet_proto::RunStatus;
+    use pretty_assertions::assert_eq;
+
+    fn event(step: u64) -> RunEvent {
+        RunEvent {
+            run_id: "r".into(),
+            thread_id: "t".into(),
+            step,
+            status: RunStatus::Running,
+            from: step,
+            to: step + 1,
+            namespace: vec![],
+        }
+    }
+
+    #[test]
+    fn reads_after_an_id_in_order() {
+        let mut logs = RunEventLogs::default();
+        for step in 0..3 {
+            logs.append("r", &event(step));
+        }
+        let all = logs.read("r", None, 10).unwrap();
+        assert_eq!(
+            all.iter()
+                .map(|(id, e)| (id.as_str(), e.step))
+                .collect::<Vec<_>>(),
+            vec![("0-1", 0), ("0-2", 1), ("0-3", 2)]
+        );
+        let rest = logs.read("r", Some("0-2"), 10).unwrap();
+        assert_eq!(rest, vec![("0-3".to_owned(), event(2))]);
+        assert_eq!(logs.read("r", Some("0-1"), 1).unwrap().len(), 1);
+        assert!(logs.read("other", None, 10).unwrap().is_empty());
+        assert!(logs.read("r", Some("garbage"), 10).is_err());
+    }
+}
