@@ -25,6 +25,9 @@ use crate::api::ApiState;
 use crate::api::runs::{RunCreate, create_run};
 use crate::replies::{Replier, ReplyRecord};
 
+/// How long to wait after a consumer error before reading on.
+const CONSUMER_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What became of one message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
@@ -91,12 +94,21 @@ impl SubmissionIntake {
     }
 
     /// Consumes `queue` (at most `prefetch` messages in hand) until the
-    /// consumer closes; a failure to settle is logged, and the broker
-    /// redelivers the message.
+    /// consumer closes. A failure to settle is logged (the broker
+    /// redelivers the message); a consumer error (a connection lost and
+    /// being recovered) is logged and consuming goes on.
     pub async fn run(self, queue: Arc<dyn Queue>, prefetch: u16) -> Result<(), SchedulerError> {
         let mut consumer: Box<dyn Consumer> = queue.consume(prefetch).await?;
         while let Some(delivery) = consumer.next().await {
-            match self.handle(delivery?).await {
+            let delivery = match delivery {
+                Ok(delivery) => delivery,
+                Err(e) => {
+                    warn!(error = %e, "the submission consumer failed; waiting for recovery");
+                    tokio::time::sleep(CONSUMER_BACKOFF).await;
+                    continue;
+                }
+            };
+            match self.handle(delivery).await {
                 Ok(Outcome::Refused(reason)) => warn!(%reason, "submission dead-lettered"),
                 Ok(Outcome::Accepted(_) | Outcome::Requeued) => {}
                 Err(e) => warn!(error = %e, "handling a submission"),

@@ -448,6 +448,9 @@ fn worker_command(queue_name: &str, prefix: &str, base_url: Option<&str>) -> Com
     .env("DEEPFLEET__KEY_PREFIX", prefix)
     .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
     .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
+    // Short backoffs, so retry scenarios finish quickly.
+    .env("DEEPFLEET__WORKER__RETRY_BASE_MS", "20")
+    .env("DEEPFLEET__WORKER__RETRY_MAX_MS", "200")
     .env("RUST_LOG", "warn")
     .env_remove("OPENAI_BASE_URL")
     .env_remove("OPENAI_API_KEY")

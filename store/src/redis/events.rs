@@ -32,9 +32,10 @@ impl RedisStore {
             .collect()
     }
 
-    /// `XADD` with an approximate cap, then a fresh expiry. Not retried:
-    /// a repeated append would duplicate the event (followers tolerate
-    /// duplicates, but there is no need to make them).
+    /// `XADD` with an approximate cap and a fresh expiry, in one round
+    /// trip (a pipeline on the stream's one key). Not retried: a repeated
+    /// append would duplicate the event (followers tolerate duplicates,
+    /// but there is no need to make them).
     pub(super) async fn append_event(
         &self,
         run_id: &str,
@@ -42,29 +43,27 @@ impl RedisStore {
     ) -> Result<(), StoreError> {
         let key = self.keys.run_events(run_id);
         let raw = encode(&key, event)?;
-        let bytes = raw.len() + key.len();
-        let _: String = self
-            .write(
-                "append run event",
-                bytes,
-                redis::cmd("XADD")
-                    .arg(&key)
-                    .arg("MAXLEN")
-                    .arg("~")
-                    .arg(RUN_EVENTS_MAX)
-                    .arg("*")
-                    .arg(FIELD)
-                    .arg(raw),
-            )
-            .await?;
-        let _: i64 = self
-            .query(
-                "expire run events",
-                Retry::Once,
-                redis::cmd("EXPIRE").arg(&key).arg(RUN_EVENTS_TTL_SECS),
-            )
-            .await?;
-        Ok(())
+        self.count(u64::try_from(raw.len() + key.len()).unwrap_or(u64::MAX));
+        let mut pipe = redis::pipe();
+        pipe.cmd("XADD")
+            .arg(&key)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(RUN_EVENTS_MAX)
+            .arg("*")
+            .arg(FIELD)
+            .arg(raw)
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(&key)
+            .arg(RUN_EVENTS_TTL_SECS)
+            .ignore();
+        let pipe = &pipe;
+        self.conn
+            .call("append run event", Retry::Never, |mut conn| async move {
+                pipe.query_async::<()>(&mut conn).await
+            })
+            .await
     }
 
     pub(super) async fn read_events(
