@@ -59,7 +59,10 @@ pub struct AgentSpec {
     pub interrupt_on: BTreeMap<String, InterruptOn>,
     /// Where file paths live: routes to the long-term store or a local
     /// directory (see `docs/backends.md`).
-    #[serde(default, skip_serializing_if = "crate::harness::BackendSpec::is_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::harness::BackendSpec::is_default"
+    )]
     pub backend: crate::harness::BackendSpec,
     /// AGENTS.md files loaded into the prompt once per thread.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -60,6 +60,13 @@ pub trait Delivery: Send + Sync {
     /// that did not settle it).
     fn redelivered(&self) -> bool;
 
+    /// How many more times the broker will deliver this message if this
+    /// delivery is not settled: `Some(0)` means this is the last one, and a
+    /// consumer that dies now gets it dead-lettered. `None` means no limit.
+    fn deliveries_left(&self) -> Option<u32> {
+        None
+    }
+
     /// Where the sender wants the answer to this message. Only backends
     /// whose messages carry properties have one (RabbitMQ's `reply_to` and
     /// `correlation_id`); the in-process queue carries payloads only.

@@ -276,14 +276,17 @@ async fn amqp_connection_drop_redelivers_to_a_new_consumer() {
 }
 
 /// With a delivery limit of 2 the third failed delivery makes the broker
-/// dead-letter the message itself, and the reason says so.
+/// dead-letter the message itself, and the reason says so; each delivery
+/// says how many more the broker allows.
 #[tokio::test]
 async fn amqp_delivery_limit_dead_letters() {
     on_amqp(2, |q, _| async move {
         q.publish(b"flaky".to_vec(), None).await.unwrap();
         let mut consumer = q.consume(1).await.unwrap();
-        for _ in 0..3 {
-            next(&mut consumer).await.requeue().await.unwrap();
+        for left in [2, 1, 0] {
+            let delivery = next(&mut consumer).await;
+            assert_eq!(delivery.deliveries_left(), Some(left));
+            delivery.requeue().await.unwrap();
         }
         nothing_within(&mut consumer, QUIET).await;
         let dead = drain_until_some(&q).await;

@@ -210,8 +210,7 @@ pub trait Store: Send + Sync + 'static {
 
     /// Saves a record only if none exists under `kind` and `id`; returns
     /// whether it was written (create-if-absent without a race).
-    async fn insert_record(&self, kind: &str, id: &str, value: &Value)
-    -> Result<bool, StoreError>;
+    async fn insert_record(&self, kind: &str, id: &str, value: &Value) -> Result<bool, StoreError>;
 
     /// Loads a record.
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError>;

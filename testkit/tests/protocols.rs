@@ -134,7 +134,12 @@ async fn run(
         Message::user("Summarize otters"),
         Message::Assistant(first.message.clone()),
     ];
-    for (call, result) in first.message.tool_calls.iter().zip(["# Otters", "otters.md"]) {
+    for (call, result) in first
+        .message
+        .tool_calls
+        .iter()
+        .zip(["# Otters", "otters.md"])
+    {
         history.push(Message::tool(
             &call.id,
             &call.name,
@@ -200,7 +205,10 @@ async fn every_protocol_gives_the_same_answers_streamed_or_not() {
     let requests = server.requests();
     assert_eq!(requests.len(), 12);
     assert_eq!(requests[0]["messages"][1]["content"], "Summarize otters");
-    assert_eq!(requests[4]["system"][0]["cache_control"]["type"], "ephemeral");
+    assert_eq!(
+        requests[4]["system"][0]["cache_control"]["type"],
+        "ephemeral"
+    );
     assert_eq!(
         requests[8]["systemInstruction"]["parts"][0]["text"],
         "You summarize notes."
@@ -258,9 +266,6 @@ async fn openai_stream_option_streams_complete_with_usage() {
     assert_eq!(server.requests()[0]["stream"], true);
     assert!(matches!(
         answer.message,
-        AssistantMessage {
-            model: Some(_),
-            ..
-        }
+        AssistantMessage { model: Some(_), .. }
     ));
 }

@@ -16,7 +16,11 @@ async fn sigkilled_workers_lose_and_repeat_nothing() {
     };
     let spec = briefings_spec();
     let batch = fleet
-        .run_killing(&spec, &briefing_tasks(400), std::time::Duration::from_millis(1500))
+        .run_killing(
+            &spec,
+            &briefing_tasks(400),
+            std::time::Duration::from_millis(1500),
+        )
         .await;
     assert!(batch.kills >= 5, "only {} kills happened", batch.kills);
     for (i, r) in batch.results.iter().enumerate() {

@@ -158,5 +158,9 @@ scenario!(exhausted_retries_fail_the_run_and_dead_letter, |fleet| {
     assert!(error.starts_with("attempts_exhausted: "), "{error}");
     assert!(error.contains("upstream unavailable"), "{error}");
     let dead = fleet.wait_dead_letters(1).await;
-    assert!(dead[0].reason.starts_with("attempts_exhausted: "), "{}", dead[0].reason);
+    assert!(
+        dead[0].reason.starts_with("attempts_exhausted: "),
+        "{}",
+        dead[0].reason
+    );
 });

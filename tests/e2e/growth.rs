@@ -32,7 +32,11 @@ async fn bytes_per_step_do_not_grow_with_the_conversation() {
     let store = Arc::new(RedisStore::connect(REDIS_URL, &prefix).await.unwrap());
     let queue = Arc::new(MemoryQueue::new());
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("growth", &replay_model(dir.path(), LOOP), "limits: {max_steps: 1000}\n");
+    let spec = spec(
+        "growth",
+        &replay_model(dir.path(), LOOP),
+        "limits: {max_steps: 1000}\n",
+    );
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(&spec).await.unwrap();
     let task = TaskLine {
@@ -43,11 +47,21 @@ async fn bytes_per_step_do_not_grow_with_the_conversation() {
         state: None,
     };
     intake
-        .submit(&spec.name, &task, None, deepfleet_worker::tokens::count_message)
+        .submit(
+            &spec.name,
+            &task,
+            None,
+            deepfleet_worker::tokens::count_message,
+        )
         .await
         .unwrap();
     let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
-    let runner = StepRunner::new(queue.clone(), store.clone(), providers, RetryConfig::default());
+    let runner = StepRunner::new(
+        queue.clone(),
+        store.clone(),
+        providers,
+        RetryConfig::default(),
+    );
 
     // Drive the steps one at a time and measure each one's writes.
     let mut consumer = queue.consume(1).await.unwrap();

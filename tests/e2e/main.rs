@@ -21,6 +21,7 @@ mod memory;
 mod observability;
 mod providers;
 mod queue_intake;
+mod redelivery;
 mod resume_cli;
 mod scale;
 mod secrets;

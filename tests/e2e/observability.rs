@@ -292,9 +292,7 @@ async fn a_run_and_its_subagents_on_two_workers_form_one_trace() {
     }
     let dir = tempfile::tempdir().unwrap();
     let spec = spec("traced", &replay_model(dir.path(), DELEGATING), "");
-    let batch = fleet
-        .run_batch(&spec, &[task("t0", "Split 0")])
-        .await;
+    let batch = fleet.run_batch(&spec, &[task("t0", "Split 0")]).await;
     assert_eq!(batch.results[0].status, ResultStatus::Success);
     let run_id = batch.runs[0].run_id.clone();
 

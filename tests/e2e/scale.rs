@@ -12,9 +12,12 @@ use crate::batch::{briefing_tasks, expected_briefing};
 use crate::support::{AMQP_URL, Fleet, REDIS_URL};
 
 async fn submit_thousand(workers: usize) {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/briefings/script.yaml");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/briefings/script.yaml");
     let engine = ReplayEngine::new(Script::load(&script).unwrap());
-    let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO).await.unwrap();
+    let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO)
+        .await
+        .unwrap();
     let Some(fleet) = Fleet::distributed_with(workers, Some(server.url())).await else {
         return;
     };
@@ -26,7 +29,11 @@ async fn submit_thousand(workers: usize) {
         .collect();
     std::fs::write(&tasks_path, tasks).unwrap();
     let agent_path = dir.path().join("agent.yaml");
-    std::fs::write(&agent_path, "name: briefings-scale\nmodel: openai:scripted-model\n").unwrap();
+    std::fs::write(
+        &agent_path,
+        "name: briefings-scale\nmodel: openai:scripted-model\n",
+    )
+    .unwrap();
     let out = dir.path().join("results.jsonl");
 
     let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))

@@ -20,7 +20,9 @@ rules:
 async fn sigterm_stops_within_grace_and_the_step_moves_on() {
     let engine = ReplayEngine::new(Script::from_yaml(SLOW).unwrap());
     // Every model call takes longer than the worker's 1 s grace period.
-    let server = ScriptedServer::start(Arc::new(engine), Duration::from_secs(3)).await.unwrap();
+    let server = ScriptedServer::start(Arc::new(engine), Duration::from_secs(3))
+        .await
+        .unwrap();
     let Some(mut fleet) = Fleet::distributed_with(1, Some(server.url())).await else {
         return;
     };

@@ -270,7 +270,11 @@ impl Fleet {
         let child = &mut children[i];
         let pid = child.id().expect("a running worker").to_string();
         let started = tokio::time::Instant::now();
-        let sent = Command::new("kill").args(["-TERM", &pid]).status().await.unwrap();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .await
+            .unwrap();
         assert!(sent.success(), "kill -TERM {pid} failed");
         let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
             .await
@@ -282,7 +286,11 @@ impl Fleet {
 
     /// Submits `tasks` without waiting for them; returns the follower of
     /// their batch and the runs, in task order.
-    pub async fn submit(&self, spec: &AgentSpec, tasks: &[TaskLine]) -> (BatchFollower, Vec<RunRecord>) {
+    pub async fn submit(
+        &self,
+        spec: &AgentSpec,
+        tasks: &[TaskLine],
+    ) -> (BatchFollower, Vec<RunRecord>) {
         let intake = self.intake(spec).await;
         let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
         let mut runs = Vec::new();
@@ -294,8 +302,8 @@ impl Fleet {
 
     /// Intake for this fleet, with `spec` registered.
     async fn intake(&self, spec: &AgentSpec) -> Intake {
-        let intake = Intake::new(self.store.clone(), self.queue.clone())
-            .with_context_key(context_key());
+        let intake =
+            Intake::new(self.store.clone(), self.queue.clone()).with_context_key(context_key());
         intake.register(spec).await.expect("registering the spec");
         intake
     }
@@ -313,7 +321,12 @@ impl Fleet {
     /// Like [`Fleet::run_batch`], SIGKILLing a worker process (and starting
     /// a replacement) every `every` while runs remain, so kills land in the
     /// middle of steps whatever the batch's pace.
-    pub async fn run_killing(&mut self, spec: &AgentSpec, tasks: &[TaskLine], every: Duration) -> Batch {
+    pub async fn run_killing(
+        &mut self,
+        spec: &AgentSpec,
+        tasks: &[TaskLine],
+        every: Duration,
+    ) -> Batch {
         self.follow(spec, tasks, Some(every)).await
     }
 
@@ -426,7 +439,12 @@ async fn submit_one(
     follower: &mut BatchFollower,
 ) -> RunRecord {
     let run = intake
-        .submit(&spec.name, task, Some(follower.batch_id()), deepfleet_worker::tokens::count_message)
+        .submit(
+            &spec.name,
+            task,
+            Some(follower.batch_id()),
+            deepfleet_worker::tokens::count_message,
+        )
         .await
         .expect("submitting a task");
     follower.track(&run);

@@ -19,11 +19,11 @@ use crate::compress::summarize::Summarizer;
 use crate::error::StepError;
 use crate::middleware::filesystem::Filesystem;
 use crate::middleware::memory::Memory;
+use crate::middleware::patch_tool_calls::PatchToolCalls;
+use crate::middleware::planning::Planning;
 use crate::middleware::profile::{self, ToolExclusion};
 use crate::middleware::prompt_template::{DynamicPrompt, PromptTemplate};
 use crate::middleware::skills::Skills;
-use crate::middleware::patch_tool_calls::PatchToolCalls;
-use crate::middleware::planning::Planning;
 use crate::middleware::subagents::Subagents;
 use crate::middleware::summarization::{CompactionTool, Summarization};
 use crate::middleware::{Middleware, StepCx};
@@ -324,7 +324,17 @@ mod tests {
         insta::assert_snapshot!(agent.system_prompt(&cx()));
         assert_eq!(
             agent.tools.names(),
-            ["ls", "read_file", "write_file", "edit_file", "delete", "glob", "grep", "write_todos", "task"]
+            [
+                "ls",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "delete",
+                "glob",
+                "grep",
+                "write_todos",
+                "task"
+            ]
         );
     }
 

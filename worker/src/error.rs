@@ -37,6 +37,13 @@ pub enum StepError {
     /// The stored state contradicts itself (e.g. a missing child result).
     #[error("inconsistent state: {0}")]
     Inconsistent(String),
+    /// The queue would dead-letter this step if its worker died once more:
+    /// it kept being redelivered without finishing.
+    #[error(
+        "the step was delivered as often as the queue allows without finishing: the workers \
+         running it crashed or were stopped (look for OOM kills and restarts)"
+    )]
+    LastDelivery,
     /// The run asks for something its inputs cannot give (a prompt
     /// template or store namespace naming a missing context value).
     #[error("invalid request: {0}")]
@@ -51,9 +58,10 @@ impl StepError {
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
             StepError::Tool { .. } => true,
-            StepError::Agent { .. } | StepError::Inconsistent(_) | StepError::InvalidRequest(_) => {
-                false
-            }
+            StepError::Agent { .. }
+            | StepError::Inconsistent(_)
+            | StepError::InvalidRequest(_)
+            | StepError::LastDelivery => false,
         }
     }
 
@@ -76,6 +84,7 @@ impl StepError {
             StepError::Tool { .. } => ErrorCode::ToolFailed,
             StepError::Agent { .. } => ErrorCode::InvalidSpec,
             StepError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            StepError::LastDelivery => ErrorCode::AttemptsExhausted,
             StepError::Store(_) | StepError::Queue(_) | StepError::Inconsistent(_) => {
                 ErrorCode::Internal
             }

@@ -36,7 +36,12 @@ impl Consumer for AmqpConsumer {
             Ok(delivery) => delivery,
             Err(err) => return Some(Err(connection_error(err))),
         };
+        let deliveries_left = self
+            .shared
+            .delivery_limit
+            .saturating_sub(delivery_count(delivery.properties.headers().as_ref()));
         Some(Ok(Box::new(AmqpDelivery {
+            deliveries_left,
             shared: Arc::clone(&self.shared),
             channel: self.channel.clone(),
             headers: delivery.properties.headers().clone(),
@@ -74,8 +79,24 @@ struct AmqpDelivery {
     headers: Option<FieldTable>,
     reply: ReplyAddress,
     redelivered: bool,
+    /// Deliveries the broker still allows after this one.
+    deliveries_left: u32,
     acker: Acker,
     settled: bool,
+}
+
+/// How often the broker delivered a message before and got it back: quorum
+/// queues (RabbitMQ 3.10 too) stamp redeliveries with `x-delivery-count`.
+fn delivery_count(headers: Option<&FieldTable>) -> u32 {
+    let value = headers.and_then(|h| h.inner().get("x-delivery-count"));
+    let count = match value {
+        Some(AMQPValue::LongLongInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongInt(n)) => i64::from(*n),
+        Some(AMQPValue::ShortInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongUInt(n)) => i64::from(*n),
+        _ => 0,
+    };
+    u32::try_from(count).unwrap_or(0)
 }
 
 /// Maps lapin's settle outcome: `Ok(false)` means the channel this delivery
@@ -100,6 +121,10 @@ const REQUEUE: BasicNackOptions = BasicNackOptions {
 impl Delivery for AmqpDelivery {
     fn payload(&self) -> &[u8] {
         &self.payload
+    }
+
+    fn deliveries_left(&self) -> Option<u32> {
+        Some(self.deliveries_left)
     }
 
     fn redelivered(&self) -> bool {

@@ -116,6 +116,9 @@ struct Shared {
     /// whole connection recovers.
     publisher: Channel,
     names: Names,
+    /// The main queue's delivery limit, to tell a delivery how many more
+    /// the broker allows.
+    delivery_limit: u32,
     /// When this process last declared each delay queue (by bucket), to
     /// renew its `x-expires` lease often enough; see
     /// [`topology::DELAY_QUEUE_SLACK`].
@@ -198,6 +201,7 @@ impl AmqpQueue {
                 connection,
                 publisher,
                 names,
+                delivery_limit: config.delivery_limit,
                 delays_declared: Mutex::new(HashMap::new()),
                 results_declared: AtomicBool::new(false),
             }),

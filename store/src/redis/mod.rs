@@ -430,12 +430,7 @@ impl Store for RedisStore {
         self.put_record_json(kind, id, value).await
     }
 
-    async fn insert_record(
-        &self,
-        kind: &str,
-        id: &str,
-        value: &Value,
-    ) -> Result<bool, StoreError> {
+    async fn insert_record(&self, kind: &str, id: &str, value: &Value) -> Result<bool, StoreError> {
         self.insert_record_json(kind, id, value).await
     }
 

@@ -464,7 +464,10 @@ pub async fn records_by_kind(store: Arc<dyn Store>) {
     let b = serde_json::json!({"thread_id": "b"});
     assert!(store.insert_record("threads", "a", &a).await.unwrap());
     assert!(!store.insert_record("threads", "a", &b).await.unwrap());
-    assert_eq!(store.get_record("threads", "a").await.unwrap(), Some(a.clone()));
+    assert_eq!(
+        store.get_record("threads", "a").await.unwrap(),
+        Some(a.clone())
+    );
     store.put_record("threads", "b", &b).await.unwrap();
     store.put_record("assistants", "a", &b).await.unwrap();
     let mut all = store.list_records("threads").await.unwrap();
@@ -474,5 +477,8 @@ pub async fn records_by_kind(store: Arc<dyn Store>) {
     assert!(!store.delete_record("threads", "a").await.unwrap());
     assert_eq!(store.get_record("threads", "a").await.unwrap(), None);
     assert_eq!(store.list_records("threads").await.unwrap(), vec![b]);
-    assert_eq!(store.list_records("nothing").await.unwrap(), Vec::<serde_json::Value>::new());
+    assert_eq!(
+        store.list_records("nothing").await.unwrap(),
+        Vec::<serde_json::Value>::new()
+    );
 }

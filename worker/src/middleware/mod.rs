@@ -9,17 +9,17 @@
 
 pub mod filesystem;
 pub mod memory;
+#[cfg(test)]
+mod order_tests;
+pub mod patch_tool_calls;
+pub mod planning;
 pub mod profile;
 pub mod prompt_template;
 pub mod skills;
-#[cfg(test)]
-mod order_tests;
-#[cfg(test)]
-mod test_support;
-pub mod patch_tool_calls;
-pub mod planning;
 pub mod subagents;
 pub mod summarization;
+#[cfg(test)]
+mod test_support;
 
 use std::sync::{Arc, Mutex};
 

@@ -2,7 +2,7 @@
 //! commit, follow-ups out, and the ack last.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::Utc;
 use deepfleet_model::Providers;
@@ -11,8 +11,7 @@ use deepfleet_proto::{
 };
 use deepfleet_queue::{Delivery, Queue};
 use deepfleet_store::sealed::{ContextKey, redact};
-use deepfleet_store::{CommitOutcome, StepCommit, Store};
-use rand::Rng;
+use deepfleet_store::{CommitOutcome, Store};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::agent::{AgentCache, AgentOptions};
@@ -23,51 +22,19 @@ use crate::step::decide::{Decision, decide, follow_ups};
 use crate::step::execute::execute;
 use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
-
-/// How often a failing step is retried, and how long to wait.
-#[derive(Debug, Clone, Copy)]
-pub struct RetryConfig {
-    /// Deliveries of one step before its run fails.
-    pub max_attempts: u32,
-    /// First backoff.
-    pub base_delay: Duration,
-    /// Longest backoff.
-    pub max_delay: Duration,
-}
-
-impl Default for RetryConfig {
-    fn default() -> Self {
-        RetryConfig {
-            max_attempts: 5,
-            base_delay: Duration::from_secs(1),
-            max_delay: Duration::from_secs(60),
-        }
-    }
-}
-
-impl RetryConfig {
-    /// Exponential backoff with full jitter for the retry after `attempt`.
-    fn delay(&self, attempt: u32) -> Duration {
-        let ceiling = self
-            .base_delay
-            .saturating_mul(1u32 << attempt.min(16))
-            .min(self.max_delay);
-        let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
-        Duration::from_millis(rand::rng().random_range(millis / 2..=millis.max(1)))
-    }
-}
+use crate::step::retry::RetryConfig;
 
 /// Executes step messages. Holds no run state: every message is handled
 /// from what the store says.
 pub struct StepRunner {
-    queue: Arc<dyn Queue>,
-    store: Arc<dyn Store>,
-    providers: Arc<Providers>,
-    agents: AgentCache,
-    retry: RetryConfig,
-    events: Arc<dyn EventSink>,
+    pub(super) queue: Arc<dyn Queue>,
+    pub(super) store: Arc<dyn Store>,
+    pub(super) providers: Arc<Providers>,
+    pub(super) agents: AgentCache,
+    pub(super) retry: RetryConfig,
+    pub(super) events: Arc<dyn EventSink>,
     /// Opens runs' sealed runtime context; `None` fails runs that have one.
-    context_key: Option<ContextKey>,
+    pub(super) context_key: Option<ContextKey>,
 }
 
 /// Why a message could not be handled now.
@@ -209,7 +176,11 @@ impl StepRunner {
             events: &*self.events,
             scope: &scope,
         };
-        let settled = match self.step(&job, envelope.traceparent.as_deref()).await {
+        let last_delivery = delivery.deliveries_left() == Some(0);
+        let settled = match self
+            .step(&job, envelope.traceparent.as_deref(), last_delivery)
+            .await
+        {
             Ok(()) => delivery.ack().await,
             Err(Failure::Reject(reason)) => {
                 return self
@@ -224,7 +195,15 @@ impl StepRunner {
         }
     }
 
-    async fn step(&self, job: &StepJob, traceparent: Option<&str>) -> Result<(), Failure> {
+    /// Handles `job`. On the `last_delivery` the queue allows, a step that
+    /// still has to execute ends its run instead: if this worker died too,
+    /// the queue would drop the message and the run would hang.
+    async fn step(
+        &self,
+        job: &StepJob,
+        traceparent: Option<&str>,
+        last_delivery: bool,
+    ) -> Result<(), Failure> {
         let Some(run) = self.store.get_run(&job.thread_id, &job.run_id).await? else {
             return Err(Failure::Reject(format!(
                 "{}: run {}",
@@ -275,6 +254,7 @@ impl StepRunner {
                     .await?;
                 Ok(())
             }
+            Decision::Execute if last_delivery => Err(Failure::Step(StepError::LastDelivery)),
             Decision::Execute => self.execute(job, run, checkpoint, traceparent).await,
         }
     }
@@ -357,176 +337,6 @@ impl StepRunner {
                 debug!(run = %job.run_id, step = job.step, current, "another delivery committed this step");
                 Ok(())
             }
-        }
-    }
-
-    /// Ends a run with `status` and publishes what its end implies.
-    async fn end_run(
-        &self,
-        mut run: RunRecord,
-        step: u64,
-        status: RunStatus,
-        error: RunError,
-    ) -> Result<(), StepError> {
-        let checkpoint = self.store.load_thread(&run.thread_id).await?;
-        if checkpoint.step != step || run.status.is_terminal() {
-            return Ok(());
-        }
-        if let Some(pending) = &checkpoint.pending {
-            // Cancel and failure cascade to the subagents still running.
-            for child in &pending.children {
-                self.store
-                    .request_cancel(&child.thread_id, &child.run_id)
-                    .await?;
-            }
-        }
-        run.status = status;
-        run.error = Some(error);
-        run.context = None;
-        run.updated_at = Utc::now();
-        let commit = StepCommit {
-            thread_id: run.thread_id.clone(),
-            step,
-            messages: Vec::new(),
-            files: Default::default(),
-            state: None,
-            pending: None,
-            run: run.clone(),
-            fan_in_expected: None,
-            context: None,
-        };
-        if let CommitOutcome::Committed = self.store.commit_step(&commit).await? {
-            self.finished(&EventScope::of(&run), &run);
-            let log = checkpoint.messages.len() as u64;
-            announce(&*self.store, &run, step, log, log).await;
-            let follow = follow_ups(&run, step + 1, None);
-            follow_up::publish(
-                &*self.queue,
-                &*self.store,
-                &run,
-                follow,
-                &checkpoint.files,
-                &Default::default(),
-            )
-            .await?;
-            self.store.mark_published(&run.thread_id, step + 1).await?;
-        }
-        Ok(())
-    }
-
-    /// A step failed: retry it later, or end the run once retrying cannot
-    /// help or the attempts are used up.
-    async fn failed(
-        &self,
-        delivery: Box<dyn Delivery>,
-        envelope: Envelope,
-        job: StepJob,
-        error: StepError,
-    ) {
-        let attempt = envelope.attempt + 1;
-        if error.is_retryable() && attempt < self.retry.max_attempts {
-            let delay = match &error {
-                StepError::Model(e) => e.retry_after.unwrap_or_else(|| self.retry.delay(attempt)),
-                _ => self.retry.delay(attempt),
-            };
-            warn!(run = %job.run_id, step = job.step, attempt, ?delay, error = %error, "step failed; retrying");
-            self.events.emit(
-                &EventScope::of_job(&job.run_id, &job.thread_id),
-                &Event::Retried { code: error.code() },
-            );
-            // The queue wait of the retry starts when its backoff ends.
-            let due = chrono::Duration::from_std(delay)
-                .ok()
-                .map(|d| Utc::now() + d);
-            let retry = Envelope {
-                attempt,
-                published_at: due,
-                ..envelope
-            };
-            let republished = match serde_json::to_vec(&retry) {
-                Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
-                Err(_) => false,
-            };
-            let settled = if republished {
-                delivery.ack().await
-            } else {
-                delivery.requeue().await
-            };
-            if let Err(e) = settled {
-                warn!(run = %job.run_id, error = %e, "settling a retried step failed");
-            }
-            return;
-        }
-        let code = if error.is_retryable() {
-            ErrorCode::AttemptsExhausted
-        } else {
-            error.code()
-        };
-        let reason = format!("{code}: {error}");
-        warn!(run = %job.run_id, step = job.step, %reason, "run failed");
-        let ended = match self.store.get_run(&job.thread_id, &job.run_id).await {
-            Ok(Some(run)) => {
-                let error = RunError {
-                    code,
-                    message: error.to_string(),
-                };
-                self.end_run(run, job.step, RunStatus::Error, error).await
-            }
-            Ok(None) => Ok(()),
-            Err(e) => Err(e.into()),
-        };
-        if let Err(e) = ended {
-            // Recording the failure failed too: hand the message back.
-            warn!(run = %job.run_id, error = %e, "recording a run failure failed");
-            if let Err(e) = delivery.requeue().await {
-                warn!(run = %job.run_id, error = %e, "requeue failed");
-            }
-            return;
-        }
-        let settled = if code == ErrorCode::AttemptsExhausted {
-            self.events.emit(
-                &EventScope::of_job(&job.run_id, &job.thread_id),
-                &Event::DeadLettered {
-                    reason: DeadLetterReason::AttemptsExhausted,
-                },
-            );
-            delivery.dead_letter(&reason).await
-        } else {
-            delivery.ack().await
-        };
-        if let Err(e) = settled {
-            warn!(run = %job.run_id, error = %e, "settling a failed step failed");
-        }
-    }
-
-    /// Reports a run that reached its final status.
-    fn finished(&self, scope: &EventScope, run: &RunRecord) {
-        if !run.status.is_terminal() {
-            return;
-        }
-        let latency = (Utc::now() - run.created_at).to_std().unwrap_or_default();
-        info!(run = %run.run_id, status = ?run.status, steps = run.steps, latency_ms = latency.as_millis() as u64, "run finished");
-        self.events.emit(
-            scope,
-            &Event::RunFinished {
-                status: run.status,
-                latency,
-            },
-        );
-    }
-
-    async fn dead_letter(
-        &self,
-        delivery: Box<dyn Delivery>,
-        scope: &EventScope,
-        class: DeadLetterReason,
-        reason: &str,
-    ) {
-        self.events
-            .emit(scope, &Event::DeadLettered { reason: class });
-        warn!(reason, "dead-lettering a message");
-        if let Err(e) = delivery.dead_letter(reason).await {
-            warn!(error = %e, "dead-lettering failed");
         }
     }
 }

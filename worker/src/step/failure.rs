@@ -1,0 +1,190 @@
+//! What happens when a step cannot complete: a delayed retry, or the run
+//! ends with a recorded error (and the message is dead-lettered when
+//! retrying ran out), and what a run's end must still publish.
+
+use chrono::Utc;
+use deepfleet_proto::{Envelope, ErrorCode, RunError, RunRecord, RunStatus, StepJob};
+use deepfleet_queue::Delivery;
+use deepfleet_store::{CommitOutcome, StepCommit};
+use tracing::{info, warn};
+
+use crate::error::StepError;
+use crate::events::{DeadLetterReason, Event, EventScope};
+use crate::step::announce::announce;
+use crate::step::decide::follow_ups;
+use crate::step::driver::StepRunner;
+use crate::step::follow_up;
+
+impl StepRunner {
+    /// Ends a run with `status` and publishes what its end implies.
+    pub(super) async fn end_run(
+        &self,
+        mut run: RunRecord,
+        step: u64,
+        status: RunStatus,
+        error: RunError,
+    ) -> Result<(), StepError> {
+        let checkpoint = self.store.load_thread(&run.thread_id).await?;
+        if checkpoint.step != step || run.status.is_terminal() {
+            return Ok(());
+        }
+        if let Some(pending) = &checkpoint.pending {
+            // Cancel and failure cascade to the subagents still running.
+            for child in &pending.children {
+                self.store
+                    .request_cancel(&child.thread_id, &child.run_id)
+                    .await?;
+            }
+        }
+        run.status = status;
+        run.error = Some(error);
+        run.context = None;
+        run.updated_at = Utc::now();
+        let commit = StepCommit {
+            thread_id: run.thread_id.clone(),
+            step,
+            messages: Vec::new(),
+            files: Default::default(),
+            state: None,
+            pending: None,
+            run: run.clone(),
+            fan_in_expected: None,
+            context: None,
+        };
+        if let CommitOutcome::Committed = self.store.commit_step(&commit).await? {
+            self.finished(&EventScope::of(&run), &run);
+            let log = checkpoint.messages.len() as u64;
+            announce(&*self.store, &run, step, log, log).await;
+            let follow = follow_ups(&run, step + 1, None);
+            follow_up::publish(
+                &*self.queue,
+                &*self.store,
+                &run,
+                follow,
+                &checkpoint.files,
+                &Default::default(),
+            )
+            .await?;
+            self.store.mark_published(&run.thread_id, step + 1).await?;
+        }
+        Ok(())
+    }
+
+    /// A step failed: retry it later, or end the run once retrying cannot
+    /// help or the attempts are used up.
+    pub(super) async fn failed(
+        &self,
+        delivery: Box<dyn Delivery>,
+        envelope: Envelope,
+        job: StepJob,
+        error: StepError,
+    ) {
+        let attempt = envelope.attempt + 1;
+        if error.is_retryable() && attempt < self.retry.max_attempts {
+            let delay = match &error {
+                StepError::Model(e) => e.retry_after.unwrap_or_else(|| self.retry.delay(attempt)),
+                _ => self.retry.delay(attempt),
+            };
+            warn!(run = %job.run_id, step = job.step, attempt, ?delay, error = %error, "step failed; retrying");
+            self.events.emit(
+                &EventScope::of_job(&job.run_id, &job.thread_id),
+                &Event::Retried { code: error.code() },
+            );
+            // The queue wait of the retry starts when its backoff ends.
+            let due = chrono::Duration::from_std(delay)
+                .ok()
+                .map(|d| Utc::now() + d);
+            let retry = Envelope {
+                attempt,
+                published_at: due,
+                ..envelope
+            };
+            let republished = match serde_json::to_vec(&retry) {
+                Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
+                Err(_) => false,
+            };
+            let settled = if republished {
+                delivery.ack().await
+            } else {
+                delivery.requeue().await
+            };
+            if let Err(e) = settled {
+                warn!(run = %job.run_id, error = %e, "settling a retried step failed");
+            }
+            return;
+        }
+        let code = if error.is_retryable() {
+            ErrorCode::AttemptsExhausted
+        } else {
+            error.code()
+        };
+        let reason = format!("{code}: {error}");
+        warn!(run = %job.run_id, step = job.step, %reason, "run failed");
+        let ended = match self.store.get_run(&job.thread_id, &job.run_id).await {
+            Ok(Some(run)) => {
+                let error = RunError {
+                    code,
+                    message: error.to_string(),
+                };
+                self.end_run(run, job.step, RunStatus::Error, error).await
+            }
+            Ok(None) => Ok(()),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = ended {
+            // Recording the failure failed too: hand the message back.
+            warn!(run = %job.run_id, error = %e, "recording a run failure failed");
+            if let Err(e) = delivery.requeue().await {
+                warn!(run = %job.run_id, error = %e, "requeue failed");
+            }
+            return;
+        }
+        // A step that ran out of attempts (ours or the queue's) goes to the
+        // dead-letter queue for an operator; other failures were handled.
+        let settled = if code == ErrorCode::AttemptsExhausted {
+            self.events.emit(
+                &EventScope::of_job(&job.run_id, &job.thread_id),
+                &Event::DeadLettered {
+                    reason: DeadLetterReason::AttemptsExhausted,
+                },
+            );
+            delivery.dead_letter(&reason).await
+        } else {
+            delivery.ack().await
+        };
+        if let Err(e) = settled {
+            warn!(run = %job.run_id, error = %e, "settling a failed step failed");
+        }
+    }
+
+    /// Reports a run that reached its final status.
+    pub(super) fn finished(&self, scope: &EventScope, run: &RunRecord) {
+        if !run.status.is_terminal() {
+            return;
+        }
+        let latency = (Utc::now() - run.created_at).to_std().unwrap_or_default();
+        info!(run = %run.run_id, status = ?run.status, steps = run.steps, latency_ms = latency.as_millis() as u64, "run finished");
+        self.events.emit(
+            scope,
+            &Event::RunFinished {
+                status: run.status,
+                latency,
+            },
+        );
+    }
+
+    pub(super) async fn dead_letter(
+        &self,
+        delivery: Box<dyn Delivery>,
+        scope: &EventScope,
+        class: DeadLetterReason,
+        reason: &str,
+    ) {
+        self.events
+            .emit(scope, &Event::DeadLettered { reason: class });
+        warn!(reason, "dead-lettering a message");
+        if let Err(e) = delivery.dead_letter(reason).await {
+            warn!(error = %e, "dead-lettering failed");
+        }
+    }
+}
