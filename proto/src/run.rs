@@ -117,6 +117,38 @@ pub struct RunRecord {
     pub updated_at: DateTime<Utc>,
 }
 
+impl RunRecord {
+    /// A `pending` top-level run of `agent` on `thread_id`, created `now`,
+    /// with nothing done yet; set the other fields with struct update
+    /// syntax.
+    pub fn new(
+        run_id: impl Into<String>,
+        thread_id: impl Into<String>,
+        agent: impl Into<String>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        RunRecord {
+            run_id: run_id.into(),
+            thread_id: thread_id.into(),
+            agent: agent.into(),
+            subagent: None,
+            status: RunStatus::Pending,
+            parent: None,
+            depth: 0,
+            batch_id: None,
+            task_id: None,
+            context: None,
+            steps: 0,
+            usage: Usage::default(),
+            output: None,
+            error: None,
+            traceparent: None,
+            created_at: now,
+            updated_at: now,
+        }
+    }
+}
+
 /// What a finished subagent run hands back to its parent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChildResult {

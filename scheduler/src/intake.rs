@@ -6,8 +6,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use deepfleet_proto::SealedContext;
 use deepfleet_proto::{
-    AgentSpec, Envelope, FileData, Job, LoggedMessage, Message, RunRecord, RunStatus, StepJob,
-    TaskLine, Usage,
+    AgentSpec, Envelope, FileData, Job, LoggedMessage, Message, RunRecord, StepJob, TaskLine,
 };
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
@@ -91,23 +90,15 @@ impl Intake {
         let context = self.seal_context(&task.id, task.context.as_ref())?;
         let now = Utc::now();
         let run = RunRecord {
-            run_id: uuid::Uuid::now_v7().to_string(),
-            thread_id: uuid::Uuid::new_v4().to_string(),
-            agent: agent.to_owned(),
-            subagent: None,
-            status: RunStatus::Pending,
-            parent: None,
-            depth: 0,
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
-            steps: 0,
-            usage: Usage::default(),
-            output: None,
-            error: None,
-            traceparent: None,
-            created_at: now,
-            updated_at: now,
+            ..RunRecord::new(
+                uuid::Uuid::now_v7().to_string(),
+                uuid::Uuid::new_v4().to_string(),
+                agent.to_owned(),
+                now,
+            )
         };
         let input = Message::user(task.input.clone());
         let seed = ThreadSeed {

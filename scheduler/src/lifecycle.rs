@@ -14,9 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use deepfleet_proto::{
-    FileData, LoggedMessage, Message, RunRecord, RunStatus, SealedContext, Usage,
-};
+use deepfleet_proto::{FileData, LoggedMessage, Message, RunRecord, RunStatus, SealedContext};
 use deepfleet_store::{Store, ThreadSeed};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -243,26 +241,17 @@ impl Lifecycle {
             self.save(THREADS, &thread.thread_id, &thread).await?;
         }
         let now = Utc::now();
+        // API batches are followed through their own records, not the done
+        // list `deepfleet submit` drains: no batch id.
         let run = RunRecord {
-            run_id: meta.run_id.clone(),
-            thread_id: meta.thread_id.clone(),
-            agent: meta.graph_id.clone(),
-            subagent: None,
-            status: RunStatus::Pending,
-            parent: None,
-            depth: 0,
-            // API batches are followed through their own records, not the
-            // done list `deepfleet submit` drains.
-            batch_id: None,
-            task_id: None,
             context: meta.context.clone(),
-            steps: 0,
-            usage: Usage::default(),
-            output: None,
-            error: None,
-            traceparent: None,
-            created_at: meta.created_at,
             updated_at: now,
+            ..RunRecord::new(
+                meta.run_id.clone(),
+                meta.thread_id.clone(),
+                meta.graph_id.clone(),
+                meta.created_at,
+            )
         };
         let seed = ThreadSeed {
             messages: meta

@@ -179,7 +179,7 @@ mod tests {
 
     use async_trait::async_trait;
     use chrono::Utc;
-    use deepfleet_proto::{RunRecord, RunStatus, Usage};
+    use deepfleet_proto::{RunRecord, RunStatus};
     use deepfleet_queue::QueueError;
     use deepfleet_store::ThreadSeed;
     use deepfleet_store::embedded::EmbeddedStore;
@@ -208,23 +208,10 @@ mod tests {
 
     fn run(id: &str, status: RunStatus) -> RunRecord {
         RunRecord {
-            run_id: id.into(),
-            thread_id: format!("t-{id}"),
-            agent: "helper".into(),
-            subagent: None,
             status,
-            parent: None,
-            depth: 0,
-            batch_id: None,
-            task_id: None,
-            context: None,
             steps: 2,
-            usage: Usage::default(),
             output: Some("done".into()),
-            error: None,
-            traceparent: None,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
+            ..RunRecord::new(id, format!("t-{id}"), "helper", Utc::now())
         }
     }
 

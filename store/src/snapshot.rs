@@ -167,29 +167,15 @@ mod tests {
     async fn a_reopened_embedded_store_has_its_runs_and_threads() {
         use crate::embedded::EmbeddedStore;
         use crate::{Store, ThreadSeed};
-        use deepfleet_proto::{RunRecord, RunStatus, Usage};
+        use deepfleet_proto::{RunRecord, RunStatus};
 
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("state.json");
         let now = chrono::Utc::now();
         let run = RunRecord {
-            run_id: "r1".into(),
-            thread_id: "t1".into(),
-            agent: "a".into(),
-            subagent: None,
             status: RunStatus::Running,
-            parent: None,
-            depth: 0,
             batch_id: Some("b".into()),
-            task_id: None,
-            context: None,
-            steps: 0,
-            usage: Usage::default(),
-            output: None,
-            error: None,
-            traceparent: None,
-            created_at: now,
-            updated_at: now,
+            ..RunRecord::new("r1", "t1", "a", now)
         };
         let mut seed = ThreadSeed::default();
         seed.state.insert("ticket".into(), serde_json::json!("T-1"));

@@ -258,27 +258,14 @@ fn cache_key(spec: &AgentSpec, run: &RunRecord) -> u64 {
 mod tests {
     use super::*;
     use chrono::Utc;
-    use deepfleet_proto::{RunStatus, Usage};
+    use deepfleet_proto::RunStatus;
 
     fn run(subagent: Option<&str>, depth: u32) -> RunRecord {
         RunRecord {
-            run_id: "r".into(),
-            thread_id: "t".into(),
-            agent: "researcher".into(),
             subagent: subagent.map(str::to_owned),
             status: RunStatus::Running,
-            parent: None,
             depth,
-            batch_id: None,
-            task_id: None,
-            context: None,
-            steps: 0,
-            usage: Usage::default(),
-            output: None,
-            error: None,
-            traceparent: None,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
+            ..RunRecord::new("r", "t", "researcher", Utc::now())
         }
     }
 
@@ -314,6 +301,7 @@ mod tests {
             context: None,
             store: None,
             compaction: Arc::default(),
+            deltas: None,
         }
     }
 

@@ -90,7 +90,7 @@ struct AmqpDelivery {
 fn delivery_count(headers: Option<&FieldTable>) -> u32 {
     let value = headers.and_then(|h| h.inner().get("x-delivery-count"));
     let count = match value {
-        Some(AMQPValue::LongLongInt(n)) => i64::from(*n),
+        Some(AMQPValue::LongLongInt(n)) => *n,
         Some(AMQPValue::LongInt(n)) => i64::from(*n),
         Some(AMQPValue::ShortInt(n)) => i64::from(*n),
         Some(AMQPValue::LongUInt(n)) => i64::from(*n),

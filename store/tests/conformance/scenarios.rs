@@ -21,25 +21,7 @@ pub fn at() -> DateTime<Utc> {
 }
 
 pub fn record(thread: &str, run: &str) -> RunRecord {
-    RunRecord {
-        run_id: run.into(),
-        thread_id: thread.into(),
-        agent: "agent".into(),
-        subagent: None,
-        status: RunStatus::Pending,
-        parent: None,
-        depth: 0,
-        batch_id: None,
-        task_id: None,
-        context: None,
-        steps: 0,
-        usage: Usage::default(),
-        output: None,
-        error: None,
-        traceparent: None,
-        created_at: at(),
-        updated_at: at(),
-    }
+    RunRecord::new(run, thread, "agent", at())
 }
 
 pub fn msg(text: &str) -> LoggedMessage {

@@ -102,23 +102,8 @@ pub fn compressor(model: Arc<FakeModel>, policy: Policy) -> Arc<Compressor> {
 /// A step context over `history` with `cursor`, recording its events.
 pub fn cx(history: Vec<LoggedMessage>, cursor: ContextCursor) -> (StepCx, Arc<RecordingSink>) {
     let run = RunRecord {
-        run_id: "r".into(),
-        thread_id: "t".into(),
-        agent: "a".into(),
-        subagent: None,
         status: RunStatus::Running,
-        parent: None,
-        depth: 0,
-        batch_id: None,
-        task_id: None,
-        context: None,
-        steps: 0,
-        usage: Usage::default(),
-        output: None,
-        error: None,
-        traceparent: None,
-        created_at: Utc::now(),
-        updated_at: Utc::now(),
+        ..RunRecord::new("r", "t", "a", Utc::now())
     };
     let tokens = history.iter().map(|m| u64::from(m.tokens)).sum();
     let sink = RecordingSink::new();
@@ -134,6 +119,7 @@ pub fn cx(history: Vec<LoggedMessage>, cursor: ContextCursor) -> (StepCx, Arc<Re
         context: None,
         store: None,
         compaction: Arc::new(StepCompaction::new(cursor, tokens)),
+        deltas: None,
     };
     (cx, sink)
 }

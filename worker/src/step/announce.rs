@@ -48,29 +48,15 @@ pub async fn announce(store: &dyn Store, run: &RunRecord, step: u64, from: u64, 
 mod tests {
     use super::*;
     use chrono::Utc;
-    use deepfleet_proto::{ParentLink, RunStatus, Usage};
+    use deepfleet_proto::{ParentLink, RunStatus};
     use deepfleet_store::embedded::EmbeddedStore;
     use pretty_assertions::assert_eq;
 
     fn run(id: &str, parent: Option<ParentLink>) -> RunRecord {
         RunRecord {
-            run_id: id.into(),
-            thread_id: format!("t-{id}"),
-            agent: "a".into(),
-            subagent: None,
             status: RunStatus::Running,
             parent,
-            depth: 0,
-            batch_id: None,
-            task_id: None,
-            context: None,
-            steps: 0,
-            usage: Usage::default(),
-            output: None,
-            error: None,
-            traceparent: None,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
+            ..RunRecord::new(id, format!("t-{id}"), "a", Utc::now())
         }
     }
 

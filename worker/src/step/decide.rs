@@ -112,28 +112,14 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
 mod tests {
     use super::*;
     use chrono::Utc;
-    use deepfleet_proto::Usage;
+
     use pretty_assertions::assert_eq;
 
     fn run(status: RunStatus) -> RunRecord {
         RunRecord {
-            run_id: "r".into(),
-            thread_id: "t".into(),
-            agent: "a".into(),
-            subagent: None,
             status,
-            parent: None,
-            depth: 0,
             batch_id: Some("b".into()),
-            task_id: None,
-            context: None,
-            steps: 0,
-            usage: Usage::default(),
-            output: None,
-            error: None,
-            traceparent: None,
-            created_at: Utc::now(),
-            updated_at: Utc::now(),
+            ..RunRecord::new("r", "t", "a", Utc::now())
         }
     }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, Envelope, FileData, Job, ParentLink, RunRecord, RunStatus,
-    StepJob, Usage,
+    StepJob,
 };
 use deepfleet_queue::Queue;
 use deepfleet_store::{Store, ThreadSeed};
@@ -73,11 +73,7 @@ async fn start_child(
 ) -> Result<(), StepError> {
     let now = Utc::now();
     let record = RunRecord {
-        run_id: child.run_id.clone(),
-        thread_id: child.thread_id.clone(),
-        agent: parent.agent.clone(),
         subagent: Some(child.subagent),
-        status: RunStatus::Pending,
         parent: Some(ParentLink {
             run_id: parent.run_id.clone(),
             thread_id: parent.thread_id.clone(),
@@ -87,17 +83,16 @@ async fn start_child(
         // The batch, so a subagent waiting for a reviewer is reported on
         // its top-level run's result line.
         batch_id: parent.batch_id.clone(),
-        task_id: None,
         // Subagents see the parent's runtime context unchanged; it stays
         // sealed in the child's record too.
         context: parent.context.clone(),
-        steps: 0,
-        usage: Usage::default(),
-        output: None,
-        error: None,
         traceparent: child.traceparent.clone(),
-        created_at: now,
-        updated_at: now,
+        ..RunRecord::new(
+            child.run_id.clone(),
+            child.thread_id.clone(),
+            parent.agent.clone(),
+            now,
+        )
     };
     let seed = ThreadSeed {
         messages: vec![logged(deepfleet_proto::Message::user(child.description))],
