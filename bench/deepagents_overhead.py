@@ -20,7 +20,6 @@ Prints one JSON object on stdout.
 import argparse
 import asyncio
 import json
-import resource
 import sys
 import time
 
@@ -102,6 +101,16 @@ async def concurrency_runs(args) -> dict:
     return {"runs": args.runs, "ok": ok, "wall_s": wall, "errors": errors}
 
 
+def peak_rss_kib() -> int:
+    """VmHWM of this process. Not ru_maxrss: Linux carries that across
+    exec from the forking parent, so it would report the bench's size."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["overhead", "concurrency"])
@@ -113,8 +122,7 @@ def main() -> int:
         report = overhead(args)
     else:
         report = asyncio.run(concurrency_runs(args))
-    # ru_maxrss is in KiB on Linux.
-    report["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    report["peak_rss_kib"] = peak_rss_kib()
     from importlib.metadata import version
 
     report["versions"] = {

@@ -126,7 +126,14 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     });
     let bin = args.deepfleet.as_path();
     log("1. harness overhead, embedded");
-    let embedded = overhead::embedded(sizes.overhead).await.map_err(failed);
+    let (embedded, sample) = match overhead::embedded(sizes.overhead).await {
+        Ok((intervals, sample)) => (Ok(intervals), sample),
+        Err(e) => (Err(failed(e)), None),
+    };
+    let floor = match sample {
+        Some(body) => overhead::transport_floor(&body, 400).await.map_err(failed),
+        None => Err("no sample request (the embedded pass failed)".to_owned()),
+    };
     let mut deepagents = None;
     if let Some(python) = &python {
         log("1. harness overhead, deepagents");
@@ -168,6 +175,7 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     });
     Results {
         embedded,
+        floor,
         deepagents,
         distributed,
         throughput,

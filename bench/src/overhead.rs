@@ -14,7 +14,8 @@ use deepfleet_testkit::ScriptedServer;
 
 use crate::fleet::{Fleet, check};
 use crate::python::{Python, PythonReport};
-use crate::scenario::{Intervals, engine, intervals, scenario_task, spec};
+use crate::scenario::{Intervals, engine, gaps, intervals, sample_request, scenario_task, spec};
+use serde_json::Value;
 
 /// How many runs to time, after how many warm-up runs.
 #[derive(Clone, Copy)]
@@ -35,14 +36,44 @@ async fn one_at_a_time(fleet: &Fleet, passes: Passes) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// deepfleet embedded: one process, in-memory queue and store.
-pub async fn embedded(passes: Passes) -> anyhow::Result<Intervals> {
+/// deepfleet embedded: one process, in-memory queue and store. Also
+/// returns a mid-run request body for [`transport_floor`].
+pub async fn embedded(passes: Passes) -> anyhow::Result<(Intervals, Option<Value>)> {
     let server = ScriptedServer::start(Arc::new(engine()?), Duration::ZERO).await?;
     let fleet = Fleet::embedded(&server.url(), 32)?;
     let ran = one_at_a_time(&fleet, passes).await;
     fleet.shutdown().await;
     ran?;
-    Ok(intervals(&server.timed_requests(), passes.warmup))
+    let log = server.timed_requests();
+    Ok((
+        intervals(&log, passes.warmup),
+        sample_request(&log, passes.warmup),
+    ))
+}
+
+/// The part of every interval that is neither harness: the scripted
+/// server and loopback HTTP. A bare client posts `body` (already
+/// serialized) `calls` times back to back; the gaps between arrivals at
+/// the server are that floor, in milliseconds.
+pub async fn transport_floor(body: &Value, calls: usize) -> anyhow::Result<Vec<f64>> {
+    let server = ScriptedServer::start(Arc::new(engine()?), Duration::ZERO).await?;
+    let client = reqwest::Client::new();
+    let bytes = serde_json::to_vec(body)?;
+    let url = format!("{}/chat/completions", server.url());
+    for _ in 0..calls {
+        client
+            .post(&url)
+            .header("content-type", "application/json")
+            .body(bytes.clone())
+            .send()
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?;
+    }
+    let log = server.timed_requests();
+    // The first gaps include connecting; leave a tenth out as warm-up.
+    Ok(gaps(&log[log.len() / 10..]))
 }
 
 /// deepfleet distributed: two worker processes on RabbitMQ and Redis.

@@ -27,7 +27,7 @@ pub struct PythonReport {
     pub ok: usize,
     /// Wall time of all runs, in seconds.
     pub wall_s: f64,
-    /// `ru_maxrss` of the process, KiB.
+    /// Peak resident memory (`VmHWM`) of the process, KiB.
     pub peak_rss_kib: u64,
     /// Exception types of failed runs (concurrency mode).
     #[serde(default)]

@@ -19,6 +19,8 @@ pub type Section<T> = Result<T, String>;
 pub struct Results {
     /// Item 1, deepfleet embedded.
     pub embedded: Section<Intervals>,
+    /// Item 1: the scripted server and loopback HTTP alone, ms per call.
+    pub floor: Section<Vec<f64>>,
     /// Item 1, deepagents (absent without a venv).
     pub deepagents: Option<Section<(Intervals, PythonReport)>>,
     /// Item 2.
@@ -108,6 +110,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     growth(&mut out, r, plots)?;
     tokens(&mut out, r, plots)?;
     out.push_str(include_str!("../method.md"));
+    out.push_str(include_str!("../analysis.md"));
     Ok(out)
 }
 
@@ -291,13 +294,34 @@ fn overhead(out: &mut String, r: &Results) {
         "deepfleet, distributed (2 workers, RabbitMQ + Redis)",
         &r.distributed,
     );
+    let floor = r.floor.as_ref().ok().and_then(|f| median(f));
+    match &r.floor {
+        Ok(f) => {
+            let _ = writeln!(
+                out,
+                "| floor: scripted server + loopback HTTP, no harness | – | {} | {} | {} | {} | – |",
+                f.len(),
+                ms(median(f)),
+                ms(percentile(f, 90.0)),
+                ms(percentile(f, 99.0)),
+            );
+        }
+        Err(e) => {
+            let _ = writeln!(out, "| floor | failed: {e} | | | | | |");
+        }
+    }
     let ours = r.embedded.as_ref().ok();
     if let (Some(ours), Some((theirs, _))) = (ours, r.deepagents_ok()) {
+        let (a, b) = (median(&theirs.plain), median(&ours.plain));
+        let net = |v: Option<f64>| v.zip(floor).map(|(v, f)| v - f);
         let _ = writeln!(
             out,
-            "\nRatio deepagents ÷ deepfleet embedded: plain steps **{:.0}×**, task steps **{:.0}×** (medians).",
-            ratio(median(&theirs.plain), median(&ours.plain)).unwrap_or_default(),
+            "\nRatio deepagents ÷ deepfleet embedded: plain steps **{:.0}×**, task steps **{:.0}×** \
+             (medians). Both intervals contain the floor (the same server answering the same kind of \
+             request); net of its median, plain steps are **{:.0}×** apart.",
+            ratio(a, b).unwrap_or_default(),
             ratio(median(&theirs.task), median(&ours.task)).unwrap_or_default(),
+            ratio(net(a), net(b)).unwrap_or_default(),
         );
     }
     out.push('\n');

@@ -106,6 +106,25 @@ fn run_number(body: &Value) -> Option<usize> {
         .ok()
 }
 
+/// The body of run `n`'s fourth main-agent call: a typical mid-run
+/// request (system prompt, tool schemas, a few turns).
+pub fn sample_request(requests: &[(Instant, Value)], n: usize) -> Option<Value> {
+    requests
+        .iter()
+        .map(|(_, body)| body)
+        .filter(|body| run_number(body) == Some(n))
+        .nth(3)
+        .cloned()
+}
+
+/// Milliseconds between consecutive arrivals, in arrival order.
+pub fn gaps(requests: &[(Instant, Value)]) -> Vec<f64> {
+    requests
+        .windows(2)
+        .map(|pair| pair[1].0.duration_since(pair[0].0).as_secs_f64() * 1e3)
+        .collect()
+}
+
 /// Splits the main agents' calls into step intervals, leaving out runs
 /// numbered below `warmup`.
 pub fn intervals(requests: &[(Instant, Value)], warmup: usize) -> Intervals {
