@@ -70,6 +70,12 @@ impl Keys {
         format!("{}:ev:{{{run}}}", self.prefix)
     }
 
+    /// Stream: a run's [`RunDelta`](crate::RunDelta)s (streamed tokens),
+    /// capped and short-lived.
+    pub fn run_deltas(&self, run: &str) -> String {
+        format!("{}:dl:{{{run}}}", self.prefix)
+    }
+
     /// String: an agent spec (JSON) by name.
     pub fn spec(&self, name: &str) -> String {
         format!("{}:spec:{name}", self.prefix)

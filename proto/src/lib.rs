@@ -18,6 +18,7 @@ pub mod keys;
 pub mod message;
 pub mod path;
 pub mod run;
+pub mod run_delta;
 pub mod run_event;
 pub mod schema;
 pub mod sealed;
@@ -42,6 +43,7 @@ pub use message::{
     ToolStatus, Usage, UserMessage,
 };
 pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
+pub use run_delta::{DeltaSource, RunDelta, ToolCallChunk};
 pub use run_event::RunEvent;
 pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};

@@ -22,6 +22,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::item::Item>("item"),
         one::<crate::submission::Submission>("submission"),
         one::<crate::run_event::RunEvent>("run_event"),
+        one::<crate::run_delta::RunDelta>("run_delta"),
         one::<crate::submission::SubmissionResult>("submission_result"),
     ]
 }

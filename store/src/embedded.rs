@@ -30,6 +30,10 @@ pub struct EmbeddedStore {
     file: Option<SnapshotFile>,
     /// Run event streams; not persisted.
     events: Mutex<crate::run_events::RunEventLogs>,
+    /// Run token-delta streams; not persisted.
+    deltas: Mutex<
+        crate::run_events::RunEventLogs<deepfleet_proto::RunDelta, { crate::RUN_DELTAS_MAX }>,
+    >,
 }
 
 #[derive(Default, Serialize, Deserialize)]
@@ -76,6 +80,7 @@ impl EmbeddedStore {
             state: Mutex::new(state),
             file: Some(file),
             events: Mutex::default(),
+            deltas: Mutex::default(),
         })
     }
 
@@ -251,6 +256,30 @@ impl Store for EmbeddedStore {
         max: usize,
     ) -> Result<Vec<(String, deepfleet_proto::RunEvent)>, StoreError> {
         self.events
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .read(run_id, after, max)
+    }
+
+    async fn append_run_delta(
+        &self,
+        run_id: &str,
+        delta: &deepfleet_proto::RunDelta,
+    ) -> Result<(), StoreError> {
+        self.deltas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .append(run_id, delta);
+        Ok(())
+    }
+
+    async fn run_deltas(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, deepfleet_proto::RunDelta)>, StoreError> {
+        self.deltas
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .read(run_id, after, max)

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use deepfleet_proto::{
     AgentSpec, ChildResult, ContextCursor, FileData, Item, ItemSearch, LoggedMessage,
-    NamespaceQuery, ParentLink, PendingTools, RunEvent, RunRecord,
+    NamespaceQuery, ParentLink, PendingTools, RunDelta, RunEvent, RunRecord,
 };
 use serde_json::{Map, Value};
 
@@ -37,6 +37,15 @@ pub const RUN_EVENTS_MAX: usize = 10_000;
 
 /// How long a run's event stream outlives its last append.
 pub const RUN_EVENTS_TTL_SECS: u64 = 24 * 3600;
+
+/// Most token deltas a run's delta stream keeps: a long answer streamed
+/// in 50 ms windows fits many times over; older ones are of no use to a
+/// follower, which gets the committed message anyway.
+pub const RUN_DELTAS_MAX: usize = 2_000;
+
+/// How long a run's delta stream outlives its last append: long enough
+/// for a follower to catch up, short enough that deltas never pile up.
+pub const RUN_DELTAS_TTL_SECS: u64 = 600;
 
 /// A thread as a step sees it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -167,6 +176,21 @@ pub trait Store: Send + Sync + 'static {
         after: Option<&str>,
         max: usize,
     ) -> Result<Vec<(String, RunEvent)>, StoreError>;
+
+    /// Appends streamed tokens to `run_id`'s delta stream, kept apart from
+    /// its event stream: capped at [`RUN_DELTAS_MAX`], expiring
+    /// [`RUN_DELTAS_TTL_SECS`] after the last append.
+    async fn append_run_delta(&self, run_id: &str, delta: &RunDelta) -> Result<(), StoreError>;
+
+    /// Up to `max` deltas of `run_id` after the one with id `after` (from
+    /// the start when `None`), oldest first, with their ids (opaque,
+    /// increasing, without `/` or `:`).
+    async fn run_deltas(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, RunDelta)>, StoreError>;
 
     /// Commits one step atomically, if the thread is at `commit.step`.
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError>;

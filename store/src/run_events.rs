@@ -1,7 +1,7 @@
-//! The embedded store's run event streams: an in-memory log per run with
-//! Redis-Stream-shaped ids (`0-{n}`), capped like the Redis ones. They are
-//! not part of the persisted snapshot: a follower after a restart
-//! recovers from the checkpoint.
+//! The embedded store's run streams (commit events, and token deltas): an
+//! in-memory log per run with Redis-Stream-shaped ids (`0-{n}`), capped
+//! like the Redis ones. They are not part of the persisted snapshot: a
+//! follower after a restart recovers from the checkpoint.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -9,24 +9,33 @@ use deepfleet_proto::RunEvent;
 
 use crate::{RUN_EVENTS_MAX, StoreError};
 
-/// Every run's events.
-#[derive(Default)]
-pub(crate) struct RunEventLogs {
-    logs: HashMap<String, Log>,
+/// Every run's log of `T`, each capped at `CAP` entries.
+pub(crate) struct RunEventLogs<T = RunEvent, const CAP: usize = RUN_EVENTS_MAX> {
+    logs: HashMap<String, Log<T>>,
 }
 
-#[derive(Default)]
-struct Log {
+impl<T, const CAP: usize> Default for RunEventLogs<T, CAP> {
+    fn default() -> Self {
+        RunEventLogs {
+            logs: HashMap::new(),
+        }
+    }
+}
+
+struct Log<T> {
     next: u64,
-    entries: VecDeque<(u64, RunEvent)>,
+    entries: VecDeque<(u64, T)>,
 }
 
-impl RunEventLogs {
-    pub(crate) fn append(&mut self, run_id: &str, event: &RunEvent) {
-        let log = self.logs.entry(run_id.to_owned()).or_default();
+impl<T: Clone, const CAP: usize> RunEventLogs<T, CAP> {
+    pub(crate) fn append(&mut self, run_id: &str, event: &T) {
+        let log = self.logs.entry(run_id.to_owned()).or_insert_with(|| Log {
+            next: 0,
+            entries: VecDeque::new(),
+        });
         log.next += 1;
         log.entries.push_back((log.next, event.clone()));
-        while log.entries.len() > RUN_EVENTS_MAX {
+        while log.entries.len() > CAP {
             log.entries.pop_front();
         }
     }
@@ -36,7 +45,7 @@ impl RunEventLogs {
         run_id: &str,
         after: Option<&str>,
         max: usize,
-    ) -> Result<Vec<(String, RunEvent)>, StoreError> {
+    ) -> Result<Vec<(String, T)>, StoreError> {
         let after = after.map(parse_id).transpose()?.unwrap_or(0);
         Ok(self
             .logs
@@ -77,7 +86,7 @@ mod tests {
 
     #[test]
     fn reads_after_an_id_in_order() {
-        let mut logs = RunEventLogs::default();
+        let mut logs: RunEventLogs = RunEventLogs::default();
         for step in 0..3 {
             logs.append("r", &event(step));
         }
@@ -93,5 +102,15 @@ mod tests {
         assert_eq!(logs.read("r", Some("0-1"), 1).unwrap().len(), 1);
         assert!(logs.read("other", None, 10).unwrap().is_empty());
         assert!(logs.read("r", Some("garbage"), 10).is_err());
+    }
+
+    #[test]
+    fn logs_keep_their_cap() {
+        let mut logs: RunEventLogs<u64, 2> = RunEventLogs::default();
+        for n in 0..5 {
+            logs.append("r", &n);
+        }
+        let kept: Vec<(String, u64)> = logs.read("r", None, 10).unwrap();
+        assert_eq!(kept, vec![("0-4".to_owned(), 3), ("0-5".to_owned(), 4)]);
     }
 }

@@ -2,7 +2,9 @@
 //! workers on RabbitMQ and Redis, driven by `langgraph-sdk`
 //! (`streaming/stream_flows.py`): a run whose subagent's steps arrive as
 //! `updates|task:<tool_call_id>` events with `stream_subgraphs`, and a
-//! join with `Last-Event-ID` that resumes exactly after the event given.
+//! join with `Last-Event-ID` that resumes exactly after the event given,
+//! and token streaming (`messages` / `messages-tuple` chunks that add up
+//! to the final AI message).
 //! Skipped with a note without PyPI, failed under `CI=true`.
 
 use std::path::Path;

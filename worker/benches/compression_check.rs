@@ -125,6 +125,7 @@ fn main() {
                 compaction: &compaction,
                 backend: &backend,
                 emit: &emit,
+                deltas: None,
             };
             row.push(time(|| {
                 let size = compressor.size(&thread, black_box(&cursor));

@@ -13,6 +13,7 @@ pub mod batches;
 pub mod convert;
 pub mod error;
 pub mod follow;
+pub mod partials;
 pub mod multitask;
 pub mod runs;
 pub mod store_items;

@@ -11,6 +11,7 @@
 //! with `Last-Event-ID` gets only what came after, then the current
 //! `values`.
 
+use std::collections::HashSet;
 use std::convert::Infallible;
 use std::time::Instant;
 
@@ -24,6 +25,7 @@ use super::ApiState;
 use super::convert::{message_dict, message_id, thread_values};
 use super::error::ApiError;
 use super::follow::{KEEP_ALIVE, POLL, final_body, finished};
+use super::partials::{Partials, mark_followed};
 use super::runs::run_headers;
 use crate::lifecycle::RunMeta;
 
@@ -92,7 +94,8 @@ fn node_of(message: &Message) -> &'static str {
 }
 
 /// The events for messages `from..` of a thread's log; ids carry
-/// `cursor`, the stream position a reconnect resumes after.
+/// `cursor`, the stream position a reconnect resumes after. Messages in
+/// `streamed` went out as `messages-tuple` chunks already.
 pub fn step_events(
     modes: Modes,
     meta: &RunMeta,
@@ -100,6 +103,7 @@ pub fn step_events(
     messages: &[Message],
     from: usize,
     values: Option<&Value>,
+    streamed: &HashSet<String>,
 ) -> Vec<Event> {
     let seen = from + messages.len();
     let mut out = Vec::new();
@@ -131,7 +135,7 @@ pub fn step_events(
             ));
             out.push(event("messages/complete", &json!([dict]), id("mc")));
         }
-        if modes.messages_tuple {
+        if modes.messages_tuple && !streamed.contains(&message_id(&meta.thread_id, index)) {
             out.push(event("messages", &json!([dict, metadata]), id("mt")));
         }
     }
@@ -208,6 +212,14 @@ pub fn sse_response(
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let _ = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
+        if modes.messages || modes.messages_tuple {
+            // Best effort: an unremoved mark lapses by itself.
+            let _ = state
+                .life
+                .store()
+                .delete_record(deepfleet_proto::run_delta::FOLLOWED, &meta.run_id)
+                .await;
+        }
     });
     let events =
         futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
@@ -245,7 +257,18 @@ async fn follow(
         None => (START.to_owned(), base_len(state, meta).await),
     };
     let store = state.life.store();
+    // Token streaming: mark the run followed, so workers stream its model
+    // calls, and take the deltas of steps not committed yet.
+    let mut partials = None;
+    if modes.messages || modes.messages_tuple {
+        mark_followed(store.as_ref(), &meta.run_id)
+            .await
+            .map_err(|_| ())?;
+        let at = store.load_thread(&meta.thread_id).await.map_err(|_| ())?;
+        partials = Partials::new(modes, meta, at.step);
+    }
     let mut last_sent = Instant::now();
+    let mut last_mark = Instant::now();
     loop {
         // Status first: a run seen ended has appended all it will, but
         // its last event may still be on the way, hence the catch-up.
@@ -255,11 +278,23 @@ async fn follow(
             .await
             .map_err(|_| ())?;
         let caught_up = batch.len() < EVENTS_PER_READ;
+        // After the events: every delta of their steps is in by now.
+        if let Some(partials) = &mut partials {
+            partials.read(store.as_ref()).await.map_err(|_| ())?;
+        }
         for (id, run_event) in batch {
+            if run_event.namespace.is_empty()
+                && let Some(partials) = &mut partials
+            {
+                for e in partials.until(Some(run_event.step)) {
+                    send(e).await?;
+                }
+            }
             if run_event.namespace.is_empty() {
                 let to = usize::try_from(run_event.to).unwrap_or(usize::MAX);
                 if to > seen || modes.values {
-                    for e in root_events(state, meta, modes, &cursor, seen, to).await? {
+                    let streamed = partials.as_ref().map(Partials::streamed);
+                    for e in root_events(state, meta, modes, &cursor, seen, to, streamed).await? {
                         send(e).await?;
                     }
                     seen = seen.max(to);
@@ -280,6 +315,19 @@ async fn follow(
             cursor = id;
             last_sent = Instant::now();
         }
+        // The deltas of the step in progress.
+        if let Some(partials) = &mut partials {
+            for e in partials.until(None) {
+                send(e).await?;
+                last_sent = Instant::now();
+            }
+            if last_mark.elapsed() >= KEEP_ALIVE {
+                mark_followed(store.as_ref(), &meta.run_id)
+                    .await
+                    .map_err(|_| ())?;
+                last_mark = Instant::now();
+            }
+        }
         if done && caught_up {
             let len = store
                 .load_messages(&meta.thread_id, seen as u64)
@@ -287,7 +335,10 @@ async fn follow(
                 .map_err(|_| ())?
                 .len();
             if len > 0 && status.is_some() {
-                for e in root_events(state, meta, modes, &cursor, seen, seen + len).await? {
+                let streamed = partials.as_ref().map(Partials::streamed);
+                for e in
+                    root_events(state, meta, modes, &cursor, seen, seen + len, streamed).await?
+                {
                     send(e).await?;
                 }
             }
@@ -321,6 +372,7 @@ async fn root_events(
     cursor: &str,
     seen: usize,
     to: usize,
+    streamed: Option<&HashSet<String>>,
 ) -> Result<Vec<Event>, ()> {
     let store = state.life.store();
     let new: Vec<Message> = store
@@ -344,6 +396,7 @@ async fn root_events(
         &new,
         seen,
         values.as_ref(),
+        streamed.unwrap_or(&HashSet::new()),
     ))
 }
 
@@ -426,6 +479,7 @@ mod tests {
             &messages,
             2,
             Some(&json!({"messages": []})),
+            &HashSet::new(),
         );
         // updates + messages tuple for the message, then values.
         assert_eq!(events.len(), 3);

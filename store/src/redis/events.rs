@@ -1,13 +1,15 @@
-//! Run event streams (Redis Streams, `XADD`/`XRANGE`) and partial reads
+//! Run event and delta streams (Redis Streams, `XADD`/`XRANGE`) and partial reads
 //! of a thread's message log (`LRANGE`). Single-key commands, so they
 //! work unchanged on a cluster.
 
-use deepfleet_proto::{LoggedMessage, RunEvent};
+use deepfleet_proto::{LoggedMessage, RunDelta, RunEvent};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::RedisStore;
 use super::codec::{decode, encode};
 use super::conn::Retry;
-use crate::{RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, StoreError};
+use crate::{RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, StoreError};
 
 /// The stream entry's one field, holding the event's JSON.
 const FIELD: &str = "e";
@@ -42,27 +44,7 @@ impl RedisStore {
         event: &RunEvent,
     ) -> Result<(), StoreError> {
         let key = self.keys.run_events(run_id);
-        let raw = encode(&key, event)?;
-        self.count(u64::try_from(raw.len() + key.len()).unwrap_or(u64::MAX));
-        let mut pipe = redis::pipe();
-        pipe.cmd("XADD")
-            .arg(&key)
-            .arg("MAXLEN")
-            .arg("~")
-            .arg(RUN_EVENTS_MAX)
-            .arg("*")
-            .arg(FIELD)
-            .arg(raw)
-            .ignore()
-            .cmd("EXPIRE")
-            .arg(&key)
-            .arg(RUN_EVENTS_TTL_SECS)
-            .ignore();
-        let pipe = &pipe;
-        self.conn
-            .call("append run event", Retry::Never, |mut conn| async move {
-                pipe.query_async::<()>(&mut conn).await
-            })
+        self.xadd(&key, event, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS)
             .await
     }
 
@@ -72,15 +54,77 @@ impl RedisStore {
         after: Option<&str>,
         max: usize,
     ) -> Result<Vec<(String, RunEvent)>, StoreError> {
-        let key = self.keys.run_events(run_id);
+        self.xrange(&self.keys.run_events(run_id), after, max).await
+    }
+
+    /// Appends to a run's delta stream, as [`RedisStore::append_event`]
+    /// does to its event stream, under the deltas' tighter cap and expiry.
+    pub(super) async fn append_delta(
+        &self,
+        run_id: &str,
+        delta: &RunDelta,
+    ) -> Result<(), StoreError> {
+        let key = self.keys.run_deltas(run_id);
+        self.xadd(&key, delta, RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS)
+            .await
+    }
+
+    pub(super) async fn read_deltas(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, RunDelta)>, StoreError> {
+        self.xrange(&self.keys.run_deltas(run_id), after, max).await
+    }
+
+    async fn xadd<T: Serialize>(
+        &self,
+        key: &str,
+        value: &T,
+        cap: usize,
+        ttl_secs: u64,
+    ) -> Result<(), StoreError> {
+        let raw = encode(key, value)?;
+        self.count(u64::try_from(raw.len() + key.len()).unwrap_or(u64::MAX));
+        let mut pipe = redis::pipe();
+        pipe.cmd("XADD")
+            .arg(key)
+            .arg("MAXLEN")
+            .arg("~")
+            .arg(cap)
+            .arg("*")
+            .arg(FIELD)
+            .arg(raw)
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(key)
+            .arg(ttl_secs)
+            .ignore();
+        let pipe = &pipe;
+        self.conn
+            .call(
+                "append to a run stream",
+                Retry::Never,
+                |mut conn| async move { pipe.query_async::<()>(&mut conn).await },
+            )
+            .await
+    }
+
+    async fn xrange<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, T)>, StoreError> {
         // `(id` is exclusive (Redis 6.2+).
         let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
         let entries: Vec<(String, Vec<String>)> = self
             .query(
-                "read run events",
+                "read a run stream",
                 Retry::Once,
                 redis::cmd("XRANGE")
-                    .arg(&key)
+                    .arg(key)
                     .arg(start)
                     .arg("+")
                     .arg("COUNT")

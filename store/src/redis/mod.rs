@@ -329,6 +329,23 @@ impl Store for RedisStore {
         self.read_events(run_id, after, max).await
     }
 
+    async fn append_run_delta(
+        &self,
+        run_id: &str,
+        delta: &deepfleet_proto::RunDelta,
+    ) -> Result<(), StoreError> {
+        self.append_delta(run_id, delta).await
+    }
+
+    async fn run_deltas(
+        &self,
+        run_id: &str,
+        after: Option<&str>,
+        max: usize,
+    ) -> Result<Vec<(String, deepfleet_proto::RunDelta)>, StoreError> {
+        self.read_deltas(run_id, after, max).await
+    }
+
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {
         let call = scripts::commit_step(&self.scripts.commit_step, &self.keys, commit)?;
         let (committed, step): (u8, u64) = self.run_script("commit step", &call).await?;

@@ -1,5 +1,6 @@
 """Streams a run with a subagent through langgraph-sdk and resumes a
-stream with Last-Event-ID.
+stream with Last-Event-ID; streams another token by token (`messages`
+and `messages-tuple`).
 
 Usage: python stream_flows.py URL. Exits non-zero on the first failed check.
 """
@@ -58,6 +59,49 @@ async def main(url):
     resumed = [p.data for p in again if p.event == "updates"]
     check(resumed == [p.data for p in root[2:]],
           f"resumed stream continues after {resume_at.id} ({len(resumed)} of {len(root)})")
+
+    await tokens(client)
+
+
+async def tokens(client):
+    """Token streaming: chunks add up to the final AI message."""
+    thread = (await client.threads.create())["thread_id"]
+    parts = []
+    async for part in client.runs.stream(
+        thread, "briefings",
+        input={"messages": [{"role": "user", "content": "Write a briefing on tides."}]},
+        stream_mode=["messages-tuple", "messages"],
+    ):
+        parts.append(part)
+    streamed = {}
+    for message, metadata in (p.data for p in parts if p.event == "messages"):
+        if message["type"] == "AIMessageChunk":
+            check(metadata.get("lc_source") is None, "agent tokens are not tagged as a summary")
+            streamed[message["id"]] = streamed.get(message["id"], "") + message["content"]
+    state = await client.threads.get_state(thread)
+    final = [m for m in state["values"]["messages"] if m["type"] == "ai"][-1]
+    check(final["content"].startswith("Briefing on tides:"), "the run answered")
+    check(streamed.get(final["id"]) == final["content"],
+          f"messages-tuple chunks add up to the final AI message ({len(streamed)} streamed)")
+    tuples_of_final = [p for p in parts if p.event == "messages"
+                       and p.data[0]["id"] == final["id"]]
+    check(len(tuples_of_final) >= 3, f"in several chunks ({len(tuples_of_final)})")
+    check(all(p.data[0]["type"] == "AIMessageChunk" for p in tuples_of_final),
+          "a streamed message is not sent again whole")
+    partial = [p.data[0] for p in parts if p.event == "messages/partial"
+               and p.data[0]["id"] == final["id"]]
+    check(len(partial) >= 3 and partial[-1]["content"] == final["content"],
+          "messages/partial accumulates to the final message")
+    check(all(a["content"] in b["content"] for a, b in zip(partial, partial[1:])),
+          "partials only grow")
+    complete = [m for p in parts if p.event == "messages/complete" for m in p.data]
+    check(any(m["id"] == final["id"] and m["content"] == final["content"] for m in complete),
+          "messages/complete follows with the whole message")
+    first_partial = next(i for i, p in enumerate(parts) if p.event == "messages/partial"
+                         and p.data[0]["id"] == final["id"])
+    first_complete = next(i for i, p in enumerate(parts) if p.event == "messages/complete"
+                          and p.data[0]["id"] == final["id"])
+    check(first_partial < first_complete, "partials come before the complete message")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ pub struct Thread<'a> {
     pub backend: &'a dyn Backend,
     /// Where events go.
     pub emit: &'a (dyn Fn(Event) + Send + Sync),
+    /// Where a summary's streamed tokens go, when the run is followed.
+    pub deltas: Option<&'a dyn deepfleet_model::DeltaSink>,
 }
 
 impl Thread<'_> {
@@ -228,6 +230,7 @@ impl Compressor {
                 },
                 thread.backend,
                 thread.emit,
+                thread.deltas,
             )
             .await?;
         thread.compaction.add_usage(&made.usage);

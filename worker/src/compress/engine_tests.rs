@@ -41,6 +41,7 @@ fn reported_usage_counts_only_under_the_current_summary() {
         compaction: &cx.compaction,
         backend: cx.backend.as_ref(),
         emit: &emit,
+        deltas: None,
     };
     let plain = ContextCursor::default();
     assert_eq!(engine.size(&thread, &plain).reported, Some(1_010));

@@ -165,12 +165,15 @@ impl Summarizer {
     /// history file, asks the model for the summary and returns the new
     /// event. A failed history write is logged and the summary goes on
     /// without a file (as deepagents does); a failed model call is the
-    /// error. `emit` receives the model call's event.
+    /// error. `emit` receives the model call's event; with `deltas` (a
+    /// followed run) the call streams its tokens there, tagged
+    /// [`CallPurpose::Summarization`].
     pub async fn summarize(
         &self,
         input: SummaryInput<'_>,
         backend: &dyn Backend,
         emit: &(dyn Fn(Event) + Send + Sync),
+        deltas: Option<&dyn deepfleet_model::DeltaSink>,
     ) -> Result<Summary, ModelError> {
         let SummaryInput {
             view,
@@ -204,7 +207,10 @@ impl Summarizer {
             purpose: CallPurpose::Summarization,
         };
         let started = Instant::now();
-        let response = self.model.complete(&request).await;
+        let response = match deltas {
+            Some(sink) => self.model.stream(&request, sink).await,
+            None => self.model.complete(&request).await,
+        };
         emit(Event::ModelCall {
             model: self.model_name.clone(),
             purpose: CallPurpose::Summarization,

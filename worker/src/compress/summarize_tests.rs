@@ -102,6 +102,7 @@ async fn summaries_append_history_and_chain() {
             },
             &backend,
             &|_| {},
+            None,
         )
         .await
         .unwrap();
@@ -147,6 +148,7 @@ async fn summaries_append_history_and_chain() {
             },
             &backend,
             &|_| {},
+            None,
         )
         .await
         .unwrap();
@@ -179,4 +181,61 @@ fn stored_tokens_span_log_and_added() {
         tokens: 7,
     }];
     assert_eq!(stored_tokens(&history, &added, 1, 4), 5 + 5 + 7);
+}
+
+/// [`Fixed`], streaming its answer as one delta of the request's purpose.
+struct Streaming(Fixed);
+
+#[async_trait]
+impl ModelClient for Streaming {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
+        self.0.complete(request).await
+    }
+
+    async fn stream(
+        &self,
+        request: &ModelRequest,
+        sink: &dyn deepfleet_model::DeltaSink,
+    ) -> Result<ModelResponse, ModelError> {
+        let response = self.0.complete(request).await?;
+        sink.deliver(deepfleet_model::DeltaEvent {
+            purpose: request.purpose,
+            delta: deepfleet_model::Delta::Text {
+                text: deepfleet_proto::message::joined_text(&response.message.content),
+            },
+        });
+        Ok(response)
+    }
+}
+
+// Issue 7: a followed run's summary streams, tagged as a summary.
+#[tokio::test]
+async fn a_followed_runs_summary_streams_its_tokens_tagged() {
+    let model = Arc::new(Streaming(Fixed {
+        requests: Mutex::new(Vec::new()),
+    }));
+    let summarizer = Summarizer::new(model, "m".into(), None);
+    let backend = StateBackend::new(Default::default());
+    let history = log(8);
+    let view = View::build(&ContextCursor::default(), &history, &[]);
+    let seen = Mutex::new(Vec::new());
+    let sink = |event: deepfleet_model::DeltaEvent| seen.lock().unwrap().push(event);
+    summarizer
+        .summarize(
+            SummaryInput {
+                view: &view,
+                cutoff: 6,
+                new_tokens: 60,
+                previous: None,
+                log_len: 8,
+            },
+            &backend,
+            &|_| {},
+            Some(&sink),
+        )
+        .await
+        .unwrap();
+    let seen = seen.into_inner().unwrap();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].purpose, CallPurpose::Summarization);
 }

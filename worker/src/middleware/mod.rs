@@ -24,7 +24,7 @@ mod test_support;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use deepfleet_model::{ModelClient, ModelRequest, ModelResponse};
+use deepfleet_model::{DeltaSink, ModelClient, ModelRequest, ModelResponse};
 use deepfleet_proto::{AgentSpec, LoggedMessage, RunRecord, ToolCall};
 use serde_json::{Map, Value};
 
@@ -65,6 +65,10 @@ pub struct StepCx {
     /// The thread's compression cursor and token total, and what this
     /// step changes in them.
     pub compaction: Arc<crate::compress::history::StepCompaction>,
+    /// Where streamed tokens go while someone streams the run: model calls
+    /// (the step's and summaries') then use `ModelClient::stream`; `None`
+    /// (nobody watches) keeps them on `complete` (see `step/deltas.rs`).
+    pub deltas: Option<Arc<dyn DeltaSink>>,
 }
 
 impl StepCx {
@@ -125,7 +129,8 @@ impl<'a> ModelNext<'a> {
         ModelNext { rest: stack, model }
     }
 
-    /// Passes the request to the next layer, or to the model.
+    /// Passes the request to the next layer, or to the model: streamed to
+    /// `cx.deltas` when the run is followed, else a plain completion.
     pub async fn run(self, request: ModelRequest, cx: &StepCx) -> Result<ModelResponse, StepError> {
         match self.rest.split_first() {
             Some((layer, rest)) => {
@@ -135,7 +140,10 @@ impl<'a> ModelNext<'a> {
                 };
                 layer.wrap_model(request, cx, next).await
             }
-            None => Ok(self.model.complete(&request).await?),
+            None => Ok(match &cx.deltas {
+                Some(sink) => self.model.stream(&request, sink.as_ref()).await?,
+                None => self.model.complete(&request).await?,
+            }),
         }
     }
 }

@@ -101,6 +101,7 @@ impl Middleware for Summarization {
             compaction,
             backend: cx.backend.as_ref(),
             emit: &emit,
+            deltas: cx.deltas.as_deref(),
         };
         self.compressor
             .fixed_tokens(&request.system, &request.tools);

@@ -36,5 +36,6 @@ pub(crate) fn test_cx(spec_extra: &str) -> StepCx {
         context: None,
         store: None,
         compaction: Arc::default(),
+        deltas: None,
     }
 }

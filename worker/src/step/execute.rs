@@ -23,6 +23,7 @@ use crate::compress::offload::offload_tool_result;
 use crate::error::StepError;
 use crate::events::{CompactionKind, Event, EventScope, EventSink};
 use crate::middleware::{ModelNext, StepCx, ToolNext};
+use crate::step::deltas::{self, DeltaForwarder};
 use crate::step::guard::turn_errors;
 use crate::step::hitl;
 use crate::step::spans;
@@ -94,6 +95,7 @@ pub async fn execute(
         context,
         store: configured.store,
         compaction: Arc::new(StepCompaction::new(checkpoint.context, checkpoint.tokens)),
+        deltas: None,
     };
     let mut outcome = Outcome::default();
     let mut call_model = true;
@@ -141,12 +143,30 @@ pub async fn execute(
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Agent,
         };
+        // A followed run streams this call's tokens (and a summary's) to
+        // its delta stream; all are appended before the step commits.
+        let forwarder = if deltas::followed(store.as_ref(), &cx.run.run_id).await {
+            let index = u64::try_from(cx.history.len() + cx.added.len()).unwrap_or(u64::MAX);
+            let forwarder = DeltaForwarder::start(
+                Arc::clone(store),
+                cx.run.run_id.clone(),
+                checkpoint.step,
+                index,
+            );
+            cx.deltas = Some(Arc::clone(&forwarder) as Arc<dyn deepfleet_model::DeltaSink>);
+            Some(forwarder)
+        } else {
+            None
+        };
         let started = Instant::now();
         let span = spans::model_call(&agent.model_name);
         let response = ModelNext::new(&agent.stack, agent.model.as_ref())
             .run(request, &cx)
             .instrument(span.clone())
             .await;
+        if let Some(forwarder) = forwarder {
+            forwarder.finish().await;
+        }
         spans::record_model_call(&span, &response);
         if let Err(StepError::Model(e)) = &response {
             cx.emit(Event::ProviderError {

@@ -2,6 +2,7 @@
 //!
 //! - [`announce`]: run events for streaming followers, after each commit;
 //! - [`decide`]: pure decisions (fencing, follow-ups);
+//! - [`deltas`]: token streaming of followed runs;
 //! - [`execute`]: one model call plus its tools, producing a commit;
 //! - [`driver`]: delivery in, commit, follow-ups out, ack last;
 //! - `failure`: retries, and ending runs that cannot go on;
@@ -11,6 +12,7 @@
 
 pub mod announce;
 pub mod decide;
+pub mod deltas;
 pub mod driver;
 pub mod execute;
 mod failure;

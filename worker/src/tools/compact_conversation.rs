@@ -57,6 +57,8 @@ impl Tool for CompactConversation {
             compaction: &step.compaction,
             backend: ctx.backend.as_ref(),
             emit: &emit,
+            // A tool's summary is no message of the turn being streamed.
+            deltas: None,
         };
         let cursor = step.compaction.cursor();
         let size = self.compressor.size(&thread, &cursor);
