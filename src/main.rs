@@ -12,12 +12,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-/// A worker holds thousands of runs' short-lived buffers (request bodies,
-/// checkpoints); mimalloc keeps that churn cheaper and fragments less than
-/// the system allocator (see BENCHMARKS.md).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 #[derive(Parser)]
 #[command(name = "deepfleet", version, about)]
 struct Cli {
