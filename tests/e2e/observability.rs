@@ -1,5 +1,6 @@
 //! Observability end to end: a scrape of `/metrics` after a batch shows
-//! exactly the batch's tokens, runs and tool calls; the spans of a run
+//! exactly the batch's tokens, runs, tool calls and compaction events; the
+//! spans of a run
 //! whose two subagents ran on two worker processes form one trace tree.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -18,7 +19,8 @@ use crate::support::{Fleet, replay_model, spec, task};
 
 /// Two parallel subagents, each writing a file; the parent then lists the
 /// files and answers. Per task: parent 3 model calls (task, task, ls),
-/// each child 2 (write_file).
+/// each child 2 (write_file). The `loud` variant's second child reads a
+/// large file and answers with it instead (read_file).
 const DELEGATING: &str = r##"
 rules:
   - when: {input: '^Split (?P<n>\d+)$', turn: 0}
@@ -31,6 +33,23 @@ rules:
       tool_calls:
         - {name: ls, args: {path: /}}
   - when: {input: '^Split \d+$', turn: 2}
+    reply: {text: "{{last_tool}}"}
+  - when: {input: '^Split (?P<n>\d+) loud$', turn: 0}
+    reply:
+      tool_calls:
+        - {name: task, args: {subagent_type: general-purpose, description: "Write alpha{{n}} to /a.txt"}}
+        - {name: task, args: {subagent_type: general-purpose, description: "Recite /numbers.txt"}}
+  - when: {input: '^Split \d+ loud$', turn: 1}
+    reply:
+      tool_calls:
+        - {name: ls, args: {path: /}}
+  - when: {input: '^Split \d+ loud$', turn: 2}
+    reply: {text: "{{last_tool}}"}
+  - when: {input: '^Recite (?P<path>\S+)$', turn: 0}
+    reply:
+      tool_calls:
+        - {name: read_file, args: {file_path: '{{path}}', limit: 2000}}
+  - when: {input: '^Recite \S+$', turn: 1}
     reply: {text: "{{last_tool}}"}
   - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
     reply:
@@ -121,8 +140,20 @@ fn assert_counts(scrapes: &[String], results: &[ResultLine]) {
         )
     };
     assert_eq!(tool("task"), 2 * n);
-    assert_eq!(tool("write_file"), 2 * n);
+    assert_eq!(tool("write_file"), n);
+    assert_eq!(tool("read_file"), n);
     assert_eq!(tool("ls"), n);
+    // Each recited file comes back to its parent far over the 20,000-token
+    // limit and is offloaded, once per task.
+    let offload = [("kind", "offload")];
+    assert_eq!(sum(scrapes, "deepfleet_compactions_total", &offload), n);
+    assert!(
+        sum(
+            scrapes,
+            "deepfleet_compaction_tokens_removed_total",
+            &offload
+        ) > 20_000 * n
+    );
     assert_eq!(
         sum(scrapes, "deepfleet_step_duration_seconds_count", &[]),
         7 * n
@@ -130,9 +161,16 @@ fn assert_counts(scrapes: &[String], results: &[ResultLine]) {
     assert_eq!(sum(scrapes, "deepfleet_dead_letters_total", &[]), 0);
 }
 
+/// Tasks whose second subagent recites a seeded file of about 40,000
+/// tokens (single digits between spaces: one token each, two characters).
 fn tasks() -> Vec<deepfleet_proto::TaskLine> {
+    let line = "1 2 3 4 5 6 7 8 9 0 ".repeat(2);
+    let numbers = format!("{line}\n").repeat(1_900);
     (0..TASKS)
-        .map(|i| task(&format!("t{i}"), &format!("Split {i}")))
+        .map(|i| deepfleet_proto::TaskLine {
+            files: Some([("/numbers.txt".to_owned(), numbers.clone())].into()),
+            ..task(&format!("t{i}"), &format!("Split {i} loud"))
+        })
         .collect()
 }
 
