@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
 use deepfleet_proto::harness::HarnessProfile;
+use deepfleet_proto::hitl::InterruptOn;
 use deepfleet_proto::{AgentSpec, ModelProfile, RunRecord};
 
 use crate::compress::budget::Policy;
@@ -51,6 +52,9 @@ pub struct Agent {
     /// The base section: the harness's base prompt, or its harness
     /// profile's replacement, plus the profile's suffix.
     base_prompt: String,
+    /// The human-in-the-loop notes, when the role's `interrupt_on` gates
+    /// any tool.
+    review_prompt: Option<String>,
 }
 
 impl Agent {
@@ -173,6 +177,7 @@ impl Agent {
             stack,
             tools,
             profile,
+            review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
             own_prompt: match &role {
                 Some(r) => r.system_prompt.clone(),
                 None => spec.system_prompt.clone(),
@@ -188,9 +193,35 @@ impl Agent {
             sections.push(PromptSection::new(Slot::Agent, own.clone()));
         }
         sections.extend(self.stack.iter().filter_map(|m| m.prompt(cx)));
+        if let Some(review) = &self.review_prompt {
+            sections.push(PromptSection::new(Slot::HumanInTheLoop, review.clone()));
+        }
         prompt::assemble(sections)
     }
 }
+
+/// The human-in-the-loop section: what reviewers do, and which tools they
+/// gate with which decisions.
+fn review_prompt(gates: &BTreeMap<String, InterruptOn>) -> Option<String> {
+    let gated: Vec<String> = gates
+        .iter()
+        .filter_map(|(tool, gate)| {
+            let allowed = gate.allowed()?;
+            let names: Vec<&str> = allowed.iter().map(|d| d.as_str()).collect();
+            Some(format!("- `{tool}` ({})", names.join(", ")))
+        })
+        .collect();
+    if gated.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}\n{}",
+        REVIEW_PROMPT.trim_end(),
+        gated.join("\n")
+    ))
+}
+
+const REVIEW_PROMPT: &str = include_str!("prompts/hitl.md");
 
 /// Built agents by (spec content, role, depth).
 #[derive(Default)]
@@ -333,5 +364,27 @@ mod tests {
         assert!(prompt.starts_with("You critique.\n\n"), "{prompt}");
         assert!(!prompt.contains("## Subagents"), "{prompt}");
         assert_eq!(agent.tools.names(), ["read_file"]);
+    }
+
+    // DESIGN §7 item 8: the human-in-the-loop notes come last, naming each
+    // gated tool and its decisions.
+    #[test]
+    fn gated_tools_get_review_notes_last() {
+        let mut spec = spec();
+        spec.interrupt_on = AgentSpec::from_yaml(
+            "name: x\nmodel: replay:x\ninterrupt_on:\n  write_file: true\n  delete: {allowed_decisions: [approve, reject]}\n  ls: false\n",
+        )
+        .unwrap()
+        .interrupt_on;
+        let prompt = agent(&spec, &run(None, 0)).system_prompt(&cx());
+        let notes = prompt.rsplit("## Approvals").next().unwrap();
+        assert!(
+            notes.ends_with(
+                "- `delete` (approve, reject)\n- `write_file` (approve, edit, reject, respond)"
+            ),
+            "{notes}"
+        );
+        assert!(!notes.contains("`ls`"));
+        assert!(prompt.find("## Planning").unwrap() < prompt.find("## Approvals").unwrap());
     }
 }
