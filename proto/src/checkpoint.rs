@@ -97,6 +97,10 @@ pub struct ChildRun {
     /// W3C trace context of the `task` call's span: the child run's parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// Started by `start_async_task`: the parent does not wait for it and
+    /// its end reports to no one; its record answers `check_async_task`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detached: bool,
 }
 
 /// What context compression has done to a thread's log, without rewriting

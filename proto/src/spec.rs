@@ -104,6 +104,10 @@ pub struct SubagentSpec {
     /// Its own `interrupt_on`; the parent's when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupt_on: Option<BTreeMap<String, InterruptOn>>,
+    /// Runs in the background: offered through `start_async_task` and its
+    /// companions instead of `task`, so the parent goes on meanwhile.
+    #[serde(default, rename = "async", skip_serializing_if = "std::ops::Not::not")]
+    pub run_async: bool,
 }
 
 /// Limits that end a run or refuse a delegation.
@@ -307,6 +311,7 @@ pub fn general_purpose() -> SubagentSpec {
         model: None,
         tools: None,
         interrupt_on: None,
+        run_async: false,
     }
 }
 

@@ -9,6 +9,7 @@
 mod support;
 
 mod agent_server;
+mod async_subagents;
 mod batch;
 mod compression;
 mod crash;

@@ -18,6 +18,7 @@ use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
 use crate::compress::summarize::Summarizer;
 use crate::error::StepError;
+use crate::middleware::async_subagents::AsyncSubagents;
 use crate::middleware::filesystem::Filesystem;
 use crate::middleware::memory::Memory;
 use crate::middleware::patch_tool_calls::PatchToolCalls;
@@ -143,9 +144,14 @@ impl Agent {
         if spec.planning {
             stack.push(Arc::new(Planning));
         }
-        let subagents = spec.all_subagents();
+        // Async subagents run in the background through their own tools.
+        let (background, subagents): (Vec<_>, Vec<_>) =
+            spec.all_subagents().into_iter().partition(|s| s.run_async);
         if run.depth < spec.limits.max_subagent_depth && !subagents.is_empty() {
             stack.push(Arc::new(Subagents::new(subagents)));
+        }
+        if run.depth < spec.limits.max_subagent_depth && !background.is_empty() {
+            stack.push(Arc::new(AsyncSubagents::new(background)));
         }
         if spec.compact_tool {
             stack.push(Arc::new(CompactionTool::new(compressor)));
@@ -333,6 +339,7 @@ mod tests {
             store: None,
             compaction: Arc::default(),
             deltas: None,
+            fleet_store: None,
         }
     }
 

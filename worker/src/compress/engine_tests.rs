@@ -92,6 +92,7 @@ async fn compact(history: Vec<LoggedMessage>) -> (String, Option<ContextCursor>)
         context: None,
         state: Arc::default(),
         step: Some(Arc::new(step)),
+        store: None,
     };
     let tool = CompactConversation::new(engine);
     let Ok(ToolOutput::Text(text)) = tool.call(&ctx, serde_json::from_str("{}").unwrap()).await

@@ -220,7 +220,7 @@ pub async fn offload_tool_result(
                 .collect();
             (deepfleet_proto::message::joined_text(blocks), media)
         }
-        ToolOutput::Delegate { .. } => return None,
+        ToolOutput::Delegate { .. } | ToolOutput::Spawn { .. } => return None,
     };
     if !over_limit(&text, TOOL_RESULT_TOKEN_LIMIT) {
         return None;

@@ -120,6 +120,7 @@ pub fn cx(history: Vec<LoggedMessage>, cursor: ContextCursor) -> (StepCx, Arc<Re
         store: None,
         compaction: Arc::new(StepCompaction::new(cursor, tokens)),
         deltas: None,
+        fleet_store: None,
     };
     (cx, sink)
 }

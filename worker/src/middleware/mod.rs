@@ -7,6 +7,7 @@
 //! order is fixed in one place, [`crate::agent::Agent::build`], and written
 //! up in `docs/middleware.md`.
 
+pub mod async_subagents;
 pub mod filesystem;
 pub mod memory;
 #[cfg(test)]
@@ -69,6 +70,9 @@ pub struct StepCx {
     /// (the step's and summaries') then use `ModelClient::stream`; `None`
     /// (nobody watches) keeps them on `complete` (see `step/deltas.rs`).
     pub deltas: Option<Arc<dyn DeltaSink>>,
+    /// The fleet's store, which tools read through `ToolCtx::store` (the
+    /// async subagent tools look up their tasks' runs); `None` in tests.
+    pub fleet_store: Option<Arc<dyn deepfleet_store::Store>>,
 }
 
 impl StepCx {

@@ -149,6 +149,7 @@ mod tests {
             context: None,
             state: Arc::new(Mutex::default()),
             step: None,
+            store: None,
         };
         let call = ToolCall {
             id: "c1".into(),

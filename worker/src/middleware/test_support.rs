@@ -37,5 +37,6 @@ pub(crate) fn test_cx(spec_extra: &str) -> StepCx {
         store: None,
         compaction: Arc::default(),
         deltas: None,
+        fleet_store: None,
     }
 }

@@ -218,6 +218,7 @@ mod tests {
             subagent: "general-purpose".into(),
             description: "d".into(),
             traceparent: None,
+            detached: false,
         };
         let pending = PendingTools {
             calls: Vec::new(),

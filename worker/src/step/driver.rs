@@ -18,7 +18,7 @@ use crate::agent::{AgentCache, AgentOptions};
 use crate::error::StepError;
 use crate::events::{DeadLetterReason, Event, EventScope, EventSink, NoopSink};
 use crate::step::announce::announce;
-use crate::step::decide::{Decision, decide, follow_ups};
+use crate::step::decide::{Decision, FollowUp, decide, follow_ups};
 use crate::step::execute::execute;
 use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
@@ -224,9 +224,23 @@ impl StepRunner {
             Decision::Reject(reason) => Err(Failure::Reject(reason)),
             Decision::Republish => {
                 info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
-                let follow = follow_ups(&run, checkpoint.step, checkpoint.pending.as_ref());
+                // The background tasks the committed step started, then
+                // the run's own follow-ups, as after the commit.
+                let mut follow: Vec<FollowUp> = crate::tools::async_tasks::started_at(
+                    &checkpoint.state,
+                    checkpoint.step.saturating_sub(1),
+                )
+                .into_iter()
+                .map(FollowUp::StartChild)
+                .collect();
+                let spawned = !follow.is_empty();
+                follow.extend(follow_ups(
+                    &run,
+                    checkpoint.step,
+                    checkpoint.pending.as_ref(),
+                ));
                 let child_state = match self.store.get_spec(&run.agent).await? {
-                    Some(spec) if run.status == RunStatus::Waiting => {
+                    Some(spec) if run.status == RunStatus::Waiting || spawned => {
                         inherited_state(&spec, &checkpoint.state)
                     }
                     _ => Default::default(),
@@ -320,7 +334,14 @@ impl StepRunner {
                 let committed = executed.commit.step;
                 announce(&*self.store, run, committed, log_before, log_after).await;
                 let step = executed.commit.step + 1;
-                let follow = follow_ups(run, step, executed.commit.pending.as_ref());
+                // Background tasks first: the parent's next step may check them.
+                let mut follow: Vec<FollowUp> = executed
+                    .spawned
+                    .iter()
+                    .cloned()
+                    .map(FollowUp::StartChild)
+                    .collect();
+                follow.extend(follow_ups(run, step, executed.commit.pending.as_ref()));
                 follow_up::publish(
                     &*self.queue,
                     &*self.store,

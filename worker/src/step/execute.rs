@@ -39,6 +39,9 @@ pub struct Executed {
     pub files: BTreeMap<String, FileData>,
     /// The custom state subagents started by the step inherit.
     pub child_state: serde_json::Map<String, serde_json::Value>,
+    /// Background subagent runs the step started (`start_async_task`):
+    /// created after the commit, and never waited on.
+    pub spawned: Vec<ChildRun>,
 }
 
 /// Runs one step of `run` on top of `checkpoint`. `children` holds the
@@ -96,11 +99,14 @@ pub async fn execute(
         store: configured.store,
         compaction: Arc::new(StepCompaction::new(checkpoint.context, checkpoint.tokens)),
         deltas: None,
+        fleet_store: Some(Arc::clone(store)),
     };
     let mut outcome = Outcome::default();
+    let mut spawned = Vec::new();
     let mut call_model = true;
     if let Some(pending) = decided {
-        let done = hitl::run_decided(agent, &cx, pending, &backend, &state).await?;
+        let mut done = hitl::run_decided(agent, &cx, pending, &backend, &state).await?;
+        spawned.append(&mut done.spawned);
         // Decided calls that delegate park the run on its subagents first.
         call_model = done.pending.is_none();
         if call_model {
@@ -211,6 +217,7 @@ pub async fn execute(
     let (context_cursor, compression_usage) = compaction.take();
     run.usage.add(&compression_usage);
     added.extend(outcome.messages);
+    spawned.append(&mut outcome.spawned);
     let interrupted = outcome
         .pending
         .as_ref()
@@ -232,6 +239,8 @@ pub async fn execute(
         run.context = None;
     }
     run.updated_at = Utc::now();
+    // Recorded with the step, so a redelivery can start them again.
+    crate::tools::async_tasks::record_started(&state, &spawned, checkpoint.step, run.updated_at);
     let state_after = state.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let child_state = crate::step::follow_up::inherited_state(&spec, &state_after);
     let commit = StepCommit {
@@ -249,6 +258,7 @@ pub async fn execute(
         commit,
         files: files.snapshot(),
         child_state,
+        spawned,
     })
 }
 
@@ -259,6 +269,8 @@ pub(crate) struct Outcome {
     pub(crate) messages: Vec<LoggedMessage>,
     /// The parked turn (when some call was delegated or gated).
     pub(crate) pending: Option<PendingTools>,
+    /// Background subagent runs started by `start_async_task` calls.
+    pub(crate) spawned: Vec<ChildRun>,
 }
 
 /// Runs a turn's tool calls concurrently through the middleware.
@@ -298,6 +310,7 @@ pub(crate) async fn call_tools(
             context: cx.context.clone(),
             state: Arc::clone(state),
             step: Some(Arc::clone(&step)),
+            store: cx.fleet_store.clone(),
         };
         let refused = refused.get(&call.id).cloned();
         let span = spans::tool_call(call);
@@ -342,8 +355,28 @@ pub(crate) async fn call_tools(
                     subagent,
                     description,
                     traceparent,
+                    detached: false,
                 });
                 None
+            }
+            Ok(ToolOutput::Spawn {
+                subagent,
+                description,
+            }) => {
+                let child = crate::tools::async_tasks::spawned_child(
+                    &cx.run.run_id,
+                    &call.id,
+                    subagent,
+                    description,
+                    traceparent,
+                );
+                let text = child.run_id.clone();
+                children.push(child);
+                Some(tool_message(
+                    call,
+                    vec![ContentBlock::text(text)],
+                    ToolStatus::Success,
+                ))
             }
             Ok(ToolOutput::Text(text)) => Some(tool_message(
                 call,
@@ -376,6 +409,7 @@ pub(crate) async fn call_tools(
 /// A turn's results as a step outcome: appended messages, or the turn
 /// parked on its subagents.
 pub(crate) fn outcome_of(pending_calls: Vec<PendingCall>, children: Vec<ChildRun>) -> Outcome {
+    let (spawned, children): (Vec<_>, Vec<_>) = children.into_iter().partition(|c| c.detached);
     if children.is_empty() {
         let messages = pending_calls
             .into_iter()
@@ -384,6 +418,7 @@ pub(crate) fn outcome_of(pending_calls: Vec<PendingCall>, children: Vec<ChildRun
             .collect();
         return Outcome {
             messages,
+            spawned,
             ..Outcome::default()
         };
     }
@@ -394,6 +429,7 @@ pub(crate) fn outcome_of(pending_calls: Vec<PendingCall>, children: Vec<ChildRun
             children,
             interrupt: None,
         }),
+        spawned,
     }
 }
 

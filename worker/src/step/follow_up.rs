@@ -72,17 +72,24 @@ async fn start_child(
     state: &serde_json::Map<String, serde_json::Value>,
 ) -> Result<(), StepError> {
     let now = Utc::now();
-    let record = RunRecord {
-        subagent: Some(child.subagent),
-        parent: Some(ParentLink {
+    // A background task reports to no one: its record is its result.
+    let (link, batch_id) = if child.detached {
+        (None, None)
+    } else {
+        let link = ParentLink {
             run_id: parent.run_id.clone(),
             thread_id: parent.thread_id.clone(),
             tool_call_id: child.tool_call_id,
-        }),
-        depth: parent.depth + 1,
+        };
         // The batch, so a subagent waiting for a reviewer is reported on
         // its top-level run's result line.
-        batch_id: parent.batch_id.clone(),
+        (Some(link), parent.batch_id.clone())
+    };
+    let record = RunRecord {
+        subagent: Some(child.subagent),
+        parent: link,
+        depth: parent.depth + 1,
+        batch_id,
         // Subagents see the parent's runtime context unchanged; it stays
         // sealed in the child's record too.
         context: parent.context.clone(),

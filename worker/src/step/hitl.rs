@@ -79,6 +79,7 @@ pub(crate) fn parked(calls: &[ToolCall], interrupt: Interrupt) -> Outcome {
             children: Vec::new(),
             interrupt: Some(interrupt),
         }),
+        spawned: Vec::new(),
     }
 }
 

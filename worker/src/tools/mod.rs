@@ -7,6 +7,7 @@
 //! answers (a missing file, a bad path), `Fatal` ones fail the step and the
 //! queue retries it.
 
+pub mod async_tasks;
 pub mod compact_conversation;
 pub mod delete;
 pub mod edit_file;
@@ -46,6 +47,14 @@ pub enum ToolOutput {
         /// The task: the subagent's only user message.
         description: String,
     },
+    /// Start a subagent run in the background; the call's result is the
+    /// new task's id and the parent goes on at once.
+    Spawn {
+        /// The subagent type.
+        subagent: String,
+        /// The task: the subagent's only user message.
+        description: String,
+    },
 }
 
 /// Why a tool call failed.
@@ -77,6 +86,9 @@ pub struct ToolCtx {
     /// layers that act on the conversation itself (offloading,
     /// `compact_conversation`); `None` outside a step.
     pub step: Option<Arc<crate::compress::history::ToolStep>>,
+    /// The fleet's store, read by the async subagent tools (a background
+    /// task's run record); `None` outside a step.
+    pub store: Option<Arc<dyn deepfleet_store::Store>>,
 }
 
 /// A tool with typed arguments.

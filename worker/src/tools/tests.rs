@@ -30,6 +30,7 @@ pub fn ctx_with(files: &[(&str, &str)]) -> (ToolCtx, StateBackend) {
         context: None,
         state: Default::default(),
         step: None,
+        store: None,
     };
     (ctx, backend)
 }
