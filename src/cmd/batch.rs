@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use deepfleet_proto::{AgentSpec, TaskLine};
+use deepfleet_proto::{AgentSpec, PendingReview, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_scheduler::{BatchFollower, Intake};
 use deepfleet_store::Store;
@@ -78,6 +78,52 @@ pub async fn run_batch(
     }
     progress.set_message("running");
 
+    let finished = write_results(&mut follower, &mut writer, Some(&progress)).await?;
+    progress.finish_and_clear();
+    Ok(finished.report(started, out, "", state_file))
+}
+
+/// What a followed batch produced.
+pub struct Finished {
+    summary: Summary,
+    /// Runs waiting for a human decision, by task id.
+    reviews: Vec<(String, PendingReview)>,
+}
+
+impl Finished {
+    /// Prints the summary table, where the results went (`note` after the
+    /// path) and how to resume parked runs; the exit code says whether
+    /// every run succeeded.
+    pub fn report(
+        &self,
+        started: Instant,
+        out: &Path,
+        note: &str,
+        state_file: Option<&Path>,
+    ) -> ExitCode {
+        print!("{}", self.summary.table(started.elapsed()));
+        println!("results   {}{note}", out.display());
+        if !self.reviews.is_empty() {
+            print!(
+                "{}",
+                crate::batch_io::resume_hint(&self.reviews, state_file)
+            );
+        }
+        if self.summary.all_succeeded() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Writes the result line of each of `follower`'s runs to `writer` as it
+/// finishes (or parks for a review), until none is left.
+pub async fn write_results(
+    follower: &mut BatchFollower,
+    writer: &mut impl Write,
+    progress: Option<&ProgressBar>,
+) -> anyhow::Result<Finished> {
     let mut summary = Summary::default();
     let mut reviews = Vec::new();
     while follower.remaining() > 0 {
@@ -87,23 +133,15 @@ pub async fn run_batch(
             continue;
         }
         for line in lines {
-            serde_json::to_writer(&mut writer, &line)?;
+            serde_json::to_writer(&mut *writer, &line)?;
             writer.write_all(b"\n")?;
             summary.add(&line);
             reviews.extend(line.review.clone().map(|r| (line.id.clone(), r)));
-            progress.inc(1);
+            if let Some(progress) = progress {
+                progress.inc(1);
+            }
         }
     }
     writer.flush()?;
-    progress.finish_and_clear();
-    print!("{}", summary.table(started.elapsed()));
-    println!("results   {}", out.display());
-    if !reviews.is_empty() {
-        print!("{}", crate::batch_io::resume_hint(&reviews, state_file));
-    }
-    Ok(if summary.all_succeeded() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(Finished { summary, reviews })
 }

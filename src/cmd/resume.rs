@@ -8,15 +8,14 @@
 //! the rest.
 
 use std::fs::OpenOptions;
-use std::io::{BufWriter, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use deepfleet_model::Providers;
 use deepfleet_proto::StepJob;
 use deepfleet_proto::{Decision, RunRecord};
 use deepfleet_queue::Queue;
@@ -27,10 +26,8 @@ use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::step::follow_up::publish_step;
-use deepfleet_worker::{StepRunner, Worker};
-use tokio_util::sync::CancellationToken;
 
-use crate::batch_io::{Summary, resume_hint};
+use crate::cmd::batch::write_results;
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet resume`.
@@ -141,26 +138,8 @@ async fn embedded(
         .with_context(|| format!("run {} belongs to no batch", root.run_id))?;
 
     let queue = Arc::new(MemoryQueue::new());
-    let providers = Arc::new(Providers::new(settings.providers.clone()));
-    let runner = Arc::new(
-        StepRunner::new(
-            queue.clone(),
-            store.clone(),
-            providers,
-            settings.worker.retry(),
-        )
-        .with_context_key(key)
-        .with_profiles(settings.profiles.clone()),
-    );
-    let worker = Worker::new(
-        queue.clone(),
-        runner,
-        args.concurrency,
-        Duration::from_secs(1),
-    );
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let handle = tokio::spawn(async move { worker.run(stop).await });
+    let runner = crate::cmd::step_runner(queue.clone(), store.clone(), &settings, key, None);
+    let worker = crate::cmd::EmbeddedWorker::start(queue.clone(), runner, args.concurrency);
 
     let mut follower = BatchFollower::new(store.clone(), &batch);
     follower.track(&root);
@@ -192,8 +171,7 @@ async fn embedded(
         Ok(_) => follow(&mut follower, &args.out, state).await,
         Err(e) => Err(e.into()),
     };
-    shutdown.cancel();
-    handle.await??;
+    worker.stop().await?;
     store.flush()?;
     code
 }
@@ -210,32 +188,7 @@ async fn follow(
         .append(true)
         .open(out)
         .with_context(|| format!("opening {}", out.display()))?;
-    let mut writer = BufWriter::new(file);
     let started = Instant::now();
-    let mut summary = Summary::default();
-    let mut reviews = Vec::new();
-    while follower.remaining() > 0 {
-        let lines = follower.poll().await?;
-        if lines.is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            continue;
-        }
-        for line in lines {
-            serde_json::to_writer(&mut writer, &line)?;
-            writer.write_all(b"\n")?;
-            summary.add(&line);
-            reviews.extend(line.review.clone().map(|r| (line.id.clone(), r)));
-        }
-    }
-    writer.flush()?;
-    print!("{}", summary.table(started.elapsed()));
-    println!("results   {} (appended)", out.display());
-    if !reviews.is_empty() {
-        print!("{}", resume_hint(&reviews, Some(state)));
-    }
-    Ok(if summary.all_succeeded() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    let finished = write_results(follower, &mut BufWriter::new(file), None).await?;
+    Ok(finished.report(started, out, " (appended)", Some(state)))
 }

@@ -3,19 +3,15 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use deepfleet_model::Providers;
 use deepfleet_proto::TaskLine;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
 use deepfleet_worker::metrics::Metrics;
-use deepfleet_worker::{StepRunner, Worker};
-use tokio_util::sync::CancellationToken;
 
 use crate::batch_io::{load_spec, read_tasks};
 use crate::settings::Settings;
@@ -57,33 +53,17 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         None => EmbeddedStore::new(),
     });
     let key = embedded_context_key(&settings, args.state.as_deref(), &tasks)?;
-    let providers = Arc::new(Providers::new(settings.providers.clone()));
-    let retry = settings.worker.retry();
     let metrics = Arc::new(Metrics::new()?);
-    if let Some(addr) = args
-        .metrics_listen
-        .or_else(|| settings.metrics_listen.clone())
-    {
-        let bound =
-            super::metrics_server::serve(&addr, Arc::clone(&metrics), queue.clone()).await?;
-        tracing::info!(%bound, "serving /metrics");
-    }
+    super::serve_metrics(args.metrics_listen, &settings, &metrics, queue.clone()).await?;
     metrics.set_queue_consumers(1);
-    let runner = Arc::new(
-        StepRunner::new(queue.clone(), store.clone(), providers, retry)
-            .with_events(metrics as Arc<dyn EventSink>)
-            .with_context_key(key.clone())
-            .with_profiles(settings.profiles.clone()),
-    );
-    let worker = Worker::new(
+    let runner = super::step_runner(
         queue.clone(),
-        runner,
-        args.concurrency,
-        Duration::from_secs(1),
+        store.clone(),
+        &settings,
+        key.clone(),
+        Some(metrics as Arc<dyn EventSink>),
     );
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let handle = tokio::spawn(async move { worker.run(stop).await });
+    let worker = super::EmbeddedWorker::start(queue.clone(), runner, args.concurrency);
     let code = super::batch::run_batch(
         queue,
         store.clone(),
@@ -94,8 +74,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         args.state.as_deref(),
     )
     .await;
-    shutdown.cancel();
-    handle.await??;
+    worker.stop().await?;
     store.flush()?;
     code
 }

@@ -6,10 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use deepfleet_model::Providers;
+use deepfleet_worker::Worker;
 use deepfleet_worker::events::EventSink;
 use deepfleet_worker::metrics::Metrics;
-use deepfleet_worker::{StepRunner, Worker};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tracing::info;
@@ -41,22 +40,14 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
         "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes)",
     )?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
-    let providers = Arc::new(Providers::new(settings.providers.clone()));
-    let retry = settings.worker.retry();
     let metrics = Arc::new(Metrics::new()?);
-    if let Some(addr) = args
-        .metrics_listen
-        .or_else(|| settings.metrics_listen.clone())
-    {
-        let bound =
-            super::metrics_server::serve(&addr, Arc::clone(&metrics), Arc::clone(&queue)).await?;
-        info!(%bound, "serving /metrics");
-    }
-    let runner = Arc::new(
-        StepRunner::new(Arc::clone(&queue), store, providers, retry)
-            .with_events(Arc::clone(&metrics) as Arc<dyn EventSink>)
-            .with_context_key(context_key)
-            .with_profiles(settings.profiles.clone()),
+    super::serve_metrics(args.metrics_listen, &settings, &metrics, Arc::clone(&queue)).await?;
+    let runner = super::step_runner(
+        Arc::clone(&queue),
+        store,
+        &settings,
+        context_key,
+        Some(Arc::clone(&metrics) as Arc<dyn EventSink>),
     );
     let concurrency = args.concurrency.unwrap_or(settings.worker.concurrency);
     let worker = Worker::new(
