@@ -410,8 +410,8 @@ impl Fleet {
     }
 
     /// Stops the workers and removes everything the fleet created.
-    pub async fn shutdown(self) {
-        match self.workers {
+    pub async fn shutdown(mut self) {
+        match std::mem::replace(&mut self.workers, Workers::Processes(Vec::new())) {
             Workers::InProcess { shutdown, handle } => {
                 shutdown.cancel();
                 let _ = handle.await;
@@ -422,12 +422,41 @@ impl Fleet {
                 }
             }
         }
-        if let Some(amqp) = self.amqp {
+        if let Some(amqp) = self.amqp.take() {
             let _ = amqp.delete_all().await;
         }
-        if let Some(redis) = self.redis {
+        if let Some(redis) = self.redis.take() {
             let _ = redis.delete_prefix().await;
         }
+    }
+}
+
+/// A scenario that panics never reaches [`Fleet::shutdown`]: remove its
+/// queues and keys anyway, on a runtime of its own (the test's may be
+/// unwinding). Worker processes die with their handles (`kill_on_drop`).
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        let (amqp, redis) = (self.amqp.take(), self.redis.take());
+        if amqp.is_none() && redis.is_none() {
+            return;
+        }
+        let cleanup = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Runtime::new() else {
+                return;
+            };
+            // Bounded: the connections may depend on the test's runtime.
+            let work = async {
+                if let Some(amqp) = amqp {
+                    let _ = amqp.delete_all().await;
+                }
+                if let Some(redis) = redis {
+                    let _ = redis.delete_prefix().await;
+                }
+            };
+            let _ = runtime
+                .block_on(async { tokio::time::timeout(Duration::from_secs(10), work).await });
+        });
+        let _ = cleanup.join();
     }
 }
 
