@@ -134,35 +134,7 @@ pub(super) async fn declare(
     names: &Names,
     delivery_limit: u32,
 ) -> lapin::Result<()> {
-    channel
-        .exchange_declare(
-            names.dlx.as_str().into(),
-            ExchangeKind::Fanout,
-            ExchangeDeclareOptions {
-                durable: true,
-                ..ExchangeDeclareOptions::default()
-            },
-            FieldTable::default(),
-        )
-        .await?;
-    let mut dead_args = FieldTable::default();
-    dead_args.insert("x-queue-type".into(), text("quorum"));
-    channel
-        .queue_declare(
-            names.dead.as_str().into(),
-            QueueDeclareOptions::durable(),
-            dead_args,
-        )
-        .await?;
-    channel
-        .queue_bind(
-            names.dead.as_str().into(),
-            names.dlx.as_str().into(),
-            "".into(),
-            QueueBindOptions::default(),
-            FieldTable::default(),
-        )
-        .await?;
+    declare_fanout(channel, &names.dlx, &names.dead).await?;
     channel
         .queue_declare(
             names.main.as_str().into(),
@@ -177,9 +149,14 @@ pub(super) async fn declare(
 /// answer published there is kept until someone reads it. Services that
 /// want their own copy bind another queue to the exchange.
 pub(super) async fn declare_results(channel: &Channel, names: &Names) -> lapin::Result<()> {
+    declare_fanout(channel, &names.results, &names.results).await
+}
+
+/// A durable fanout `exchange` with a durable quorum `queue` bound to it.
+async fn declare_fanout(channel: &Channel, exchange: &str, queue: &str) -> lapin::Result<()> {
     channel
         .exchange_declare(
-            names.results.as_str().into(),
+            exchange.into(),
             ExchangeKind::Fanout,
             ExchangeDeclareOptions {
                 durable: true,
@@ -191,16 +168,12 @@ pub(super) async fn declare_results(channel: &Channel, names: &Names) -> lapin::
     let mut args = FieldTable::default();
     args.insert("x-queue-type".into(), text("quorum"));
     channel
-        .queue_declare(
-            names.results.as_str().into(),
-            QueueDeclareOptions::durable(),
-            args,
-        )
+        .queue_declare(queue.into(), QueueDeclareOptions::durable(), args)
         .await?;
     channel
         .queue_bind(
-            names.results.as_str().into(),
-            names.results.as_str().into(),
+            queue.into(),
+            exchange.into(),
             "".into(),
             QueueBindOptions::default(),
             FieldTable::default(),
