@@ -15,7 +15,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// How long a connection attempt may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -23,13 +23,13 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// default: loading a long thread is one large reply.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Our bound on a whole call, reconnect waits included.
-pub(super) const CALL_TIMEOUT: Duration = Duration::from_secs(8);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(8);
 /// Reconnect attempts of the connection manager before a command fails.
 const RECONNECT_RETRIES: usize = 3;
 
 /// Whether a failed call may be sent again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Retry {
+pub(crate) enum Retry {
     /// Idempotent reads: one more try after a broken connection or a
     /// timeout.
     Once,
@@ -48,7 +48,7 @@ enum Target {
 /// A connection to a single Redis or to a cluster. Cloning is cheap and
 /// shares the underlying multiplexed connection.
 #[derive(Clone)]
-pub(super) enum Conn {
+pub(crate) enum Conn {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
 }
@@ -57,7 +57,7 @@ impl Conn {
     /// Connects to `url`: `redis://host:port` for a single server,
     /// `redis+cluster://h1:p1,h2:p2` or several comma-separated
     /// `redis://` URLs for a cluster.
-    pub(super) async fn connect(url: &str) -> Result<Conn, StoreError> {
+    pub(crate) async fn connect(url: &str) -> Result<Conn, StoreError> {
         let connecting = async {
             match parse_url(url)? {
                 Target::Single(url) => {
@@ -94,7 +94,7 @@ impl Conn {
 
     /// Runs `call` on a clone of this connection under [`CALL_TIMEOUT`],
     /// trying once more when `retry` allows and the connection broke.
-    pub(super) async fn call<T, F, Fut>(
+    pub(crate) async fn call<T, F, Fut>(
         &self,
         what: &str,
         retry: Retry,
@@ -124,7 +124,7 @@ impl Conn {
 
     /// Runs `query` on one node: a cluster routes it by the node's
     /// address instead of by a key.
-    pub(super) async fn on_node(&mut self, node: &Node, query: Cmd) -> RedisResult<Value> {
+    pub(crate) async fn on_node(&mut self, node: &Node, query: Cmd) -> RedisResult<Value> {
         match (self, node) {
             (Conn::Cluster(conn), Node::Master { host, port }) => {
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
@@ -139,7 +139,7 @@ impl Conn {
 
     /// The nodes holding the data: the server itself, or every master of
     /// the cluster.
-    pub(super) async fn data_nodes(&mut self) -> RedisResult<Vec<Node>> {
+    pub(crate) async fn data_nodes(&mut self) -> RedisResult<Vec<Node>> {
         match self {
             Conn::Single(_) => Ok(vec![Node::Server]),
             Conn::Cluster(conn) => {
@@ -180,7 +180,7 @@ impl ConnectionLike for Conn {
 
 /// A server that holds keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Node {
+pub(crate) enum Node {
     /// The single server.
     Server,
     /// A cluster master, by the address the cluster announces.

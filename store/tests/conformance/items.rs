@@ -1,9 +1,9 @@
-//! Long-term item scenarios every [`Store`] must pass.
+//! [`deepfleet_store::Items`] scenarios: the long-term store.
 
 use std::sync::Arc;
 
 use deepfleet_proto::{ItemSearch, NamespaceQuery};
-use deepfleet_store::{Store, StoreError};
+use deepfleet_store::{Items, StoreError};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 
@@ -18,7 +18,7 @@ fn obj(value: Value) -> Map<String, Value> {
     }
 }
 
-pub async fn items_put_get_delete(store: Arc<dyn Store>) {
+pub async fn items_put_get_delete(store: Arc<dyn Items>) {
     let at = ns(&["agent", "u1"]);
     assert_eq!(store.get_item(&at, "prefs").await.unwrap(), None);
     store
@@ -71,7 +71,7 @@ pub async fn items_put_get_delete(store: Arc<dyn Store>) {
     );
 }
 
-pub async fn items_search_by_prefix_filter_and_page(store: Arc<dyn Store>) {
+pub async fn items_search_by_prefix_filter_and_page(store: Arc<dyn Items>) {
     for (labels, key, kind) in [
         (&["agent", "u1"][..], "b", "pref"),
         (&["agent", "u1"][..], "a", "note"),
@@ -155,7 +155,7 @@ pub async fn items_search_by_prefix_filter_and_page(store: Arc<dyn Store>) {
     );
 }
 
-pub async fn items_bad_namespaces_are_refused(store: Arc<dyn Store>) {
+pub async fn items_bad_namespaces_are_refused(store: Arc<dyn Items>) {
     let value = obj(json!({}));
     for (labels, key) in [
         (&[][..], "k"),
@@ -183,3 +183,9 @@ pub async fn items_bad_namespaces_are_refused(store: Arc<dyn Store>) {
         "nothing was written"
     );
 }
+
+conformance!(
+    items_put_get_delete,
+    items_search_by_prefix_filter_and_page,
+    items_bad_namespaces_are_refused,
+);

@@ -1,13 +1,11 @@
-//! Run event streams and partial message reads, which every [`Store`]
-//! must serve alike.
+//! [`deepfleet_store::RunStreams`] scenarios: run event streams, which
+//! every store must serve alike.
 
 use std::sync::Arc;
 
 use deepfleet_proto::{RunEvent, RunStatus};
-use deepfleet_store::{Store, ThreadSeed};
+use deepfleet_store::RunStreams;
 use pretty_assertions::assert_eq;
-
-use crate::scenarios::{commit, msg, record};
 
 fn event(step: u64, status: RunStatus) -> RunEvent {
     RunEvent {
@@ -25,7 +23,7 @@ fn event(step: u64, status: RunStatus) -> RunEvent {
     }
 }
 
-pub async fn run_events_read_after_an_id(store: Arc<dyn Store>) {
+pub async fn run_events_read_after_an_id(store: Arc<dyn RunStreams>) {
     assert!(store.run_events("r1", None, 10).await.unwrap().is_empty());
     let want = [
         event(0, RunStatus::Running),
@@ -49,26 +47,4 @@ pub async fn run_events_read_after_an_id(store: Arc<dyn Store>) {
     assert!(none.is_empty());
 }
 
-pub async fn load_messages_from_an_index(store: Arc<dyn Store>) {
-    let run = record("t1", "r1");
-    store
-        .create_run(
-            &run,
-            &ThreadSeed {
-                messages: vec![msg("a")],
-                ..ThreadSeed::default()
-            },
-        )
-        .await
-        .unwrap();
-    let mut step = commit(&run, 0);
-    step.messages = vec![msg("b"), msg("c")];
-    store.commit_step(&step).await.unwrap();
-    assert_eq!(
-        store.load_messages("t1", 1).await.unwrap(),
-        vec![msg("b"), msg("c")]
-    );
-    assert_eq!(store.load_messages("t1", 0).await.unwrap().len(), 3);
-    assert!(store.load_messages("t1", 3).await.unwrap().is_empty());
-    assert!(store.load_messages("nobody", 0).await.unwrap().is_empty());
-}
+conformance!(run_events_read_after_an_id,);

@@ -4,10 +4,32 @@
 //! follower after a restart recovers from the checkpoint.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::{Mutex, MutexGuard};
 
-use deepfleet_proto::RunEvent;
+use deepfleet_proto::{RunDelta, RunEvent};
 
-use crate::{RUN_EVENTS_MAX, StoreError};
+use super::{RUN_DELTAS_MAX, RUN_EVENTS_MAX};
+use crate::error::StoreError;
+
+/// Both streams of every run, each behind a lock of its own (an append
+/// never waits on the store's state lock or on the other stream).
+#[derive(Default)]
+pub(crate) struct RunStreamLogs {
+    events: Mutex<RunEventLogs<RunEvent, RUN_EVENTS_MAX>>,
+    deltas: Mutex<RunEventLogs<RunDelta, RUN_DELTAS_MAX>>,
+}
+
+impl RunStreamLogs {
+    pub(crate) fn events(&self) -> MutexGuard<'_, RunEventLogs<RunEvent, RUN_EVENTS_MAX>> {
+        // Each operation leaves a log consistent, so a panic elsewhere
+        // does not invalidate it.
+        self.events.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn deltas(&self) -> MutexGuard<'_, RunEventLogs<RunDelta, RUN_DELTAS_MAX>> {
+        self.deltas.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
 
 /// Every run's log of `T`, each capped at `CAP` entries.
 pub(crate) struct RunEventLogs<T = RunEvent, const CAP: usize = RUN_EVENTS_MAX> {

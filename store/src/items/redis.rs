@@ -16,61 +16,63 @@
 
 use std::sync::LazyLock;
 
+use async_trait::async_trait;
 use chrono::Utc;
 use deepfleet_proto::item::join_namespace;
 use deepfleet_proto::{Item, ItemSearch, NamespaceQuery};
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::RedisStore;
-use super::codec::{decode, decode_opt, encode};
-use super::conn::Retry;
-use super::scripts::Call;
-use crate::StoreError;
-use crate::items::{Pager, check_address, check_prefix, has_prefix, list_namespaces};
+use super::Items;
+use super::query::{Pager, check_address, check_prefix, has_prefix, list_namespaces};
+use crate::error::StoreError;
+use crate::redis::RedisStore;
+use crate::redis::codec::{decode, decode_opt, encode};
+use crate::redis::conn::Retry;
+use crate::redis::scripts::Call;
 
 static PUT_ITEM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/put_item.lua")));
 static DELETE_ITEM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/delete_item.lua")));
 
-impl RedisStore {
-    pub(super) async fn put_item_json(
+#[async_trait]
+impl Items for RedisStore {
+    async fn put_item(
         &self,
         namespace: &[String],
         key: &str,
         value: &Map<String, Value>,
     ) -> Result<(), StoreError> {
         check_address(namespace, key)?;
-        let items = self.keys.store_items(namespace);
+        let items = self.keys().store_items(namespace);
         let root = &namespace[0];
         // The root is listed before the item exists, so an item is never
         // unreachable by a listing; a root left without items is skipped.
-        let roots = self.keys.store_roots();
+        let roots = self.keys().store_roots();
         self.write::<i64>(
             "index store root",
             roots.len() + root.len(),
             redis::cmd("SADD").arg(&roots).arg(root),
         )
         .await?;
-        let call = Call::new(&PUT_ITEM, vec![items.clone(), self.keys.store_index(root)])
-            .arg(key)
-            .arg(join_namespace(namespace))
-            .arg(encode(&items, &namespace)?)
-            .arg(encode(&items, &key)?)
-            .arg(encode(&items, value)?)
-            .arg(encode(&items, &Utc::now())?);
+        let call = Call::new(
+            &PUT_ITEM,
+            vec![items.clone(), self.keys().store_index(root)],
+        )
+        .arg(key)
+        .arg(join_namespace(namespace))
+        .arg(encode(&items, &namespace)?)
+        .arg(encode(&items, &key)?)
+        .arg(encode(&items, value)?)
+        .arg(encode(&items, &Utc::now())?);
         self.run_script::<i64>("put item", &call).await?;
         Ok(())
     }
 
-    pub(super) async fn get_item_json(
-        &self,
-        namespace: &[String],
-        key: &str,
-    ) -> Result<Option<Item>, StoreError> {
+    async fn get_item(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {
         check_address(namespace, key)?;
-        let items = self.keys.store_items(namespace);
+        let items = self.keys().store_items(namespace);
         let raw: Option<String> = self
             .query(
                 "get item",
@@ -81,16 +83,12 @@ impl RedisStore {
         decode_opt(&format!("{items} {key}"), raw)
     }
 
-    pub(super) async fn delete_item_json(
-        &self,
-        namespace: &[String],
-        key: &str,
-    ) -> Result<(), StoreError> {
+    async fn delete_item(&self, namespace: &[String], key: &str) -> Result<(), StoreError> {
         check_address(namespace, key)?;
-        let items = self.keys.store_items(namespace);
+        let items = self.keys().store_items(namespace);
         let call = Call::new(
             &DELETE_ITEM,
-            vec![items, self.keys.store_index(&namespace[0])],
+            vec![items, self.keys().store_index(&namespace[0])],
         )
         .arg(key)
         .arg(join_namespace(namespace));
@@ -98,17 +96,14 @@ impl RedisStore {
         Ok(())
     }
 
-    pub(super) async fn search_items_json(
-        &self,
-        search: &ItemSearch,
-    ) -> Result<Vec<Item>, StoreError> {
+    async fn search_items(&self, search: &ItemSearch) -> Result<Vec<Item>, StoreError> {
         check_prefix(&search.namespace_prefix)?;
         let mut pager = Pager::new(search);
         for namespace in self.namespaces_under(&search.namespace_prefix).await? {
             if pager.full() {
                 break;
             }
-            let items = self.keys.store_items(&namespace);
+            let items = self.keys().store_items(&namespace);
             let raw: Vec<(String, String)> = self
                 .query(
                     "search items",
@@ -128,7 +123,7 @@ impl RedisStore {
         Ok(pager.finish())
     }
 
-    pub(super) async fn list_namespaces_json(
+    async fn list_namespaces(
         &self,
         query: &NamespaceQuery,
     ) -> Result<Vec<Vec<String>>, StoreError> {
@@ -136,7 +131,9 @@ impl RedisStore {
         let all = self.namespaces_under(&query.prefix).await?;
         Ok(list_namespaces(all, query))
     }
+}
 
+impl RedisStore {
     /// Every namespace holding items under `prefix`, label by label.
     async fn namespaces_under(&self, prefix: &[String]) -> Result<Vec<Vec<String>>, StoreError> {
         let roots: Vec<String> = match prefix.first() {
@@ -146,7 +143,7 @@ impl RedisStore {
                     .query(
                         "list store roots",
                         Retry::Once,
-                        redis::cmd("SMEMBERS").arg(self.keys.store_roots()),
+                        redis::cmd("SMEMBERS").arg(self.keys().store_roots()),
                     )
                     .await?;
                 roots.sort();
@@ -168,7 +165,7 @@ impl RedisStore {
                     "list namespaces",
                     Retry::Once,
                     redis::cmd("ZRANGEBYLEX")
-                        .arg(self.keys.store_index(root))
+                        .arg(self.keys().store_index(root))
                         .arg(&low)
                         .arg(&high),
                 )

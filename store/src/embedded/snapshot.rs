@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::StoreError;
+use crate::error::StoreError;
 
 /// The shortest time between two snapshot writes.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(100);
@@ -161,39 +161,6 @@ mod tests {
         // ...until a flush.
         file.flush(&state).unwrap();
         assert_eq!(file.load::<BTreeMap<String, u32>>().unwrap(), Some(state));
-    }
-
-    #[tokio::test]
-    async fn a_reopened_embedded_store_has_its_runs_and_threads() {
-        use crate::embedded::EmbeddedStore;
-        use crate::{Store, ThreadSeed};
-        use deepfleet_proto::{RunRecord, RunStatus};
-
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("state.json");
-        let now = chrono::Utc::now();
-        let run = RunRecord {
-            status: RunStatus::Running,
-            batch_id: Some("b".into()),
-            ..RunRecord::new("r1", "t1", "a", now)
-        };
-        let mut seed = ThreadSeed::default();
-        seed.state.insert("ticket".into(), serde_json::json!("T-1"));
-        {
-            let store = EmbeddedStore::open(&path).unwrap();
-            store.create_run(&run, &seed).await.unwrap();
-            store.flush().unwrap();
-        }
-        let reopened = EmbeddedStore::open(&path).unwrap();
-        assert_eq!(reopened.find_run("r1").await.unwrap(), Some(run.clone()));
-        let thread = reopened.load_thread("t1").await.unwrap();
-        assert_eq!(thread.state, seed.state);
-        let recover: Vec<(String, u64)> = reopened
-            .runs_to_recover()
-            .into_iter()
-            .map(|(r, step)| (r.run_id, step))
-            .collect();
-        assert_eq!(recover, [("r1".to_owned(), 0)]);
     }
 
     #[test]

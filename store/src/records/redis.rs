@@ -1,26 +1,24 @@
-//! The HTTP API's records on Redis: one hash per kind, id -> JSON.
+//! Records on Redis: one hash per kind (`records`), id -> JSON.
 //!
 //! Single-key commands only, so they work unchanged on a cluster. Reads
 //! retry once on a broken connection; writes are idempotent (a repeated
 //! `HSET` or `HDEL` leaves the same result), so they retry too, except the
 //! create-if-absent insert, whose answer a retry could get wrong.
 
+use async_trait::async_trait;
 use redis::Value as RedisValue;
 use serde_json::Value;
 
-use super::RedisStore;
-use super::codec::{decode, encode};
-use super::conn::Retry;
-use crate::StoreError;
+use super::Records;
+use crate::error::StoreError;
+use crate::redis::RedisStore;
+use crate::redis::codec::{decode, encode};
+use crate::redis::conn::Retry;
 
-impl RedisStore {
-    pub(super) async fn put_record_json(
-        &self,
-        kind: &str,
-        id: &str,
-        value: &Value,
-    ) -> Result<(), StoreError> {
-        let key = self.keys.records(kind);
+#[async_trait]
+impl Records for RedisStore {
+    async fn put_record(&self, kind: &str, id: &str, value: &Value) -> Result<(), StoreError> {
+        let key = self.keys().records(kind);
         let raw = encode(&key, value)?;
         self.count(u64::try_from(raw.len() + id.len()).unwrap_or(u64::MAX));
         let _: RedisValue = self
@@ -33,13 +31,8 @@ impl RedisStore {
         Ok(())
     }
 
-    pub(super) async fn insert_record_json(
-        &self,
-        kind: &str,
-        id: &str,
-        value: &Value,
-    ) -> Result<bool, StoreError> {
-        let key = self.keys.records(kind);
+    async fn insert_record(&self, kind: &str, id: &str, value: &Value) -> Result<bool, StoreError> {
+        let key = self.keys().records(kind);
         let raw = encode(&key, value)?;
         let bytes = raw.len() + id.len();
         let set: i64 = self
@@ -52,12 +45,8 @@ impl RedisStore {
         Ok(set == 1)
     }
 
-    pub(super) async fn get_record_json(
-        &self,
-        kind: &str,
-        id: &str,
-    ) -> Result<Option<Value>, StoreError> {
-        let key = self.keys.records(kind);
+    async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
+        let key = self.keys().records(kind);
         let raw: Option<String> = self
             .query(
                 "get record",
@@ -68,12 +57,8 @@ impl RedisStore {
         raw.map(|raw| decode(&key, &raw)).transpose()
     }
 
-    pub(super) async fn delete_record_json(
-        &self,
-        kind: &str,
-        id: &str,
-    ) -> Result<bool, StoreError> {
-        let key = self.keys.records(kind);
+    async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
+        let key = self.keys().records(kind);
         let removed: i64 = self
             .query(
                 "delete record",
@@ -84,8 +69,8 @@ impl RedisStore {
         Ok(removed > 0)
     }
 
-    pub(super) async fn list_records_json(&self, kind: &str) -> Result<Vec<Value>, StoreError> {
-        let key = self.keys.records(kind);
+    async fn list_records(&self, kind: &str) -> Result<Vec<Value>, StoreError> {
+        let key = self.keys().records(kind);
         let raws: Vec<String> = self
             .query("list records", Retry::Once, redis::cmd("HVALS").arg(&key))
             .await?;

@@ -1,83 +1,63 @@
-//! Run event and delta streams (Redis Streams, `XADD`/`XRANGE`) and partial reads
-//! of a thread's message log (`LRANGE`). Single-key commands, so they
-//! work unchanged on a cluster.
+//! Run event and delta streams on Redis: one Redis Stream per run and kind
+//! (`run_events`, `run_deltas`), appended with `XADD` and read with
+//! `XRANGE`. Single-key commands, so they work unchanged on a cluster.
 
-use deepfleet_proto::{LoggedMessage, RunDelta, RunEvent};
+use async_trait::async_trait;
+use deepfleet_proto::{RunDelta, RunEvent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::RedisStore;
-use super::codec::{decode, encode};
-use super::conn::Retry;
-use crate::{RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, StoreError};
+use super::{RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams};
+use crate::error::StoreError;
+use crate::redis::RedisStore;
+use crate::redis::codec::{decode, encode};
+use crate::redis::conn::Retry;
 
 /// The stream entry's one field, holding the event's JSON.
 const FIELD: &str = "e";
 
-impl RedisStore {
-    pub(super) async fn load_messages_from(
-        &self,
-        thread_id: &str,
-        from: u64,
-    ) -> Result<Vec<LoggedMessage>, StoreError> {
-        let key = self.keys.thread_log(thread_id);
-        let raw: Vec<String> = self
-            .query(
-                "load messages",
-                Retry::Once,
-                redis::cmd("LRANGE").arg(&key).arg(from).arg(-1),
-            )
-            .await?;
-        raw.iter()
-            .enumerate()
-            .map(|(i, raw)| decode(&format!("{key}[{}]", from + i as u64), raw))
-            .collect()
-    }
-
+#[async_trait]
+impl RunStreams for RedisStore {
     /// `XADD` with an approximate cap and a fresh expiry, in one round
     /// trip (a pipeline on the stream's one key). Not retried: a repeated
     /// append would duplicate the event (followers tolerate duplicates,
     /// but there is no need to make them).
-    pub(super) async fn append_event(
-        &self,
-        run_id: &str,
-        event: &RunEvent,
-    ) -> Result<(), StoreError> {
-        let key = self.keys.run_events(run_id);
+    async fn append_run_event(&self, run_id: &str, event: &RunEvent) -> Result<(), StoreError> {
+        let key = self.keys().run_events(run_id);
         self.xadd(&key, event, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS)
             .await
     }
 
-    pub(super) async fn read_events(
+    async fn run_events(
         &self,
         run_id: &str,
         after: Option<&str>,
         max: usize,
     ) -> Result<Vec<(String, RunEvent)>, StoreError> {
-        self.xrange(&self.keys.run_events(run_id), after, max).await
+        self.xrange(&self.keys().run_events(run_id), after, max)
+            .await
     }
 
-    /// Appends to a run's delta stream, as [`RedisStore::append_event`]
-    /// does to its event stream, under the deltas' tighter cap and expiry.
-    pub(super) async fn append_delta(
-        &self,
-        run_id: &str,
-        delta: &RunDelta,
-    ) -> Result<(), StoreError> {
-        let key = self.keys.run_deltas(run_id);
+    /// Appends to a run's delta stream, as `append_run_event` does to its
+    /// event stream, under the deltas' tighter cap and expiry.
+    async fn append_run_delta(&self, run_id: &str, delta: &RunDelta) -> Result<(), StoreError> {
+        let key = self.keys().run_deltas(run_id);
         self.xadd(&key, delta, RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS)
             .await
     }
 
-    pub(super) async fn read_deltas(
+    async fn run_deltas(
         &self,
         run_id: &str,
         after: Option<&str>,
         max: usize,
     ) -> Result<Vec<(String, RunDelta)>, StoreError> {
-        self.xrange(&self.keys.run_deltas(run_id), after, max).await
+        self.xrange(&self.keys().run_deltas(run_id), after, max)
+            .await
     }
+}
 
+impl RedisStore {
     async fn xadd<T: Serialize>(
         &self,
         key: &str,
@@ -102,7 +82,7 @@ impl RedisStore {
             .arg(ttl_secs)
             .ignore();
         let pipe = &pipe;
-        self.conn
+        self.conn()
             .call(
                 "append to a run stream",
                 Retry::Never,

@@ -1,0 +1,82 @@
+//! Checkpoints in the embedded store's `threads` map; a commit also
+//! writes `runs` and resets `fan_in`, all in one critical section.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use deepfleet_proto::LoggedMessage;
+
+use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
+use crate::embedded::{EmbeddedStore, RunFanIn};
+use crate::error::StoreError;
+
+#[async_trait]
+impl Checkpoints for EmbeddedStore {
+    async fn load_thread(&self, thread_id: &str) -> Result<Checkpoint, StoreError> {
+        Ok(self
+            .lock()
+            .threads
+            .get(thread_id)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn load_messages(
+        &self,
+        thread_id: &str,
+        from: u64,
+    ) -> Result<Vec<LoggedMessage>, StoreError> {
+        let from = usize::try_from(from).unwrap_or(usize::MAX);
+        Ok(self
+            .lock()
+            .threads
+            .get(thread_id)
+            .map(|t| t.messages.iter().skip(from).cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {
+        let mut state = self.lock();
+        let thread = state.threads.entry(commit.thread_id.clone()).or_default();
+        if thread.step != commit.step {
+            return Ok(CommitOutcome::Conflict {
+                current: thread.step,
+            });
+        }
+        thread.step += 1;
+        thread.messages.extend(commit.messages.iter().cloned());
+        thread.tokens += log_tokens(&commit.messages);
+        if let Some(context) = &commit.context {
+            thread.context = context.clone();
+        }
+        for (path, file) in &commit.files {
+            match file {
+                Some(file) => thread.files.insert(path.clone(), file.clone()),
+                None => thread.files.remove(path),
+            };
+        }
+        if let Some(custom) = &commit.state {
+            thread.state = custom.clone();
+        }
+        thread.pending = commit.pending.clone();
+        let run_id = commit.run.run_id.clone();
+        state.runs.insert(run_id.clone(), commit.run.clone());
+        if let Some(expected) = commit.fan_in_expected {
+            state.fan_in.insert(
+                run_id,
+                RunFanIn {
+                    expected,
+                    results: BTreeMap::new(),
+                },
+            );
+        }
+        Ok(CommitOutcome::Committed)
+    }
+
+    async fn mark_published(&self, thread_id: &str, step: u64) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        let thread = state.threads.entry(thread_id.to_owned()).or_default();
+        thread.published = thread.published.max(step);
+        Ok(())
+    }
+}

@@ -1,0 +1,230 @@
+//! Checkpoints on Redis. Every thread key carries the thread id as a hash
+//! tag, so one thread lives in one slot:
+//!
+//! - `thread_meta`: hash with `step`, `published`, `tokens`, `state` (JSON
+//!   object), `pending` and `context` (JSON, absent = none);
+//! - `thread_log`: list of [`LoggedMessage`] JSON, only ever appended to;
+//! - `thread_files`: hash path -> [`deepfleet_proto::FileData`] JSON.
+//!
+//! `lua/commit_step.lua` writes a step (with the run record and the
+//! fan-in reset, in the same slot), `lua/load_thread.lua` reads all three
+//! structures at once, `lua/mark_published.lua` raises the mark.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use deepfleet_proto::{Keys, LoggedMessage};
+use redis::Script;
+use serde_json::{Map, Value};
+
+use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
+use crate::error::StoreError;
+use crate::redis::RedisStore;
+use crate::redis::codec::{decode, decode_opt, encode};
+use crate::redis::conn::Retry;
+use crate::redis::scripts::Call;
+
+static COMMIT_STEP: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/commit_step.lua")));
+static LOAD_THREAD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/load_thread.lua")));
+static MARK_PUBLISHED: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/mark_published.lua")));
+
+#[async_trait]
+impl Checkpoints for RedisStore {
+    async fn load_thread(&self, thread_id: &str) -> Result<Checkpoint, StoreError> {
+        let keys = [
+            self.keys().thread_meta(thread_id),
+            self.keys().thread_log(thread_id),
+            self.keys().thread_files(thread_id),
+        ];
+        let call = Call::new(&LOAD_THREAD, keys.to_vec());
+        let raw: RawThread = self
+            .conn()
+            .call("load thread", Retry::Once, |conn| call.invoke(conn))
+            .await?;
+        let [meta, log, files] = &keys;
+        checkpoint(&ThreadKeys { meta, log, files }, raw)
+    }
+
+    async fn load_messages(
+        &self,
+        thread_id: &str,
+        from: u64,
+    ) -> Result<Vec<LoggedMessage>, StoreError> {
+        let key = self.keys().thread_log(thread_id);
+        let raw: Vec<String> = self
+            .query(
+                "load messages",
+                Retry::Once,
+                redis::cmd("LRANGE").arg(&key).arg(from).arg(-1),
+            )
+            .await?;
+        raw.iter()
+            .enumerate()
+            .map(|(i, raw)| decode(&format!("{key}[{}]", from + i as u64), raw))
+            .collect()
+    }
+
+    async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {
+        let call = commit_step_call(self.keys(), commit)?;
+        let (committed, step): (u8, u64) = self.run_script("commit step", &call).await?;
+        Ok(match committed {
+            1 => CommitOutcome::Committed,
+            _ => CommitOutcome::Conflict { current: step },
+        })
+    }
+
+    async fn mark_published(&self, thread_id: &str, step: u64) -> Result<(), StoreError> {
+        let call = Call::new(&MARK_PUBLISHED, vec![self.keys().thread_meta(thread_id)])
+            .arg(step.to_string());
+        self.run_script("mark published", &call).await
+    }
+}
+
+/// `commit_step.lua`.
+fn commit_step_call(keys: &Keys, commit: &StepCommit) -> Result<Call<'static>, StoreError> {
+    let thread = commit.thread_id.as_str();
+    let run_id = commit.run.run_id.as_str();
+    let meta = keys.thread_meta(thread);
+    let run_key = keys.run(thread, run_id);
+    let run = encode(&run_key, &commit.run)?;
+    let state = match &commit.state {
+        Some(state) => encode(&meta, state)?,
+        None => String::new(),
+    };
+    let pending = match &commit.pending {
+        Some(pending) => encode(&meta, pending)?,
+        None => String::new(),
+    };
+    let context = match &commit.context {
+        Some(context) => encode(&meta, context)?,
+        None => String::new(),
+    };
+    let fan_in = commit
+        .fan_in_expected
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    let call = Call::new(
+        &COMMIT_STEP,
+        vec![
+            meta,
+            keys.thread_log(thread),
+            keys.thread_files(thread),
+            run_key,
+            keys.fan_in(thread, run_id),
+            keys.fan_in_expected(thread, run_id),
+        ],
+    )
+    .arg(commit.step.to_string())
+    .arg(run)
+    .arg(state)
+    .arg(pending)
+    .arg(fan_in)
+    .arg(log_tokens(&commit.messages).to_string())
+    .arg(context);
+    let call = call.messages(&keys.thread_log(thread), &commit.messages)?;
+    commit.files.iter().try_fold(call, |call, (path, file)| {
+        let file = match file {
+            Some(file) => encode(&keys.thread_files(thread), file)?,
+            None => String::new(),
+        };
+        Ok(call.arg(path).arg(file))
+    })
+}
+
+/// The raw reply of `load_thread.lua`: meta fields, log entries, files.
+type RawThread = (
+    BTreeMap<String, String>,
+    Vec<String>,
+    BTreeMap<String, String>,
+);
+
+/// Key names of the thread's three structures, for error reports.
+struct ThreadKeys<'a> {
+    meta: &'a str,
+    log: &'a str,
+    files: &'a str,
+}
+
+/// Builds a checkpoint from what `load_thread.lua` returned. Absent
+/// structures read as an empty thread.
+fn checkpoint(keys: &ThreadKeys<'_>, raw: RawThread) -> Result<Checkpoint, StoreError> {
+    let (mut meta, log, files) = raw;
+    let counter = |field: &str, raw: Option<String>| -> Result<u64, StoreError> {
+        raw.map_or(Ok(0), |raw| {
+            raw.parse().map_err(|e| StoreError::Corrupt {
+                key: format!("{} {field}", keys.meta),
+                reason: format!("{raw:?}: {e}"),
+            })
+        })
+    };
+    let step = counter("step", meta.remove("step"))?;
+    let published = counter("published", meta.remove("published"))?;
+    let state: Map<String, Value> =
+        decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?.unwrap_or_default();
+    let pending = decode_opt(&format!("{} pending", keys.meta), meta.remove("pending"))?;
+    let tokens = counter("tokens", meta.remove("tokens"))?;
+    let context =
+        decode_opt(&format!("{} context", keys.meta), meta.remove("context"))?.unwrap_or_default();
+    let messages = log
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| decode(&format!("{}[{i}]", keys.log), raw))
+        .collect::<Result<_, _>>()?;
+    let files = files
+        .into_iter()
+        .map(|(path, raw)| {
+            let file = decode(&format!("{} {path}", keys.files), &raw)?;
+            Ok((path, file))
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok(Checkpoint {
+        step,
+        published,
+        messages,
+        files,
+        state,
+        pending,
+        tokens,
+        context,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEYS: ThreadKeys<'static> = ThreadKeys {
+        meta: "m",
+        log: "l",
+        files: "f",
+    };
+
+    #[test]
+    fn empty_thread_is_default() {
+        let raw = (BTreeMap::new(), Vec::new(), BTreeMap::new());
+        assert_eq!(checkpoint(&KEYS, raw).unwrap(), Checkpoint::default());
+    }
+
+    #[test]
+    fn bad_log_entry_names_its_index() {
+        let raw = (BTreeMap::new(), vec!["nope".to_owned()], BTreeMap::new());
+        match checkpoint(&KEYS, raw) {
+            Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "l[0]"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_step_is_corrupt() {
+        let meta = BTreeMap::from([("step".to_owned(), "x".to_owned())]);
+        let raw = (meta, Vec::new(), BTreeMap::new());
+        assert!(matches!(
+            checkpoint(&KEYS, raw),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+}

@@ -1,0 +1,15 @@
+//! Every capability trait in one import: `use deepfleet_store::prelude::*`
+//! makes all store methods callable on a concrete store
+//! ([`crate::embedded::EmbeddedStore`], [`crate::redis::RedisStore`]).
+//! `dyn Store` and `S: Store` need no import for that: a trait object's
+//! and a bound's supertrait methods are always in scope.
+
+pub use crate::Store;
+pub use crate::batches::Batches;
+pub use crate::checkpoints::Checkpoints;
+pub use crate::fan_in::FanIn;
+pub use crate::items::Items;
+pub use crate::records::Records;
+pub use crate::run_streams::RunStreams;
+pub use crate::runs::Runs;
+pub use crate::specs::Specs;

@@ -1,0 +1,214 @@
+//! [`deepfleet_store::Checkpoints`] scenarios: loading, the fenced atomic
+//! commit, the published mark and partial message reads.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use deepfleet_proto::{ContextCursor, EvictedMessage, RunStatus, SummaryEvent};
+use deepfleet_store::{
+    Checkpoint, Checkpoints, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed,
+};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::support::{at, child, commit, file, msg, object, parent_of, pending, record};
+
+pub async fn unknown_thread_is_empty(store: Arc<dyn Store>) {
+    assert_eq!(
+        store.load_thread("nobody").await.unwrap(),
+        Checkpoint::default()
+    );
+    assert_eq!(store.get_run("nobody", "r").await.unwrap(), None);
+}
+
+pub async fn commit_step_applies_everything(store: Arc<dyn Store>) {
+    let mut run = record("t1", "r1");
+    let seed = ThreadSeed {
+        messages: vec![msg("task")],
+        files: BTreeMap::from([
+            ("/keep.md".to_owned(), file("k")),
+            ("/gone.md".to_owned(), file("g")),
+        ]),
+        state: object(json!({"todos": ["a"]})),
+    };
+    store.create_run(&run, &seed).await.unwrap();
+
+    run.status = RunStatus::Waiting;
+    let first = StepCommit {
+        messages: vec![msg("call")],
+        pending: Some(pending("c1")),
+        ..commit(&run, 0)
+    };
+    assert_eq!(
+        store.commit_step(&first).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let thread = store.load_thread("t1").await.unwrap();
+    assert_eq!(thread.pending, Some(pending("c1")));
+    // `state: None` leaves the state alone.
+    assert_eq!(thread.state, seed.state);
+
+    run.status = RunStatus::Running;
+    run.steps = 2;
+    let second = StepCommit {
+        messages: vec![msg("result"), msg("answer")],
+        files: BTreeMap::from([
+            ("/gone.md".to_owned(), None),
+            ("/keep.md".to_owned(), Some(file("k2"))),
+            ("/new.md".to_owned(), Some(file("n"))),
+        ]),
+        state: Some(object(json!({"todos": []}))),
+        ..commit(&run, 1)
+    };
+    assert_eq!(
+        store.commit_step(&second).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let expected = Checkpoint {
+        step: 2,
+        published: 0,
+        messages: vec![msg("task"), msg("call"), msg("result"), msg("answer")],
+        files: BTreeMap::from([
+            ("/keep.md".to_owned(), file("k2")),
+            ("/new.md".to_owned(), file("n")),
+        ]),
+        state: object(json!({"todos": []})),
+        pending: None,
+        tokens: 12,
+        context: ContextCursor::default(),
+    };
+    assert_eq!(store.load_thread("t1").await.unwrap(), expected);
+    assert_eq!(store.get_run("t1", "r1").await.unwrap(), Some(run));
+}
+
+/// The compression cursor is stored when a commit sets it and left alone
+/// by commits that do not; the token total grows by every append.
+pub async fn context_cursor_and_token_total(store: Arc<dyn Store>) {
+    let mut run = record("t1", "r1");
+    let seed = ThreadSeed {
+        messages: vec![msg("task")],
+        ..ThreadSeed::default()
+    };
+    store.create_run(&run, &seed).await.unwrap();
+    let cursor = ContextCursor {
+        summary: Some(SummaryEvent {
+            cutoff: 1,
+            message: msg("summary so far"),
+            file_path: Some("/conversation_history/session_1.md".into()),
+            session: "session_1".into(),
+            created_at_index: 2,
+            summarized_tokens: 3,
+            created_at: at(),
+        }),
+        evicted: vec![EvictedMessage {
+            index: 0,
+            path: "/conversation_history/x.md".into(),
+            stub: msg("stub"),
+        }],
+    };
+    let first = StepCommit {
+        messages: vec![msg("a")],
+        context: Some(cursor.clone()),
+        ..commit(&run, 0)
+    };
+    assert_eq!(
+        store.commit_step(&first).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    run.steps = 1;
+    let second = StepCommit {
+        messages: vec![msg("b"), msg("c")],
+        ..commit(&run, 1)
+    };
+    assert_eq!(
+        store.commit_step(&second).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let thread = store.load_thread("t1").await.unwrap();
+    assert_eq!(thread.context, cursor);
+    assert_eq!(thread.tokens, 4 * 3);
+    assert_eq!(thread.messages.len(), 4);
+}
+
+pub async fn commit_conflict_writes_nothing(store: Arc<dyn Store>) {
+    let run = record("t1", "r1");
+    store
+        .create_run(&run, &ThreadSeed::default())
+        .await
+        .unwrap();
+    let step = StepCommit {
+        messages: vec![msg("one")],
+        ..commit(&run, 0)
+    };
+    assert_eq!(
+        store.commit_step(&step).await.unwrap(),
+        CommitOutcome::Committed
+    );
+    let before = store.load_thread("t1").await.unwrap();
+
+    let mut other = record("t1", "r1");
+    other.status = RunStatus::Error;
+    for stale in [0, 5] {
+        let replay = StepCommit {
+            messages: vec![msg("two")],
+            files: BTreeMap::from([("/x".to_owned(), Some(file("x")))]),
+            state: Some(object(json!({"x": 1}))),
+            pending: Some(pending("c")),
+            fan_in_expected: Some(1),
+            ..commit(&other, stale)
+        };
+        assert_eq!(
+            store.commit_step(&replay).await.unwrap(),
+            CommitOutcome::Conflict { current: 1 }
+        );
+    }
+    assert_eq!(store.load_thread("t1").await.unwrap(), before);
+    assert_eq!(store.get_run("t1", "r1").await.unwrap(), Some(run));
+    assert!(matches!(
+        store
+            .record_child_result(&parent_of("t1", "r1", "c"), &child("c", "x"))
+            .await,
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+pub async fn mark_published_only_rises(store: Arc<dyn Checkpoints>) {
+    assert_eq!(store.load_thread("t1").await.unwrap().published, 0);
+    store.mark_published("t1", 3).await.unwrap();
+    store.mark_published("t1", 1).await.unwrap();
+    let thread = store.load_thread("t1").await.unwrap();
+    assert_eq!((thread.step, thread.published), (0, 3));
+}
+
+pub async fn load_messages_from_an_index(store: Arc<dyn Store>) {
+    let run = record("t1", "r1");
+    store
+        .create_run(
+            &run,
+            &ThreadSeed {
+                messages: vec![msg("a")],
+                ..ThreadSeed::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut step = commit(&run, 0);
+    step.messages = vec![msg("b"), msg("c")];
+    store.commit_step(&step).await.unwrap();
+    assert_eq!(
+        store.load_messages("t1", 1).await.unwrap(),
+        vec![msg("b"), msg("c")]
+    );
+    assert_eq!(store.load_messages("t1", 0).await.unwrap().len(), 3);
+    assert!(store.load_messages("t1", 3).await.unwrap().is_empty());
+    assert!(store.load_messages("nobody", 0).await.unwrap().is_empty());
+}
+
+conformance!(
+    unknown_thread_is_empty,
+    commit_step_applies_everything,
+    context_cursor_and_token_total,
+    commit_conflict_writes_nothing,
+    mark_published_only_rises,
+    load_messages_from_an_index,
+);

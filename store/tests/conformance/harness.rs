@@ -1,0 +1,84 @@
+//! Where the scenarios run: the embedded store, Redis on 127.0.0.1:6379,
+//! and the three-node cluster of `cluster.rs`, each Redis store under a
+//! key prefix of its own that is deleted afterwards, pass or fail.
+
+use std::future::Future;
+use std::panic::resume_unwind;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use deepfleet_store::Store;
+use deepfleet_store::embedded::EmbeddedStore;
+use deepfleet_store::redis::RedisStore;
+use pretty_assertions::assert_eq;
+
+use crate::cluster;
+
+pub const REDIS_URL: &str = "redis://127.0.0.1:6379";
+pub const START_REDIS: &str = "Start one with: redis-server --bind 127.0.0.1 --port 6379 \
+     --save '' --appendonly no --daemonize yes";
+
+/// A scenario, run once per store.
+pub type Scenario = fn(Arc<dyn Store>) -> Pin<Box<dyn Future<Output = ()> + Send>>;
+
+pub async fn on_embedded(scenario: Scenario) {
+    scenario(Arc::new(EmbeddedStore::new())).await;
+}
+
+pub async fn on_single(scenario: Scenario) {
+    if let Some((store, _)) = connect(REDIS_URL, START_REDIS).await {
+        with_cleanup(store, |s| scenario(s)).await;
+    }
+}
+
+pub async fn on_cluster(scenario: Scenario) {
+    if let Some(store) = cluster_store().await {
+        with_cleanup(store, |s| scenario(s)).await;
+    }
+}
+
+/// A store under a fresh prefix, with the prefix; `None` (after a note)
+/// when the server is unreachable outside CI.
+pub async fn connect(url: &str, how: &str) -> Option<(Arc<RedisStore>, String)> {
+    let prefix = format!("dftest-{}", uuid::Uuid::new_v4().simple());
+    match RedisStore::connect(url, &prefix).await {
+        Ok(store) => Some((Arc::new(store), prefix)),
+        Err(e) => {
+            unavailable(&format!("Redis at {url} is unreachable ({e})"), how);
+            None
+        }
+    }
+}
+
+pub async fn cluster_store() -> Option<Arc<RedisStore>> {
+    let how = "Install redis-server and redis-cli (apt-get install redis-server); \
+               the test starts its own cluster.";
+    match cluster::shared() {
+        Ok(cluster) => connect(&cluster.url(), how).await.map(|(s, _)| s),
+        Err(e) => {
+            unavailable(&format!("no local Redis Cluster: {e}"), how);
+            None
+        }
+    }
+}
+
+fn unavailable(what: &str, how: &str) {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("{what}. Redis is required under CI=true. {how}");
+    }
+    eprintln!("note: {what}; skipping this test. {how}");
+}
+
+/// Runs `body`, then deletes the store's keys even if it panicked.
+pub async fn with_cleanup<F, Fut>(store: Arc<RedisStore>, body: F)
+where
+    F: FnOnce(Arc<RedisStore>) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let outcome = tokio::spawn(body(store.clone())).await;
+    store.delete_prefix().await.unwrap();
+    assert_eq!(store.delete_prefix().await.unwrap(), 0, "keys left behind");
+    if let Err(e) = outcome {
+        resume_unwind(e.into_panic());
+    }
+}
