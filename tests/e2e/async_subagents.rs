@@ -95,7 +95,8 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     use deepfleet_queue::Queue;
     use deepfleet_queue::memory::MemoryQueue;
     use deepfleet_store::embedded::EmbeddedStore;
-    use deepfleet_store::{StepCommit, Store, ThreadSeed};
+    use deepfleet_store::prelude::*;
+    use deepfleet_store::{StepCommit, ThreadSeed};
     use deepfleet_worker::tools::async_tasks::{record_started, spawned_child};
     use deepfleet_worker::{RetryConfig, StepRunner};
 

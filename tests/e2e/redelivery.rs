@@ -10,8 +10,8 @@ use deepfleet_proto::RunStatus;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{DeadLetters, Queue};
 use deepfleet_scheduler::Intake;
-use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
+use deepfleet_store::prelude::*;
 use deepfleet_worker::{RetryConfig, StepRunner};
 
 use crate::support::{AMQP_URL, replay_model, require, spec, task};

@@ -218,6 +218,7 @@ mod tests {
     use super::*;
     use deepfleet_proto::ToolCallChunk;
     use deepfleet_store::embedded::EmbeddedStore;
+    use deepfleet_store::prelude::*;
     use pretty_assertions::assert_eq;
 
     fn meta() -> RunMeta {

@@ -191,6 +191,7 @@ impl Backend for StoreBackend {
 mod tests {
     use super::*;
     use deepfleet_store::embedded::EmbeddedStore;
+    use deepfleet_store::prelude::*;
     use pretty_assertions::assert_eq;
 
     fn backend(store: &Arc<EmbeddedStore>, user: &str) -> StoreBackend {

@@ -50,6 +50,7 @@ mod tests {
     use chrono::Utc;
     use deepfleet_proto::{ParentLink, RunStatus};
     use deepfleet_store::embedded::EmbeddedStore;
+    use deepfleet_store::prelude::*;
     use pretty_assertions::assert_eq;
 
     fn run(id: &str, parent: Option<ParentLink>) -> RunRecord {

@@ -176,6 +176,7 @@ pub fn coalesce(step: u64, index: u64, events: Vec<DeltaEvent>) -> Vec<RunDelta>
 mod tests {
     use super::*;
     use deepfleet_store::embedded::EmbeddedStore;
+    use deepfleet_store::prelude::*;
     use pretty_assertions::assert_eq;
 
     fn text(purpose: CallPurpose, text: &str) -> DeltaEvent {
