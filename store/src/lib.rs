@@ -56,6 +56,22 @@ pub use specs::Specs;
 /// Together, implementations must keep every key of one thread together,
 /// so that [`Checkpoints::commit_step`] (which also writes the run record
 /// and resets the run's fan-in) is one atomic operation.
+///
+/// ```
+/// use std::sync::Arc;
+/// use deepfleet_store::{Batches, Store, embedded::EmbeddedStore};
+///
+/// /// Needs one capability only.
+/// async fn drain(batches: &dyn Batches) -> Vec<String> {
+///     batches.pop_batch_done("b1", 10).await.unwrap()
+/// }
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+/// store.push_batch_done("b1", "r1").await.unwrap();
+/// assert_eq!(drain(&*store).await, ["r1"]);
+/// # });
+/// ```
 pub trait Store:
     Specs + Runs + Checkpoints + FanIn + RunStreams + Records + Items + Batches
 {

@@ -3,6 +3,18 @@
 //! ([`crate::embedded::EmbeddedStore`], [`crate::redis::RedisStore`]).
 //! `dyn Store` and `S: Store` need no import for that: a trait object's
 //! and a bound's supertrait methods are always in scope.
+//!
+//! ```
+//! use deepfleet_store::embedded::EmbeddedStore;
+//! use deepfleet_store::prelude::*;
+//!
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! let store = EmbeddedStore::new();
+//! store.push_batch_done("b1", "r1").await.unwrap();
+//! assert_eq!(store.pop_batch_done("b1", 10).await.unwrap(), ["r1"]);
+//! assert!(store.get_spec("nobody").await.unwrap().is_none());
+//! # });
+//! ```
 
 pub use crate::Store;
 pub use crate::batches::Batches;
