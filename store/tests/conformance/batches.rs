@@ -27,4 +27,4 @@ pub async fn batch_done_in_order(store: Arc<dyn Batches>) {
     assert_eq!(store.pop_batch_done("b2", 5).await.unwrap(), vec!["z"]);
 }
 
-conformance!(batch_done_in_order,);
+conformance!(batch_done_in_order);

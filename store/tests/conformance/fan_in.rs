@@ -74,4 +74,4 @@ pub async fn fan_in_counts_each_child_once(store: Arc<dyn Store>) {
     );
 }
 
-conformance!(fan_in_counts_each_child_once,);
+conformance!(fan_in_counts_each_child_once);

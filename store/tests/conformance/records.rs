@@ -29,4 +29,4 @@ pub async fn records_by_kind(store: Arc<dyn Records>) {
     );
 }
 
-conformance!(records_by_kind,);
+conformance!(records_by_kind);

@@ -1,9 +1,9 @@
-//! [`deepfleet_store::RunStreams`] scenarios: run event streams, which
-//! every store must serve alike.
+//! [`deepfleet_store::RunStreams`] scenarios: run event and delta streams,
+//! which every store must serve alike.
 
 use std::sync::Arc;
 
-use deepfleet_proto::{RunEvent, RunStatus};
+use deepfleet_proto::{RunDelta, RunEvent, RunStatus};
 use deepfleet_store::RunStreams;
 use pretty_assertions::assert_eq;
 
@@ -47,4 +47,33 @@ pub async fn run_events_read_after_an_id(store: Arc<dyn RunStreams>) {
     assert!(none.is_empty());
 }
 
-conformance!(run_events_read_after_an_id,);
+/// Deltas are a stream of their own: reads pick up after an id, in order,
+/// and never see the run's events.
+pub async fn run_deltas_read_after_an_id(store: Arc<dyn RunStreams>) {
+    assert!(store.run_deltas("r1", None, 10).await.unwrap().is_empty());
+    let want: Vec<RunDelta> = ["Hel", "lo", "!"]
+        .into_iter()
+        .map(|text| RunDelta {
+            step: 2,
+            index: 5,
+            text: text.into(),
+            ..RunDelta::default()
+        })
+        .collect();
+    for d in &want {
+        store.append_run_delta("r1", d).await.unwrap();
+    }
+    store
+        .append_run_event("r1", &event(2, RunStatus::Running))
+        .await
+        .unwrap();
+    let all = store.run_deltas("r1", None, 10).await.unwrap();
+    assert_eq!(all.iter().map(|(_, d)| d.clone()).collect::<Vec<_>>(), want);
+    assert!(all.iter().all(|(id, _)| !id.contains(['/', ':'])));
+    let rest = store.run_deltas("r1", Some(&all[0].0), 1).await.unwrap();
+    assert_eq!(rest, all[1..2].to_vec());
+    assert!(store.run_deltas("r2", None, 10).await.unwrap().is_empty());
+    assert_eq!(store.run_events("r1", None, 10).await.unwrap().len(), 1);
+}
+
+conformance!(run_events_read_after_an_id, run_deltas_read_after_an_id);

@@ -21,4 +21,4 @@ pub async fn spec_put_get(store: Arc<dyn Specs>) {
     assert_eq!(store.get_spec("researcher").await.unwrap(), Some(spec));
 }
 
-conformance!(spec_put_get,);
+conformance!(spec_put_get);
