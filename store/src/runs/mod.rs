@@ -34,7 +34,7 @@ pub struct ThreadSeed {
 /// creation writes nothing, so a redelivered intake is harmless) and
 /// atomic with its thread seed, never overwriting state a concurrent
 /// commit wrote; a run created by one process must be found by id from
-/// any other. Cancel flags only ever get set.
+/// any other sharing the store. Cancel flags only ever get set.
 #[async_trait]
 pub trait Runs: Send + Sync + 'static {
     /// Creates `run` and applies `seed` to its thread. Returns the thread's

@@ -11,8 +11,9 @@ use crate::error::StoreError;
 
 /// Agent specs, keyed by [`AgentSpec::name`].
 ///
-/// Implementations must make a put visible to every later get (from any
-/// process), and a put of an existing name replace it whole.
+/// Implementations must make a put visible to every later get, from any
+/// process sharing the store, and a put of an existing name replace it
+/// whole.
 #[async_trait]
 pub trait Specs: Send + Sync + 'static {
     /// Saves an agent spec under its name, replacing an older one.
