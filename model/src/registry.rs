@@ -2,12 +2,11 @@
 //! profiles.
 //!
 //! Which protocol a name speaks and where it lives by default is the
-//! table in [`crate::hosts`]: `anthropic` speaks Messages, `google_genai`
-//! Gemini, and every other provider (openai, openrouter, fireworks,
-//! baseten, ollama, or any host given a base URL) Chat Completions. HTTP
-//! clients are built on first use and cached per provider, all sharing one
-//! connection pool. Providers registered with [`Providers::with_factory`]
-//! (the replay provider) are served by their factory instead.
+//! table in `hosts.rs`; a name not listed there speaks Chat Completions
+//! once a base URL is configured for it. HTTP clients are built on first
+//! use and cached per provider, all sharing one connection pool.
+//! Providers registered with [`Providers::with_factory`] (the replay
+//! provider) are served by their factory instead.
 
 use std::collections::HashMap;
 use std::fmt;

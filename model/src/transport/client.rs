@@ -172,3 +172,40 @@ impl<P: WireProtocol> HttpModel for HttpClient<P> {
         HttpClient::endpoint(self, model)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::anthropic::{API_VERSION, Messages};
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_key_goes_in_a_sensitive_header_next_to_the_fixed_ones() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = TransportConfig {
+            api_key: Some("sk-ant-secret".into()),
+            ..TransportConfig::new("https://api.anthropic.com/")
+        };
+        let client = HttpClient::new(Messages, config).unwrap();
+        assert_eq!(client.headers["anthropic-version"], API_VERSION);
+        assert!(client.headers["x-api-key"].is_sensitive());
+        assert_eq!(
+            client.endpoint("claude-sonnet-4-5"),
+            "https://api.anthropic.com/v1/messages"
+        );
+        let shown = format!("{client:?}");
+        assert!(!shown.contains("sk-ant-secret"), "{shown}");
+        assert!(shown.contains("authorized: true"), "{shown}");
+    }
+
+    #[test]
+    fn a_key_unfit_for_a_header_is_refused() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = TransportConfig {
+            api_key: Some("bad\nkey".into()),
+            ..TransportConfig::new("https://api.anthropic.com")
+        };
+        let error = HttpClient::new(Messages, config).unwrap_err();
+        assert_eq!(error.kind, crate::ErrorKind::Auth);
+    }
+}
