@@ -82,7 +82,9 @@ async fn main() -> anyhow::Result<()> {
             .context("connecting to Redis")?,
     );
     let key = ContextKey::from_base64(&env("DEEPFLEET_CONTEXT_KEY")?)?;
-    let providers = Arc::new(Providers::new(Default::default()));
+    let providers = Arc::new(deepfleet_replay::register(Providers::new(
+        Default::default(),
+    )));
     let runner = StepRunner::new(queue.clone(), store, providers, RetryConfig::default())
         .with_context_key(key)
         .with_middleware(Arc::new(UsageTracking));

@@ -38,8 +38,6 @@ enum Command {
     Resume(cmd::resume::ResumeArgs),
     /// Serve the HTTP API (Agent Server protocol) over the fleet.
     Scheduler(cmd::scheduler::SchedulerArgs),
-    /// Serve a replay script as an OpenAI-compatible endpoint.
-    ScriptedServer(cmd::scripted_server::ScriptedServerArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,7 +70,6 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker(args) => cmd::worker::run(args, settings).await,
         Command::Resume(args) => cmd::resume::run(args, settings).await,
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
-        Command::ScriptedServer(args) => cmd::scripted_server::run(args).await,
     };
     telemetry.shutdown().await;
     code

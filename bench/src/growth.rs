@@ -59,7 +59,10 @@ async fn drive(store: &Arc<RedisStore>, script: &Path, last: usize) -> anyhow::R
             deepfleet_worker::tokens::count_message,
         )
         .await?;
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
+    let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
+        Default::default(),
+        |_| None,
+    )));
     let runner = StepRunner::new(
         queue.clone(),
         store.clone(),

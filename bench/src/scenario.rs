@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use anyhow::Context;
-use deepfleet_model::replay::{ReplayEngine, Script};
 use deepfleet_proto::{AgentSpec, TaskLine};
+use deepfleet_replay::{ReplayEngine, Script};
 use serde_json::Value;
 
 /// The replay script shared by deepfleet and deepagents.

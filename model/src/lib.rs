@@ -6,31 +6,39 @@
 //! ([`ModelError`]), so the retry policy and the fleet's redelivery can
 //! decide without parsing text.
 //!
-//! - [`openai`]: the Chat Completions protocol and [`openai::OpenAiClient`],
-//!   used for every OpenAI-compatible provider.
-//! - [`anthropic`]: the Messages protocol and [`anthropic::AnthropicClient`].
-//! - [`gemini`]: Gemini `generateContent` and [`gemini::GeminiClient`].
+//! - [`transport`]: the one HTTP client ([`transport::HttpClient`]) and its
+//!   config, generic over a [`transport::WireProtocol`]: sending, retries,
+//!   error classification, key redaction and streamed assembly.
+//! - [`openai`]: the Chat Completions protocol
+//!   ([`openai::ChatCompletions`]), used for every OpenAI-compatible
+//!   provider.
+//! - [`anthropic`]: the Messages protocol ([`anthropic::Messages`]).
+//! - [`gemini`]: Gemini `generateContent` ([`gemini::GenerateContent`]).
 //! - [`stream`]: streamed deltas ([`DeltaEvent`]) and their assembly into
 //!   the same [`ModelResponse`] a non-streamed call returns.
 //! - [`profiles`]: known models' input and output limits.
 //! - [`retry`]: backoff with jitter, honouring `Retry-After`.
-//! - [`replay`]: the scripted model of tests, examples and benchmarks.
-//! - [`Providers`]: resolves `provider:model` strings to clients.
+//! - [`Providers`]: resolves `provider:model` strings to clients; the
+//!   known hosts are one table (`hosts.rs`), and the embedding code
+//!   registers providers of its own ([`ProviderFactory`], e.g. the
+//!   `deepfleet-replay` crate's scripted model).
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod anthropic;
 pub mod classify;
 mod error;
+mod factory;
 pub mod gemini;
-mod http;
+mod hosts;
 pub mod openai;
 pub mod profiles;
+mod protocols;
 mod registry;
-pub mod replay;
 pub mod retry;
 mod sse;
 pub mod stream;
+pub mod transport;
 
 use async_trait::async_trait;
 use deepfleet_proto::{AssistantMessage, Message, Usage};
@@ -38,6 +46,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use error::{ErrorKind, ModelError};
+pub use factory::ProviderFactory;
 pub use registry::{ProviderConfig, Providers, ResolvedModel};
 pub use stream::{Delta, DeltaEvent, DeltaSink};
 

@@ -1,53 +1,28 @@
 //! [`Providers`]: resolves `provider:model` strings to clients and model
 //! profiles.
 //!
-//! `anthropic` speaks the Messages protocol, `google_genai` the Gemini
-//! one, and every other provider (openai, openrouter, fireworks, baseten,
-//! ollama, or any host given a base URL) Chat Completions. Clients are
-//! built on first use and cached per provider, all sharing one connection
-//! pool.
+//! Which protocol a name speaks and where it lives by default is the
+//! table in `hosts.rs`; a name not listed there speaks Chat Completions
+//! once a base URL is configured for it. HTTP clients are built on first
+//! use and cached per provider, all sharing one connection pool.
+//! Providers registered with [`Providers::with_factory`] (the replay
+//! provider) are served by their factory instead.
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use deepfleet_proto::ModelProfile;
 use serde::Deserialize;
 
-use crate::anthropic::{AnthropicClient, AnthropicConfig};
-use crate::gemini::{GeminiClient, GeminiConfig};
-use crate::http::{DEFAULT_TIMEOUT, http_client};
-use crate::openai::{OpenAiClient, OpenAiConfig};
+use crate::factory::ProviderFactory;
+use crate::hosts::{known, wire_of};
 use crate::profiles;
-use crate::replay::{ReplayClient, ReplayEngine};
+use crate::protocols::Wire;
 use crate::retry::RetryPolicy;
+use crate::transport::{DEFAULT_TIMEOUT, HttpModel, TransportConfig, http_client};
 use crate::{ErrorKind, ModelClient, ModelError};
-
-/// Default API roots of the providers deepfleet knows by name.
-const DEFAULT_BASE_URLS: &[(&str, &str)] = &[
-    ("openai", "https://api.openai.com/v1"),
-    ("openrouter", "https://openrouter.ai/api/v1"),
-    ("fireworks", "https://api.fireworks.ai/inference/v1"),
-    ("baseten", "https://inference.baseten.co/v1"),
-    ("ollama", "http://localhost:11434/v1"),
-    ("anthropic", "https://api.anthropic.com"),
-    (
-        "google_genai",
-        "https://generativelanguage.googleapis.com/v1beta",
-    ),
-];
-
-/// Key variables the providers' own SDKs read, tried after the
-/// `{PROVIDER}_API_KEY` convention.
-const KEY_ALIASES: &[(&str, &str)] = &[
-    ("google_genai", "GOOGLE_API_KEY"),
-    ("google_genai", "GEMINI_API_KEY"),
-];
-
-/// The provider name of scripted models (`replay:PATH`).
-const REPLAY: &str = "replay";
 
 /// Settings of one provider, e.g. a `[providers.openai]` table.
 #[derive(Clone, Default, PartialEq, Eq, Deserialize)]
@@ -99,52 +74,6 @@ pub struct ResolvedModel {
     pub profile: Option<ModelProfile>,
 }
 
-/// The wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Protocol {
-    OpenAi,
-    Anthropic,
-    Gemini,
-}
-
-impl Protocol {
-    fn of(provider: &str) -> Self {
-        match provider {
-            "anthropic" => Protocol::Anthropic,
-            "google_genai" => Protocol::Gemini,
-            _ => Protocol::OpenAi,
-        }
-    }
-}
-
-/// A built client, before it is shared as a `dyn ModelClient`.
-#[derive(Debug)]
-enum Built {
-    OpenAi(OpenAiClient),
-    Anthropic(AnthropicClient),
-    Gemini(GeminiClient),
-}
-
-impl Built {
-    fn into_shared(self) -> Arc<dyn ModelClient> {
-        match self {
-            Built::OpenAi(client) => Arc::new(client),
-            Built::Anthropic(client) => Arc::new(client),
-            Built::Gemini(client) => Arc::new(client),
-        }
-    }
-
-    /// Where a call of `model` goes (tests and diagnostics).
-    #[cfg(test)]
-    fn endpoint(&self, model: &str) -> String {
-        match self {
-            Built::OpenAi(client) => client.endpoint().to_owned(),
-            Built::Anthropic(client) => client.endpoint().to_owned(),
-            Built::Gemini(client) => client.endpoint(model, "generateContent"),
-        }
-    }
-}
-
 type EnvLookup = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Resolves `provider:model` strings; cheap to share behind an `Arc`.
@@ -154,7 +83,7 @@ pub struct Providers {
     retry: RetryPolicy,
     http: Mutex<Option<reqwest::Client>>,
     clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
-    engines: Mutex<HashMap<PathBuf, Arc<ReplayEngine>>>,
+    factories: HashMap<String, Arc<dyn ProviderFactory>>,
 }
 
 impl fmt::Debug for Providers {
@@ -162,6 +91,7 @@ impl fmt::Debug for Providers {
         f.debug_struct("Providers")
             .field("configs", &self.configs)
             .field("retry", &self.retry)
+            .field("factories", &self.factories.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -185,7 +115,7 @@ impl Providers {
             retry: RetryPolicy::default(),
             http: Mutex::new(None),
             clients: Mutex::new(HashMap::new()),
-            engines: Mutex::new(HashMap::new()),
+            factories: HashMap::new(),
         }
     }
 
@@ -195,9 +125,21 @@ impl Providers {
         self
     }
 
+    /// Serves `provider` from `factory` instead of HTTP: the embedding
+    /// code's own providers (the replay provider of tests and examples).
+    pub fn with_factory(
+        mut self,
+        provider: impl Into<String>,
+        factory: Arc<dyn ProviderFactory>,
+    ) -> Self {
+        self.factories.insert(provider.into(), factory);
+        self
+    }
+
     /// Resolves `provider:model` (split at the first colon, so model names
-    /// may contain colons, as Ollama's do). `replay:PATH` loads the script
-    /// at PATH once and shares its engine.
+    /// may contain colons, as Ollama's do). A registered factory answers
+    /// for its provider on every call; HTTP clients are built once per
+    /// provider and cached.
     pub fn resolve(&self, spec: &str) -> Result<ResolvedModel, ModelError> {
         let Some((provider, model)) = spec.split_once(':') else {
             return Err(ModelError::new(
@@ -211,9 +153,9 @@ impl Providers {
             Some(config) => profiles::lookup(&config.profiles, model),
             None => profiles::builtin(model),
         };
-        if provider == REPLAY {
+        if let Some(factory) = self.factories.get(provider) {
             return Ok(ResolvedModel {
-                client: self.replay(model)?,
+                client: factory.client(model, self.retry)?,
                 model: model.to_owned(),
                 profile,
             });
@@ -222,7 +164,7 @@ impl Providers {
         let client = match clients.get(provider) {
             Some(client) => client.clone(),
             None => {
-                let client = self.build(provider)?.into_shared();
+                let client: Arc<dyn ModelClient> = self.build(provider)?;
                 clients.insert(provider.to_owned(), client.clone());
                 client
             }
@@ -234,35 +176,20 @@ impl Providers {
         })
     }
 
-    fn replay(&self, path: &str) -> Result<Arc<dyn ModelClient>, ModelError> {
-        let mut engines = self.engines.lock().unwrap_or_else(PoisonError::into_inner);
-        let engine = match engines.get(&PathBuf::from(path)) {
-            Some(engine) => engine.clone(),
-            None => {
-                // A broken script is a configuration mistake: fail the call
-                // for good rather than retrying it.
-                let engine = Arc::new(
-                    ReplayEngine::load(path)
-                        .map_err(|e| ModelError::new(ErrorKind::BadRequest, e.to_string()))?,
-                );
-                engines.insert(PathBuf::from(path), engine.clone());
-                engine
-            }
-        };
-        Ok(Arc::new(ReplayClient::new(engine).with_retry(self.retry)))
+    fn build(&self, provider: &str) -> Result<Arc<dyn HttpModel>, ModelError> {
+        let (wire, config) = self.route(provider)?;
+        wire.client(self.http()?, config)
     }
 
-    fn build(&self, provider: &str) -> Result<Built, ModelError> {
+    /// The protocol and transport settings of `provider`: environment
+    /// first, then its configuration, then the table of known hosts.
+    fn route(&self, provider: &str) -> Result<(Wire, TransportConfig), ModelError> {
         let config = self.configs.get(provider).cloned().unwrap_or_default();
+        let host = known(provider);
         let prefix = provider.to_ascii_uppercase().replace('-', "_");
         let base_url = (self.env)(&format!("{prefix}_BASE_URL"))
             .or(config.base_url)
-            .or_else(|| {
-                DEFAULT_BASE_URLS
-                    .iter()
-                    .find(|(name, _)| *name == provider)
-                    .map(|(_, url)| (*url).to_owned())
-            })
+            .or_else(|| host.map(|host| host.base_url.to_owned()))
             .ok_or_else(|| {
                 ModelError::new(
                     ErrorKind::Unsupported,
@@ -272,51 +199,22 @@ impl Providers {
                     ),
                 )
             })?;
+        let aliases = host.map_or(&[][..], |host| host.key_variables);
         let api_key = (self.env)(&format!("{prefix}_API_KEY"))
-            .or_else(|| {
-                KEY_ALIASES
-                    .iter()
-                    .filter(|(name, _)| *name == provider)
-                    .find_map(|(_, variable)| (self.env)(variable))
-            })
+            .or_else(|| aliases.iter().find_map(|variable| (self.env)(variable)))
             .or(config.api_key);
         let timeout = config
             .timeout_secs
             .map(Duration::from_secs)
             .unwrap_or(DEFAULT_TIMEOUT);
-        let (retry, stream, http) = (self.retry, config.stream, self.http()?);
-        Ok(match Protocol::of(provider) {
-            Protocol::OpenAi => Built::OpenAi(OpenAiClient::with_http(
-                http,
-                OpenAiConfig {
-                    base_url,
-                    api_key,
-                    timeout,
-                    retry,
-                    stream,
-                },
-            )?),
-            Protocol::Anthropic => Built::Anthropic(AnthropicClient::with_http(
-                http,
-                AnthropicConfig {
-                    base_url,
-                    api_key,
-                    timeout,
-                    retry,
-                    stream,
-                },
-            )?),
-            Protocol::Gemini => Built::Gemini(GeminiClient::with_http(
-                http,
-                GeminiConfig {
-                    base_url,
-                    api_key,
-                    timeout,
-                    retry,
-                    stream,
-                },
-            )?),
-        })
+        let transport = TransportConfig {
+            base_url,
+            api_key,
+            timeout,
+            retry: self.retry,
+            stream: config.stream,
+        };
+        Ok((wire_of(provider), transport))
     }
 
     fn http(&self) -> Result<reqwest::Client, ModelError> {

@@ -101,44 +101,6 @@ fn unknown_providers_and_bare_names_are_unsupported() {
     assert_eq!(error.kind, ErrorKind::Unsupported);
 }
 
-#[tokio::test]
-async fn replay_paths_share_one_engine() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("script.yaml");
-    std::fs::write(
-        &path,
-        "rules:\n  - error: {status: 500, message: boom, times: 1}\n  - reply: {text: hi}\n",
-    )
-    .unwrap();
-    let providers = providers(&[]).with_retry(RetryPolicy::none());
-    let spec = format!("replay:{}", path.display());
-    let request = crate::ModelRequest {
-        model: String::new(),
-        system: String::new(),
-        messages: vec![deepfleet_proto::Message::user("x")],
-        tools: vec![],
-        max_output_tokens: None,
-        cache_key: None,
-        cache_breakpoints: Vec::new(),
-        purpose: crate::CallPurpose::Agent,
-    };
-    let first = providers.resolve(&spec).unwrap();
-    assert_eq!(first.model, path.display().to_string());
-    let error = first.client.complete(&request).await.unwrap_err();
-    assert_eq!(error.kind, ErrorKind::Server);
-    // The second client sees the same counter: the one failure is spent.
-    let second = providers.resolve(&spec).unwrap();
-    assert!(second.client.complete(&request).await.is_ok());
-
-    let error = providers.resolve("replay:/nonexistent.yaml").err().unwrap();
-    assert_eq!(error.kind, ErrorKind::BadRequest);
-    assert!(
-        error.message.contains("/nonexistent.yaml"),
-        "{}",
-        error.message
-    );
-}
-
 #[test]
 fn debug_output_hides_api_keys() {
     install_crypto();
@@ -175,14 +137,17 @@ fn anthropic_and_gemini_get_their_own_protocols_and_key_variables() {
         ("GOOGLE_API_KEY", "AIza-env"),
         ("ANTHROPIC_BASE_URL", "http://anthropic.invalid"),
     ]);
+    assert_eq!(providers.route("anthropic").unwrap().0, Wire::Messages);
     let anthropic = providers.build("anthropic").unwrap();
-    assert!(matches!(anthropic, Built::Anthropic(_)));
     assert_eq!(
         anthropic.endpoint("claude-sonnet-4-5"),
         "http://anthropic.invalid/v1/messages"
     );
+    assert_eq!(
+        providers.route("google_genai").unwrap().0,
+        Wire::GenerateContent
+    );
     let gemini = providers.build("google_genai").unwrap();
-    assert!(matches!(gemini, Built::Gemini(_)));
     assert_eq!(
         gemini.endpoint("gemini-2.5-flash"),
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent"
@@ -192,10 +157,10 @@ fn anthropic_and_gemini_get_their_own_protocols_and_key_variables() {
         shown.contains("authorized: true") && !shown.contains("AIza-env"),
         "{shown}"
     );
-    assert!(matches!(
-        providers.build("fireworks").unwrap(),
-        Built::OpenAi(_)
-    ));
+    assert_eq!(
+        providers.route("fireworks").unwrap().0,
+        Wire::ChatCompletions
+    );
 }
 
 #[test]

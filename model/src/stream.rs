@@ -83,7 +83,10 @@ struct PartialCall {
 }
 
 /// Collects one attempt's deltas, delivering each to the sink.
-pub(crate) struct Assembler<'a> {
+///
+/// The transport creates one per attempt; a protocol's
+/// [`crate::transport::StreamDecoder`] feeds it.
+pub struct Assembler<'a> {
     sink: &'a dyn DeltaSink,
     purpose: CallPurpose,
     /// Set on the first delivered delta; shared across attempts so the
@@ -92,9 +95,9 @@ pub(crate) struct Assembler<'a> {
     text: String,
     calls: BTreeMap<usize, PartialCall>,
     /// Tokens of the call, as the provider last reported them.
-    pub(crate) usage: Usage,
+    pub usage: Usage,
     /// The model that answered.
-    pub(crate) model: String,
+    pub model: String,
 }
 
 impl<'a> Assembler<'a> {
@@ -123,7 +126,7 @@ impl<'a> Assembler<'a> {
     }
 
     /// Appends assistant text.
-    pub(crate) fn text(&mut self, text: &str) {
+    pub fn text(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -134,7 +137,7 @@ impl<'a> Assembler<'a> {
     }
 
     /// Starts or extends tool call `index`.
-    pub(crate) fn tool_call(
+    pub fn tool_call(
         &mut self,
         index: usize,
         id: Option<&str>,
@@ -163,14 +166,14 @@ impl<'a> Assembler<'a> {
     }
 
     /// Number of tool calls seen so far.
-    pub(crate) fn tool_calls(&self) -> usize {
+    pub fn tool_calls(&self) -> usize {
         self.calls.len()
     }
 
     /// The assembled response, shaped exactly as the non-streamed
     /// conversions shape theirs: one text block when there is text, calls
     /// in index order, the usage on the message too.
-    pub(crate) fn finish(self, finish: FinishReason) -> ModelResponse {
+    pub fn finish(self, finish: FinishReason) -> ModelResponse {
         let content = if self.text.is_empty() {
             Vec::new()
         } else {

@@ -1,4 +1,4 @@
-//! `AnthropicClient` against a local server speaking the Messages
+//! The Messages client against a local server speaking the Messages
 //! protocol: recorded-shape answers, streamed and not, and errors.
 
 // Helpers outside #[test] functions panic on setup failures too.
@@ -6,29 +6,21 @@
 
 mod support;
 
-use std::time::Duration;
-
-use deepfleet_model::anthropic::{AnthropicClient, AnthropicConfig};
-use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::anthropic::Messages;
+use deepfleet_model::transport::HttpClient;
 use deepfleet_model::{
     CallPurpose, Delta, ErrorKind, FinishReason, ModelClient, ModelRequest, ToolSpec,
 };
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, ToolStatus, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use support::{Canned, Collect, Server};
+use support::{Canned, Collect, Server, config};
 
-fn client(server: &Server, stream: bool) -> AnthropicClient {
-    AnthropicClient::new(AnthropicConfig {
-        api_key: Some("sk-ant-secret".into()),
-        timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            base_delay: Duration::from_millis(1),
-            ..RetryPolicy::default()
-        },
-        stream,
-        ..AnthropicConfig::new(server.root.clone())
-    })
+fn client(server: &Server, stream: bool) -> HttpClient<Messages> {
+    HttpClient::new(
+        Messages,
+        config(server.root.clone(), Some("sk-ant-secret"), stream),
+    )
     .unwrap()
 }
 

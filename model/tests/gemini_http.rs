@@ -1,4 +1,4 @@
-//! `GeminiClient` against a local server speaking `generateContent` and
+//! The Gemini client against a local server speaking `generateContent` and
 //! `streamGenerateContent?alt=sse`: recorded-shape answers and errors.
 
 // Helpers outside #[test] functions panic on setup failures too.
@@ -6,29 +6,21 @@
 
 mod support;
 
-use std::time::Duration;
-
-use deepfleet_model::gemini::{GeminiClient, GeminiConfig};
-use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::gemini::GenerateContent;
+use deepfleet_model::transport::HttpClient;
 use deepfleet_model::{
     CallPurpose, Delta, ErrorKind, FinishReason, ModelClient, ModelRequest, ToolSpec,
 };
 use deepfleet_proto::{ContentBlock, Message, ToolCall, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use support::{Canned, Collect, Server};
+use support::{Canned, Collect, Server, config};
 
-fn client(server: &Server, stream: bool) -> GeminiClient {
-    GeminiClient::new(GeminiConfig {
-        api_key: Some("AIza-secret".into()),
-        timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            base_delay: Duration::from_millis(1),
-            ..RetryPolicy::default()
-        },
-        stream,
-        ..GeminiConfig::new(server.root.clone())
-    })
+fn client(server: &Server, stream: bool) -> HttpClient<GenerateContent> {
+    HttpClient::new(
+        GenerateContent,
+        config(server.root.clone(), Some("AIza-secret"), stream),
+    )
     .unwrap()
 }
 

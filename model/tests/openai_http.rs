@@ -1,94 +1,52 @@
-//! `OpenAiClient` against a local axum server answering with recorded-shape
-//! Chat Completions bodies, one canned answer per request.
+//! The Chat Completions client against a local server answering with
+//! recorded-shape bodies, one canned answer per request.
 
 // Helpers outside #[test] functions panic on setup failures too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+mod support;
+
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
 use axum::routing::post;
-use deepfleet_model::openai::{OpenAiClient, OpenAiConfig};
+use deepfleet_model::openai::ChatCompletions;
 use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::transport::{HttpClient, TransportConfig};
 use deepfleet_model::{CallPurpose, ErrorKind, FinishReason, ModelClient, ModelRequest, ToolSpec};
 use deepfleet_proto::{AssistantMessage, Message, ToolCall, ToolStatus, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use support::{Canned, Received, Server, config, serve};
 
-/// One canned answer: status, `Retry-After`, body.
-type Canned = (u16, Option<&'static str>, Value);
-
-#[derive(Default)]
-struct Recorded {
-    answers: VecDeque<Canned>,
-    requests: Vec<(Option<String>, Value)>,
+fn client(server: &Server, api_key: Option<&str>) -> HttpClient<ChatCompletions> {
+    HttpClient::new(
+        ChatCompletions,
+        config(base_url(&server.root), api_key, false),
+    )
+    .unwrap()
 }
 
-struct Server {
-    base_url: String,
-    state: Arc<Mutex<Recorded>>,
+/// A client making one attempt only, against `root`.
+fn single_attempt(root: &str, timeout: Duration) -> HttpClient<ChatCompletions> {
+    let config = TransportConfig {
+        timeout,
+        retry: RetryPolicy::none(),
+        ..config(base_url(root), None, false)
+    };
+    HttpClient::new(ChatCompletions, config).unwrap()
 }
 
-impl Server {
-    async fn start(answers: Vec<Canned>) -> Server {
-        let state = Arc::new(Mutex::new(Recorded {
-            answers: answers.into(),
-            requests: Vec::new(),
-        }));
-        let app = Router::new()
-            .route("/v1/chat/completions", post(answer))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Server {
-            base_url: format!("http://{address}/v1"),
-            state,
-        }
-    }
-
-    fn requests(&self) -> Vec<(Option<String>, Value)> {
-        self.state.lock().unwrap().requests.clone()
-    }
-
-    fn client(&self, api_key: Option<&str>) -> OpenAiClient {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        OpenAiClient::new(OpenAiConfig {
-            api_key: api_key.map(str::to_owned),
-            timeout: Duration::from_secs(5),
-            retry: RetryPolicy {
-                base_delay: Duration::from_millis(1),
-                ..RetryPolicy::default()
-            },
-            ..OpenAiConfig::new(self.base_url.clone())
-        })
-        .unwrap()
-    }
+fn base_url(root: &str) -> String {
+    format!("{root}/v1")
 }
 
-async fn answer(
-    State(state): State<Arc<Mutex<Recorded>>>,
-    headers: HeaderMap,
-    body: axum::Json<Value>,
-) -> Response {
-    let mut state = state.lock().unwrap();
-    let authorization = headers
+fn authorization(request: &Received) -> Option<&str> {
+    request
+        .headers
         .get("authorization")
-        .map(|v| v.to_str().unwrap().to_owned());
-    state.requests.push((authorization, body.0));
-    let (status, retry_after, body) = state.answers.pop_front().expect("an answer is left");
-    let mut response = (StatusCode::from_u16(status).unwrap(), axum::Json(body)).into_response();
-    if let Some(value) = retry_after {
-        response
-            .headers_mut()
-            .insert("retry-after", value.parse().unwrap());
-    }
-    response
+        .map(|v| v.to_str().unwrap())
 }
 
 fn request() -> ModelRequest {
@@ -144,9 +102,8 @@ fn error_body(message: &str, kind: &str, code: Value) -> Value {
 
 #[tokio::test]
 async fn sends_the_conversation_and_decodes_tool_calls_with_cached_usage() {
-    let server = Server::start(vec![(200, None, tool_call_completion())]).await;
-    let response = server
-        .client(Some("sk-test"))
+    let server = Server::start(vec![Canned::json(200, tool_call_completion())]).await;
+    let response = client(&server, Some("sk-test"))
         .complete(&request())
         .await
         .unwrap();
@@ -176,10 +133,10 @@ async fn sends_the_conversation_and_decodes_tool_calls_with_cached_usage() {
 
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
-    let (authorization, body) = &requests[0];
-    assert_eq!(authorization.as_deref(), Some("Bearer sk-test"));
+    assert_eq!(requests[0].uri, "/v1/chat/completions");
+    assert_eq!(authorization(&requests[0]), Some("Bearer sk-test"));
     assert_eq!(
-        body,
+        &requests[0].body,
         &json!({
             "model": "gpt-4.1-mini",
             "messages": [
@@ -208,28 +165,31 @@ async fn rate_limits_are_retried_after_the_asked_delay() {
         json!("rate_limit_exceeded"),
     );
     let server = Server::start(vec![
-        (429, Some("0"), limited.clone()),
-        (429, Some("0"), limited),
-        (200, None, tool_call_completion()),
+        Canned::json(429, limited.clone()).retry_after("0"),
+        Canned::json(429, limited).retry_after("0"),
+        Canned::json(200, tool_call_completion()),
     ])
     .await;
-    let response = server.client(None).complete(&request()).await.unwrap();
+    let response = client(&server, None).complete(&request()).await.unwrap();
     assert_eq!(response.finish, FinishReason::ToolCalls);
     let requests = server.requests();
     assert_eq!(requests.len(), 3);
-    assert_eq!(requests[0].0, None, "no key, no Authorization header");
-    assert_eq!(requests[0].1, requests[2].1, "retries resend the same body");
+    assert_eq!(
+        authorization(&requests[0]),
+        None,
+        "no key, no Authorization header"
+    );
+    assert_eq!(
+        requests[0].body, requests[2].body,
+        "retries resend the same body"
+    );
 }
 
 #[tokio::test]
 async fn rate_limit_errors_keep_status_and_retry_after_when_attempts_run_out() {
     let limited = error_body("slow down", "requests", json!("rate_limit_exceeded"));
-    let server = Server::start(vec![(429, Some("7"), limited)]).await;
-    let client = OpenAiClient::new(OpenAiConfig {
-        retry: RetryPolicy::none(),
-        ..OpenAiConfig::new(server.base_url.clone())
-    })
-    .unwrap();
+    let server = Server::start(vec![Canned::json(429, limited).retry_after("7")]).await;
+    let client = single_attempt(&server.root, Duration::from_secs(5));
     let error = client.complete(&request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::RateLimited);
     assert_eq!(error.status, Some(429));
@@ -239,9 +199,8 @@ async fn rate_limit_errors_keep_status_and_retry_after_when_attempts_run_out() {
 
 #[tokio::test]
 async fn auth_failures_are_not_retried_and_never_show_the_key() {
-    let server = Server::start(vec![(
+    let server = Server::start(vec![Canned::json(
         401,
-        None,
         error_body(
             "Incorrect API key provided.",
             "invalid_request_error",
@@ -249,7 +208,7 @@ async fn auth_failures_are_not_retried_and_never_show_the_key() {
         ),
     )])
     .await;
-    let client = server.client(Some("sk-very-secret"));
+    let client = client(&server, Some("sk-very-secret"));
     let error = client.complete(&request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::Auth);
     assert_eq!(server.requests().len(), 1);
@@ -259,9 +218,8 @@ async fn auth_failures_are_not_retried_and_never_show_the_key() {
 
 #[tokio::test]
 async fn context_overflow_is_classified_and_not_retried() {
-    let server = Server::start(vec![(
+    let server = Server::start(vec![Canned::json(
         400,
-        None,
         error_body(
             "This model's maximum context length is 128000 tokens. However, your messages resulted in 131072 tokens.",
             "invalid_request_error",
@@ -269,7 +227,10 @@ async fn context_overflow_is_classified_and_not_retried() {
         ),
     )])
     .await;
-    let error = server.client(None).complete(&request()).await.unwrap_err();
+    let error = client(&server, None)
+        .complete(&request())
+        .await
+        .unwrap_err();
     assert_eq!(error.kind, ErrorKind::ContextOverflow);
     assert_eq!(error.status, Some(400));
     assert_eq!(server.requests().len(), 1);
@@ -278,11 +239,14 @@ async fn context_overflow_is_classified_and_not_retried() {
 #[tokio::test]
 async fn server_errors_are_retried_and_undecodable_bodies_are_invalid() {
     let server = Server::start(vec![
-        (502, None, json!("bad gateway")),
-        (200, None, json!({"unexpected": true})),
+        Canned::json(502, json!("bad gateway")),
+        Canned::json(200, json!({"unexpected": true})),
     ])
     .await;
-    let error = server.client(None).complete(&request()).await.unwrap_err();
+    let error = client(&server, None)
+        .complete(&request())
+        .await
+        .unwrap_err();
     assert_eq!(error.kind, ErrorKind::InvalidResponse);
     assert_eq!(server.requests().len(), 2);
 }
@@ -293,12 +257,7 @@ async fn connection_failures_are_transport_errors() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     drop(listener);
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = OpenAiClient::new(OpenAiConfig {
-        retry: RetryPolicy::none(),
-        ..OpenAiConfig::new(format!("http://{address}/v1"))
-    })
-    .unwrap();
+    let client = single_attempt(&format!("http://{address}"), Duration::from_secs(5));
     let error = client.complete(&request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::Transport, "{error}");
 }
@@ -312,16 +271,7 @@ async fn slow_answers_time_out() {
             StatusCode::OK
         }),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let client = OpenAiClient::new(OpenAiConfig {
-        timeout: Duration::from_millis(100),
-        retry: RetryPolicy::none(),
-        ..OpenAiConfig::new(format!("http://{address}/v1"))
-    })
-    .unwrap();
+    let client = single_attempt(&serve(app).await, Duration::from_millis(100));
     let error = client.complete(&request()).await.unwrap_err();
     assert_eq!(error.kind, ErrorKind::Timeout, "{error}");
 }

@@ -1,4 +1,4 @@
-//! `OpenAiClient` streaming (`stream: true`, `stream_options`) against a
+//! The Chat Completions client streaming (`stream: true`, `stream_options`) against a
 //! local server sending recorded-shape chunks.
 
 // Helpers outside #[test] functions panic on setup failures too.
@@ -6,27 +6,20 @@
 
 mod support;
 
-use std::time::Duration;
-
-use deepfleet_model::openai::{OpenAiClient, OpenAiConfig};
+use deepfleet_model::openai::ChatCompletions;
 use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::transport::{HttpClient, TransportConfig};
 use deepfleet_model::{CallPurpose, Delta, ErrorKind, ModelClient, ModelRequest};
 use deepfleet_proto::Message;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use support::{Canned, Collect, Server};
+use support::{Canned, Collect, Server, config};
 
-fn client(server: &Server, stream: bool) -> OpenAiClient {
-    OpenAiClient::new(OpenAiConfig {
-        api_key: Some("sk-secret".into()),
-        timeout: Duration::from_secs(5),
-        retry: RetryPolicy {
-            base_delay: Duration::from_millis(1),
-            ..RetryPolicy::default()
-        },
-        stream,
-        ..OpenAiConfig::new(format!("{}/v1", server.root))
-    })
+fn client(server: &Server, stream: bool) -> HttpClient<ChatCompletions> {
+    HttpClient::new(
+        ChatCompletions,
+        config(format!("{}/v1", server.root), Some("sk-secret"), stream),
+    )
     .unwrap()
 }
 
@@ -179,10 +172,13 @@ async fn a_stream_cut_before_any_delta_is_retried() {
     assert_eq!(server.requests().len(), 3);
 
     let server = Server::start(vec![cut()]).await;
-    let error = OpenAiClient::new(OpenAiConfig {
-        retry: RetryPolicy::none(),
-        ..OpenAiConfig::new(format!("{}/v1", server.root))
-    })
+    let error = HttpClient::new(
+        ChatCompletions,
+        TransportConfig {
+            retry: RetryPolicy::none(),
+            ..TransportConfig::new(format!("{}/v1", server.root))
+        },
+    )
     .unwrap()
     .stream(&request(CallPurpose::Agent), &Collect::default())
     .await

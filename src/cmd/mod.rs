@@ -5,7 +5,6 @@ pub mod metrics_server;
 pub mod resume;
 pub mod run;
 pub mod scheduler;
-pub mod scripted_server;
 pub mod submit;
 pub mod telemetry;
 pub mod worker;
@@ -58,7 +57,11 @@ pub fn step_runner(
     key: ContextKey,
     events: Option<Arc<dyn EventSink>>,
 ) -> Arc<StepRunner> {
-    let providers = Arc::new(Providers::new(settings.providers.clone()));
+    // `replay:PATH` models (examples, trying the fleet without a key) are
+    // served in process by the replay provider.
+    let providers = Arc::new(deepfleet_replay::register(Providers::new(
+        settings.providers.clone(),
+    )));
     let mut runner = StepRunner::new(queue, store, providers, settings.worker.retry())
         .with_context_key(key)
         .with_profiles(settings.profiles.clone());

@@ -10,12 +10,12 @@ use deepfleet_model::anthropic::wire::{
     Block, BlockDelta, ErrorDetail, ErrorResponse, ImageSource, MessageDelta, MessagesRequest,
     MessagesResponse, StreamEvent, WireUsage,
 };
-use deepfleet_model::replay::ScriptedError;
 use deepfleet_model::{CallPurpose, FinishReason, ModelRequest, ModelResponse, ToolSpec};
 use deepfleet_proto::message::joined_text;
 use deepfleet_proto::{
     AssistantMessage, ContentBlock, Message, ToolCall, ToolMessage, ToolStatus, UserMessage,
 };
+use deepfleet_replay::ScriptedError;
 
 use crate::{AppState, arguments_object, error_response, pieces, sse_response};
 

@@ -9,13 +9,13 @@ use deepfleet_model::gemini::wire::{
     Candidate, Content, FunctionCall, GenerateContentRequest, GenerateContentResponse, Part,
     UsageMetadata,
 };
-use deepfleet_model::replay::ScriptedError;
 use deepfleet_model::{CallPurpose, FinishReason, ModelRequest, ModelResponse, ToolSpec};
 use deepfleet_proto::message::joined_text;
 use deepfleet_proto::{
     AssistantMessage, ContentBlock, ImageSource, Message, ToolCall, ToolMessage, ToolStatus,
     UserMessage,
 };
+use deepfleet_replay::ScriptedError;
 use serde_json::{Value, json};
 
 use crate::{AppState, arguments_object, error_response, pieces, sse_response};

@@ -15,7 +15,7 @@
 //! run on any provider. Streamed answers cut text and tool arguments into
 //! small pieces, so clients really assemble them. Every request body is
 //! recorded for assertions. [`serve`] runs the same endpoints on a
-//! listener of the caller's (the CLI's scripted-server subcommand).
+//! listener of the caller's (this crate's `scripted-server` binary).
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -33,8 +33,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use deepfleet_model::openai::convert::{from_wire, to_wire};
-use deepfleet_model::replay::{ReplayEngine, ScriptedError};
 use deepfleet_model::{ModelRequest, ModelResponse};
+use deepfleet_replay::{ReplayEngine, ScriptedError};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;

@@ -8,7 +8,7 @@ use deepfleet_model::openai::wire::{
     ChatChunk, ChatRequest, ChatResponse, ChunkChoice, ChunkDelta, ChunkFunction, ChunkToolCall,
     ErrorBody, ErrorDetail,
 };
-use deepfleet_model::replay::ScriptedError;
+use deepfleet_replay::ScriptedError;
 use serde_json::Value;
 
 use crate::{AppState, error_response, pieces, sse_response};

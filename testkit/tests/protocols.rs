@@ -8,16 +8,17 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use deepfleet_model::anthropic::{AnthropicClient, AnthropicConfig};
-use deepfleet_model::gemini::{GeminiClient, GeminiConfig};
-use deepfleet_model::openai::{OpenAiClient, OpenAiConfig};
-use deepfleet_model::replay::{ReplayEngine, Script};
+use deepfleet_model::anthropic::Messages;
+use deepfleet_model::gemini::GenerateContent;
+use deepfleet_model::openai::ChatCompletions;
 use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::transport::{HttpClient, TransportConfig};
 use deepfleet_model::{
     CallPurpose, DeltaEvent, ErrorKind, FinishReason, ModelClient, ModelRequest, ModelResponse,
     ToolSpec,
 };
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolStatus, Usage};
+use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -52,37 +53,24 @@ fn retry() -> RetryPolicy {
 
 /// One client per protocol, all on `server`.
 fn clients(server: &ScriptedServer) -> Vec<(&'static str, Arc<dyn ModelClient>)> {
+    let config = |base_url: String, api_key: Option<&str>| TransportConfig {
+        api_key: api_key.map(str::to_owned),
+        retry: retry(),
+        ..TransportConfig::new(base_url)
+    };
     vec![
         (
             "openai",
-            Arc::new(
-                OpenAiClient::new(OpenAiConfig {
-                    retry: retry(),
-                    ..OpenAiConfig::new(server.url())
-                })
-                .unwrap(),
-            ),
+            Arc::new(HttpClient::new(ChatCompletions, config(server.url(), None)).unwrap()),
         ),
         (
             "anthropic",
-            Arc::new(
-                AnthropicClient::new(AnthropicConfig {
-                    api_key: Some("k".into()),
-                    retry: retry(),
-                    ..AnthropicConfig::new(server.root_url())
-                })
-                .unwrap(),
-            ),
+            Arc::new(HttpClient::new(Messages, config(server.root_url(), Some("k"))).unwrap()),
         ),
         (
             "gemini",
             Arc::new(
-                GeminiClient::new(GeminiConfig {
-                    api_key: Some("k".into()),
-                    retry: retry(),
-                    ..GeminiConfig::new(server.root_url())
-                })
-                .unwrap(),
+                HttpClient::new(GenerateContent, config(server.root_url(), Some("k"))).unwrap(),
             ),
         ),
     ]
@@ -252,11 +240,11 @@ async fn scripted_errors_arrive_in_each_protocols_shape() {
 #[tokio::test]
 async fn openai_stream_option_streams_complete_with_usage() {
     let server = server().await;
-    let client = OpenAiClient::new(OpenAiConfig {
+    let config = TransportConfig {
         stream: true,
-        ..OpenAiConfig::new(server.url())
-    })
-    .unwrap();
+        ..TransportConfig::new(server.url())
+    };
+    let client = HttpClient::new(ChatCompletions, config).unwrap();
     let answer = client
         .complete(&request(vec![Message::user("Summarize seals")]))
         .await

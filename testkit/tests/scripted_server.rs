@@ -1,4 +1,4 @@
-//! The scripted server driven by the real `OpenAiClient`.
+//! The scripted server driven by the real Chat Completions client.
 
 // Helpers outside #[test] functions panic on setup failures too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deepfleet_model::openai::{OpenAiClient, OpenAiConfig};
-use deepfleet_model::replay::{ReplayEngine, Script};
+use deepfleet_model::openai::ChatCompletions;
 use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::transport::{HttpClient, TransportConfig};
 use deepfleet_model::{CallPurpose, ErrorKind, FinishReason, ModelClient, ModelRequest};
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, ToolStatus};
+use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::{ScriptedServer, serve};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -34,17 +35,17 @@ fn engine() -> Arc<ReplayEngine> {
     Arc::new(ReplayEngine::new(Script::from_yaml(SCRIPT).unwrap()))
 }
 
-fn client(url: String) -> OpenAiClient {
+fn client(url: String) -> HttpClient<ChatCompletions> {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    OpenAiClient::new(OpenAiConfig {
+    let config = TransportConfig {
         api_key: Some("sk-test".into()),
         retry: RetryPolicy {
             base_delay: Duration::from_millis(1),
             ..RetryPolicy::default()
         },
-        ..OpenAiConfig::new(url)
-    })
-    .unwrap()
+        ..TransportConfig::new(url)
+    };
+    HttpClient::new(ChatCompletions, config).unwrap()
 }
 
 fn request(messages: Vec<Message>) -> ModelRequest {
@@ -139,9 +140,9 @@ async fn latency_delays_answers_and_drop_stops_the_server() {
     assert!(started.elapsed() >= Duration::from_millis(200));
     drop(server);
     tokio::task::yield_now().await;
-    let mut quick = OpenAiConfig::new(url);
+    let mut quick = TransportConfig::new(url);
     quick.retry = RetryPolicy::none();
-    let error = OpenAiClient::new(quick)
+    let error = HttpClient::new(ChatCompletions, quick)
         .unwrap()
         .complete(&request(vec![Message::user("Write a note about owls")]))
         .await

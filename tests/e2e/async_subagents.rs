@@ -145,7 +145,10 @@ async fn a_redelivered_step_starts_its_background_tasks() {
         .unwrap();
     let mut consumer = queue.consume(10).await.unwrap();
     let delivery = consumer.next().await.unwrap().unwrap();
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
+    let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
+        Default::default(),
+        |_| None,
+    )));
     StepRunner::new(
         queue.clone(),
         store.clone(),

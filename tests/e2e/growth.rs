@@ -55,7 +55,10 @@ async fn bytes_per_step_do_not_grow_with_the_conversation() {
         )
         .await
         .unwrap();
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
+    let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
+        Default::default(),
+        |_| None,
+    )));
     let runner = StepRunner::new(
         queue.clone(),
         store.clone(),

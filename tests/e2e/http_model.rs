@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepfleet_model::replay::{ReplayEngine, Script};
 use deepfleet_proto::ResultStatus;
+use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
 use pretty_assertions::assert_eq;
 

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deepfleet_model::ProviderConfig;
-use deepfleet_model::replay::{ReplayEngine, Script};
 use deepfleet_proto::{ResultLine, ResultStatus};
+use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_worker::events::NoopSink;
 use pretty_assertions::assert_eq;

@@ -56,7 +56,10 @@ async fn the_last_delivery_ends_the_run_instead_of_hanging() {
 
     let last = consumer.next().await.unwrap().unwrap();
     assert_eq!(last.deliveries_left(), Some(0));
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
+    let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
+        Default::default(),
+        |_| None,
+    )));
     StepRunner::new(
         queue.clone(),
         store.clone(),

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepfleet_model::replay::{ReplayEngine, Script};
 use deepfleet_proto::{ResultLine, ResultStatus};
+use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
 
 use crate::batch::{briefing_tasks, expected_briefing};

@@ -151,7 +151,10 @@ impl Fleet {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let queue = Arc::new(MemoryQueue::new());
         let store = Arc::new(EmbeddedStore::new());
-        let providers = Arc::new(Providers::with_env(providers, |_| None));
+        let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
+            providers,
+            |_| None,
+        )));
         let runner = Arc::new(
             StepRunner::new(queue.clone(), store.clone(), providers, fast_retries())
                 .with_events(events)

@@ -313,7 +313,8 @@ mod tests {
         std::fs::write(&script, "rules: []\n").unwrap();
         let mut spec = spec.clone();
         spec.model = format!("replay:{}", script.display());
-        let providers = Providers::with_env(Default::default(), |_| None);
+        let providers =
+            deepfleet_replay::register(Providers::with_env(Default::default(), |_| None));
         Agent::build(&spec, run, &providers).unwrap()
     }
 

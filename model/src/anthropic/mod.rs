@@ -1,9 +1,10 @@
 //! The Anthropic Messages protocol: wire types, conversions (with prompt
-//! cache breakpoints), the stream reader and the HTTP client.
+//! cache breakpoints), the stream reader and [`Messages`], the protocol on
+//! the shared transport ([`crate::transport::HttpClient`]).
 
-mod client;
 pub mod convert;
+mod protocol;
 mod stream;
 pub mod wire;
 
-pub use client::{API_VERSION, AnthropicClient, AnthropicConfig};
+pub use protocol::{API_VERSION, Messages};

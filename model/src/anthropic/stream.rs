@@ -10,11 +10,12 @@ use super::convert::{finish_reason, usage_from_wire};
 use super::wire::{Block, BlockDelta, StreamEvent, WireUsage};
 use crate::classify::classify_stream_error;
 use crate::stream::Assembler;
+use crate::transport::StreamDecoder;
 use crate::{ErrorKind, ModelError, ModelResponse};
 
 /// Folds the events of one streamed answer.
 #[derive(Default)]
-pub(crate) struct EventReader {
+pub struct EventReader {
     /// Content-block index to tool-call position.
     tools: HashMap<usize, usize>,
     usage: WireUsage,
@@ -22,9 +23,9 @@ pub(crate) struct EventReader {
     stopped: bool,
 }
 
-impl EventReader {
+impl StreamDecoder for EventReader {
     /// Applies one event's data.
-    pub(crate) fn apply(&mut self, data: &str, out: &mut Assembler<'_>) -> Result<(), ModelError> {
+    fn apply(&mut self, data: &str, out: &mut Assembler<'_>) -> Result<(), ModelError> {
         let event: StreamEvent = serde_json::from_str(data).map_err(|e| {
             ModelError::new(
                 ErrorKind::InvalidResponse,
@@ -86,7 +87,7 @@ impl EventReader {
     /// The response, once the stream ended. Tool arguments are normalised
     /// to compact JSON, as the non-streamed conversion writes them; a
     /// stream cut before `message_stop` is a transport failure.
-    pub(crate) fn finish(self, mut out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
+    fn finish(self, mut out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
         if !self.stopped {
             return Err(ModelError::new(
                 ErrorKind::Transport,

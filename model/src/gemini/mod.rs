@@ -1,9 +1,10 @@
 //! The Google Gemini API (`generateContent`, `streamGenerateContent`):
-//! wire types, conversions, the stream reader and the HTTP client.
+//! wire types, conversions, the stream reader and [`GenerateContent`], the
+//! protocol on the shared transport ([`crate::transport::HttpClient`]).
 
-mod client;
 pub mod convert;
+mod protocol;
 mod stream;
 pub mod wire;
 
-pub use client::{GeminiClient, GeminiConfig};
+pub use protocol::GenerateContent;

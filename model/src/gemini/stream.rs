@@ -8,10 +8,11 @@ use super::convert::{call_id, finish_reason, usage_from_wire};
 use super::wire::GenerateContentResponse;
 use crate::classify::classify_stream_error;
 use crate::stream::Assembler;
+use crate::transport::StreamDecoder;
 use crate::{ErrorKind, ModelError, ModelResponse};
 
 /// Folds the events of one streamed answer.
-pub(crate) struct ChunkReader {
+pub struct ChunkReader {
     turn: usize,
     finish_reason: Option<String>,
 }
@@ -24,9 +25,11 @@ impl ChunkReader {
             finish_reason: None,
         }
     }
+}
 
+impl StreamDecoder for ChunkReader {
     /// Applies one event's data.
-    pub(crate) fn apply(&mut self, data: &str, out: &mut Assembler<'_>) -> Result<(), ModelError> {
+    fn apply(&mut self, data: &str, out: &mut Assembler<'_>) -> Result<(), ModelError> {
         let value: Value = serde_json::from_str(data).map_err(|e| {
             ModelError::new(
                 ErrorKind::InvalidResponse,
@@ -74,7 +77,7 @@ impl ChunkReader {
 
     /// The response, once the stream ended; a stream cut before the finish
     /// reason is a transport failure.
-    pub(crate) fn finish(self, out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
+    fn finish(self, out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
         let Some(reason) = self.finish_reason else {
             return Err(ModelError::new(
                 ErrorKind::Transport,

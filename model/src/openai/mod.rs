@@ -1,13 +1,13 @@
 //! The OpenAI Chat Completions protocol: wire types, conversions, the
-//! stream reader and the HTTP client.
+//! stream reader and [`ChatCompletions`], the protocol on the shared
+//! transport ([`crate::transport::HttpClient`]).
 //!
 //! OpenAI, OpenRouter, Fireworks, Baseten, Ollama and any compatible host
 //! speak this protocol, and so does the replay model.
 
-mod client;
 pub mod convert;
+mod protocol;
 mod stream;
 pub mod wire;
 
-pub use crate::http::DEFAULT_TIMEOUT;
-pub use client::{OpenAiClient, OpenAiConfig};
+pub use protocol::ChatCompletions;

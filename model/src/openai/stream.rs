@@ -6,18 +6,19 @@ use super::convert::{finish_reason, usage_from_wire};
 use super::wire::{ChatChunk, ErrorBody};
 use crate::classify::classify_stream_error;
 use crate::stream::Assembler;
+use crate::transport::StreamDecoder;
 use crate::{ErrorKind, FinishReason, ModelError, ModelResponse};
 
 /// Folds the `data:` events of one streamed answer.
 #[derive(Default)]
-pub(crate) struct ChunkReader {
+pub struct ChunkReader {
     finish_reason: Option<String>,
     done: bool,
 }
 
-impl ChunkReader {
+impl StreamDecoder for ChunkReader {
     /// Applies one event's data.
-    pub(crate) fn apply(&mut self, data: &str, out: &mut Assembler<'_>) -> Result<(), ModelError> {
+    fn apply(&mut self, data: &str, out: &mut Assembler<'_>) -> Result<(), ModelError> {
         if data == "[DONE]" {
             self.done = true;
             return Ok(());
@@ -66,7 +67,7 @@ impl ChunkReader {
     /// The response, once the stream ended; a stream cut before its
     /// finish reason or `[DONE]` is a transport failure (retryable if no
     /// delta was delivered yet).
-    pub(crate) fn finish(self, out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
+    fn finish(self, out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(ModelError::new(
                 ErrorKind::Transport,

@@ -1,7 +1,7 @@
 //! Serde types of the OpenAI Chat Completions API, as far as deepfleet
 //! uses it.
 //!
-//! Both sides speak these types: [`super::OpenAiClient`] sends a
+//! Both sides speak these types: [`super::ChatCompletions`] sends a
 //! [`ChatRequest`] and decodes a [`ChatResponse`], and the replay engine
 //! (and the test kit's scripted server) receives the request and answers
 //! with the response. Fields other providers add are ignored on decode;

@@ -1,16 +1,48 @@
 //! A local server answering each request with the next canned answer
-//! (recorded-shape JSON or SSE), recording path, headers and body.
+//! (recorded-shape JSON or SSE), recording path, headers and body; and the
+//! transport settings every client under test uses.
+
+// Each test binary includes this module and uses part of it.
+#![allow(dead_code)]
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::transport::TransportConfig;
 use deepfleet_model::{DeltaEvent, DeltaSink};
 use serde_json::Value;
+
+/// Settings for a client of `base_url` sending `api_key`: a 5 s attempt
+/// limit and retries 1 ms apart, so retry tests run fast.
+pub fn config(base_url: String, api_key: Option<&str>, stream: bool) -> TransportConfig {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    TransportConfig {
+        api_key: api_key.map(str::to_owned),
+        timeout: Duration::from_secs(5),
+        retry: RetryPolicy {
+            base_delay: Duration::from_millis(1),
+            ..RetryPolicy::default()
+        },
+        stream,
+        ..TransportConfig::new(base_url)
+    }
+}
+
+/// Serves `app` on a loopback port; returns `http://ADDRESS`.
+pub async fn serve(app: Router) -> String {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{address}")
+}
 
 /// One canned answer.
 pub struct Canned {
@@ -79,17 +111,13 @@ pub struct Server {
 
 impl Server {
     pub async fn start(answers: Vec<Canned>) -> Server {
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let state = Arc::new(Mutex::new(Recorded {
             answers: answers.into(),
             requests: Vec::new(),
         }));
         let app = Router::new().fallback(answer).with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let address = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
         Server {
-            root: format!("http://{address}"),
+            root: serve(app).await,
             state,
         }
     }

@@ -45,7 +45,7 @@ async fn sections_follow_design_order() {
         profiles: configured,
         ..AgentOptions::default()
     };
-    let providers = Providers::with_env(Default::default(), |_| None);
+    let providers = deepfleet_replay::register(Providers::with_env(Default::default(), |_| None));
     let agent = Agent::build_with(&spec, &cx.run, &providers, &options).unwrap();
     for layer in &agent.stack {
         layer.before_model(&mut cx).await.unwrap();

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use super::script::{Action, CallArgs, Facts, Failure, Reply, Script, ScriptError};
 use super::template::Vars;
-use crate::openai::wire::{
+use deepfleet_model::openai::wire::{
     ChatMessage, ChatRequest, ChatResponse, Choice, ErrorBody, ErrorDetail, FunctionCall,
     PromptTokensDetails, ResponseMessage, WireToolCall, WireUsage,
 };

@@ -1,19 +1,23 @@
-//! `deepfleet scripted-server`: a replay script served as an
-//! OpenAI-compatible endpoint, for benchmarks and trying the fleet
+//! `scripted-server`: a replay script served as an OpenAI-compatible
+//! (and Anthropic, Gemini) endpoint, for benchmarks and trying the fleet
 //! without an API key.
+//!
+//! A binary of the test kit, not of `deepfleet`, so the shipped binary
+//! links no test support: `cargo run -p deepfleet-testkit --bin
+//! scripted-server -- --script SCRIPT.yaml`.
 
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::Args;
-use deepfleet_model::replay::ReplayEngine;
+use clap::Parser;
+use deepfleet_replay::ReplayEngine;
 
-/// Arguments of `deepfleet scripted-server`.
-#[derive(Args)]
-pub struct ScriptedServerArgs {
+/// Serve a replay script as an OpenAI-compatible endpoint.
+#[derive(Parser)]
+#[command(name = "scripted-server", version, about)]
+struct Args {
     /// The replay script (YAML).
     #[arg(long)]
     script: PathBuf,
@@ -25,7 +29,9 @@ pub struct ScriptedServerArgs {
     latency_ms: u64,
 }
 
-pub async fn run(args: ScriptedServerArgs) -> anyhow::Result<ExitCode> {
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
     let engine = ReplayEngine::load(&args.script)
         .with_context(|| format!("loading {}", args.script.display()))?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
@@ -42,5 +48,5 @@ pub async fn run(args: ScriptedServerArgs) -> anyhow::Result<ExitCode> {
         listener,
     )
     .await?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

@@ -1,18 +1,14 @@
-//! The HTTP plumbing every provider client shares: building the reqwest
-//! client, sending a request and turning a failed answer into a classified
-//! [`ModelError`], and decoding a JSON body.
+//! The reqwest plumbing under [`super::HttpClient`]: building the reqwest
+//! client, marking secret headers, sending a request and turning a failed
+//! answer into a classified [`ModelError`], and decoding a JSON body.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde::de::DeserializeOwned;
 
 use crate::classify::{classify_status, classify_transport, parse_retry_after};
 use crate::{ErrorKind, ModelError};
-
-/// Request timeout when none is configured: long completions of large
-/// models take minutes.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Builds a reqwest client, refusing instead of panicking when the process
 /// installed no rustls crypto provider (reqwest is built without one).

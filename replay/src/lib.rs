@@ -3,7 +3,10 @@
 //!
 //! A [`Script`] (YAML rules) drives a [`ReplayEngine`], which answers Chat
 //! Completions wire requests; [`ReplayClient`] puts it behind
-//! [`crate::ModelClient`] in process, and the test kit serves it over HTTP.
+//! [`deepfleet_model::ModelClient`] in process, and the test kit serves it
+//! over HTTP. [`register`] adds the `replay:PATH` provider to a
+//! [`deepfleet_model::Providers`] ([`ReplayProvider`], one engine per
+//! path); the model crate itself knows nothing of it.
 //!
 //! ```yaml
 //! rules:                 # tried in order; the first whose `when` matches answers
@@ -30,13 +33,18 @@
 //! engine), then steps aside for the next rule. A request no rule matches
 //! gets a 400 naming the turn and the start of the input.
 
+#![warn(missing_docs)]
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 mod client;
 mod engine;
+mod provider;
 mod script;
 mod template;
 
 pub use client::ReplayClient;
 pub use engine::{ReplayEngine, ScriptedError};
+pub use provider::{PROVIDER, ReplayProvider, register};
 pub use script::{Script, ScriptError};
 
 #[cfg(test)]

@@ -9,9 +9,9 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::openai::convert::to_wire;
-use crate::retry::RetryPolicy;
-use crate::{CallPurpose, ErrorKind, FinishReason, ModelClient, ModelRequest};
+use deepfleet_model::openai::convert::to_wire;
+use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::{CallPurpose, ErrorKind, FinishReason, ModelClient, ModelRequest};
 
 const SCRIPT: &str = r#"
 rules:

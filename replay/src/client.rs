@@ -5,10 +5,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::engine::ReplayEngine;
-use crate::classify::classify_status;
-use crate::openai::convert::{from_wire, to_wire};
-use crate::retry::RetryPolicy;
-use crate::{Delta, DeltaEvent, DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse};
+use deepfleet_model::classify::classify_status;
+use deepfleet_model::openai::convert::{from_wire, to_wire};
+use deepfleet_model::retry::RetryPolicy;
+use deepfleet_model::{
+    Delta, DeltaEvent, DeltaSink, ModelClient, ModelError, ModelRequest, ModelResponse,
+};
 
 /// Answers from a [`ReplayEngine`] in process.
 ///
@@ -131,8 +133,8 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     use super::*;
-    use crate::replay::Script;
-    use crate::{CallPurpose, DeltaEvent};
+    use crate::Script;
+    use deepfleet_model::{CallPurpose, DeltaEvent};
 
     #[tokio::test]
     async fn streamed_pieces_add_up_to_the_answer() {

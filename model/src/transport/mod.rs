@@ -1,0 +1,19 @@
+//! The HTTP model transport: one [`TransportConfig`] and one
+//! [`HttpClient`], generic over a [`WireProtocol`].
+//!
+//! A protocol (Chat Completions, Messages, `generateContent`) only says
+//! where a call goes, which header carries the key, and how requests,
+//! answers and streamed events map to its wire types. Sending, retries,
+//! error classification with `Retry-After`, key redaction and streamed
+//! assembly are the transport's, so a setting added here (HTTP/2, a proxy,
+//! a rate limiter: see `HttpClient::attempt`) reaches every provider.
+
+mod client;
+mod config;
+mod http;
+mod protocol;
+
+pub use client::{HttpClient, HttpModel};
+pub use config::{DEFAULT_TIMEOUT, TransportConfig};
+pub(crate) use http::http_client;
+pub use protocol::{StreamDecoder, WireProtocol};
