@@ -22,9 +22,13 @@ pub struct Settings {
     pub key_prefix: String,
     /// Worker tuning.
     pub worker: WorkerSettings,
-    /// OTLP/HTTP collector base URL for traces; none = no export.
+    /// The scheduler's HTTP server.
+    pub scheduler: SchedulerSettings,
+    /// OTLP/HTTP collector base URL for traces; none = the standard
+    /// `OTEL_EXPORTER_OTLP_*` variables decide (no export without them).
     pub otlp_endpoint: Option<String>,
-    /// Where a worker (or an embedded run) serves `/metrics`.
+    /// Where a worker (or an embedded run) serves `/metrics`, `/healthz`
+    /// and `/readyz` (`DEEPFLEET__METRICS_LISTEN`, e.g. `0.0.0.0:9464`).
     pub metrics_listen: Option<String>,
     /// Model providers by name (`[providers.openai]`).
     #[serde(default)]
@@ -54,6 +58,19 @@ pub struct WorkerSettings {
     pub retry_base_ms: u64,
     /// Longest backoff of a failed step, in milliseconds.
     pub retry_max_ms: u64,
+}
+
+/// The scheduler's HTTP server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSettings {
+    /// Address of the API, `/metrics`, `/healthz` and `/readyz`
+    /// (`DEEPFLEET__SCHEDULER__LISTEN`; loopback by default, `0.0.0.0:2024`
+    /// in a pod).
+    pub listen: String,
+    /// Seconds open requests (streams, waits) may take to finish after
+    /// SIGTERM before the scheduler exits anyway.
+    pub grace_secs: u64,
 }
 
 impl WorkerSettings {
@@ -86,7 +103,9 @@ impl Settings {
             .set_default("worker.max_attempts", 5)?
             .set_default("worker.grace_secs", 30)?
             .set_default("worker.retry_base_ms", 1_000)?
-            .set_default("worker.retry_max_ms", 60_000)?;
+            .set_default("worker.retry_max_ms", 60_000)?
+            .set_default("scheduler.listen", "127.0.0.1:2024")?
+            .set_default("scheduler.grace_secs", 20)?;
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
         }
@@ -125,5 +144,30 @@ mod tests {
             settings.profiles["openai"].tool_description_overrides["ls"],
             "List a directory."
         );
+    }
+
+    #[test]
+    fn listen_addresses_and_grace_come_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        std::fs::write(
+            &file,
+            "metrics_listen = \"0.0.0.0:9464\"\n[scheduler]\nlisten = \"0.0.0.0:2024\"\ngrace_secs = 5\n",
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        assert_eq!(settings.scheduler.listen, "0.0.0.0:2024");
+        assert_eq!(settings.scheduler.grace_secs, 5);
+        assert_eq!(settings.metrics_listen.as_deref(), Some("0.0.0.0:9464"));
+    }
+
+    #[test]
+    fn the_scheduler_listens_on_loopback_by_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("empty.toml");
+        std::fs::write(&file, "").unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        assert_eq!(settings.scheduler.listen, "127.0.0.1:2024");
+        assert_eq!(settings.scheduler.grace_secs, 20);
     }
 }
