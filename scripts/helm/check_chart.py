@@ -132,6 +132,10 @@ def check_invariants(name, values, docs, fail):
     pod = worker["spec"]["template"]["spec"]
     container = pod["containers"][0]
     fail.check(pod["terminationGracePeriodSeconds"] > grace, f"{name}: worker grace period does not outlast grace_secs")
+    scheduler_grace = int(re.search(r"^\[scheduler\]\ngrace_secs = (\d+)$", toml, re.M)[1])
+    for scheduler in by_kind(docs, "Deployment", "-scheduler"):
+        fail.check(scheduler["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > scheduler_grace,
+                   f"{name}: scheduler grace period does not outlast scheduler.grace_secs")
     port = container["ports"][0]["containerPort"]
     fail.check(f"0.0.0.0:{port}" in container["args"], f"{name}: worker does not listen on its container port")
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):

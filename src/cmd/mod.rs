@@ -133,7 +133,58 @@ impl EmbeddedWorker {
 
 #[cfg(test)]
 mod tests {
-    use super::redacted;
+    use super::*;
+
+    /// The first bytes a client sends to a listener of ours when it
+    /// connects to `url` (`PORT` replaced by the listener's port).
+    async fn first_bytes(url: &str, connect: fn(String) -> tokio::task::JoinHandle<()>) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = connect(url.replace("PORT", &port.to_string()));
+        let (mut socket, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+            .await
+            .expect("the client never connected")
+            .unwrap();
+        let mut head = vec![0_u8; 3];
+        socket.read_exact(&mut head).await.unwrap();
+        client.abort();
+        head
+    }
+
+    /// A TLS handshake record: content type 22, protocol version 3.x.
+    fn is_client_hello(head: &[u8]) -> bool {
+        head[0] == 0x16 && head[1] == 0x03
+    }
+
+    /// rediss:// and amqps:// open with a TLS handshake (before, rediss://
+    /// failed with "TLS feature not enabled").
+    #[tokio::test]
+    async fn tls_urls_start_a_tls_handshake() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let redis = first_bytes("rediss://127.0.0.1:PORT", |url| {
+            tokio::spawn(async move {
+                let _ = RedisStore::connect(&url, "tls-test").await;
+            })
+        })
+        .await;
+        assert!(is_client_hello(&redis), "{redis:?}");
+        let amqp = first_bytes("amqps://127.0.0.1:PORT/%2f", |url| {
+            tokio::spawn(async move {
+                let _ = AmqpQueue::connect(AmqpConfig::new(url, "tls-test")).await;
+            })
+        })
+        .await;
+        assert!(is_client_hello(&amqp), "{amqp:?}");
+        // Plain URLs stay plain.
+        let plain = first_bytes("amqp://127.0.0.1:PORT/%2f", |url| {
+            tokio::spawn(async move {
+                let _ = AmqpQueue::connect(AmqpConfig::new(url, "tls-test")).await;
+            })
+        })
+        .await;
+        assert_eq!(plain, b"AMQ");
+    }
 
     #[test]
     fn passwords_are_redacted_from_urls() {
