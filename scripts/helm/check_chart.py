@@ -32,6 +32,7 @@ import helm_python as helm
 import yaml
 
 import chart_sources
+import check_deploy
 import values_doc
 
 ROOT = chart_sources.ROOT
@@ -244,10 +245,11 @@ def main():
             print(f"ok   {name}: {len(docs)} manifests ({', '.join(sorted(kinds))})")
         yamllint([*sorted(outdir.glob("*.yaml")), CHART / "values.yaml", *sorted((CHART / "ci").glob("*.yaml"))], fail)
     check_broken(fail)
+    check_deploy.check(fail)
     if fail.items:
         print(f"make helm: {len(fail.items)} failure(s)", file=sys.stderr)
         return 1
-    print("make helm: chart checks passed")
+    print("make helm: chart, image and compose checks passed")
     return 0
 
 

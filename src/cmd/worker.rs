@@ -37,7 +37,7 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
     // A fleet's runs carry context sealed with the shared key; a worker
     // without it could run none of them, so it does not start.
     let context_key = settings.context_key()?.context(
-        "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes; \
+        "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes, or a file named by DEEPFLEET__CONTEXT_KEY_FILE; \
          `deepfleet keygen` makes one)",
     )?;
     let shutdown = super::signals::shutdown_token()?;
