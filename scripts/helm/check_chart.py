@@ -213,6 +213,23 @@ def check_broken(fail):
         fail.add(f"{path.name}: rendered, but it should be refused")
 
 
+def check_documented_values(fail):
+    """Every `--set KEY=` of the READMEs names a value values.schema.json
+    declares (list indexes go through the item schema)."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for readme in (ROOT / "README.md", CHART / "README.md"):
+        for key in re.findall(r"--set '?([A-Za-z0-9_.\[\]]+)=", readme.read_text()):
+            node = schema
+            for part in re.split(r"\.|(?=\[)", key):
+                if part.startswith("["):
+                    node = node.get("items")
+                else:
+                    node = node.get("properties", {}).get(part)
+                if node is None:
+                    fail.add(f"{readme.relative_to(ROOT)}: --set {key}: no such value in values.yaml")
+                    break
+
+
 def check_sources(fail):
     run = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("chart_sources.py")), "--check"])
     fail.check(run.returncode == 0, "chart copies differ from their sources")
@@ -226,6 +243,7 @@ def check_sources(fail):
 def main():
     fail = Failures()
     check_sources(fail)
+    check_documented_values(fail)
     with tempfile.TemporaryDirectory() as tmp:
         outdir = pathlib.Path(tmp)
         for name, values, want, deny in value_sets():
