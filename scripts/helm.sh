@@ -37,6 +37,14 @@ if missing; then
     fi
 fi
 
+# The debug binary, when built, checks that it accepts the rendered
+# configuration.
+if [ -z "${DEEPFLEET_BIN:-}" ] && command -v cargo >/dev/null; then
+    target=$(cargo metadata --format-version 1 --no-deps 2>/dev/null \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' || true)
+    export DEEPFLEET_BIN="${target:-target}/debug/deepfleet"
+fi
+
 if [ "${1:-}" = "sync" ]; then
     exec "$VENV/bin/python" scripts/helm/chart_sources.py
 fi

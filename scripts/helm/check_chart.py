@@ -11,6 +11,8 @@ compose files.
    workers consume, through the same broker Secret; the worker's grace
    period outlasts its drain; probes hit /healthz and /readyz; alerts and
    dashboards equal their sources) and the kinds each set expects;
+   the rendered deepfleet.toml is loaded by the binary when one is built
+   (`DEEPFLEET_BIN`, set by scripts/helm.sh);
 4. `kubernetes-validate --strict` of every built-in manifest for several
    Kubernetes versions, and a structural check of the CRD kinds (KEDA,
    Prometheus Operator) whose schemas kubernetes-validate does not carry;
@@ -22,11 +24,13 @@ compose files.
 """
 
 import json
+import os
 import pathlib
 import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 import helm_python as helm
 import yaml
@@ -127,13 +131,14 @@ def check_invariants(name, values, docs, fail):
     """What the fleet relies on, whatever the values."""
     config = by_kind(docs, "ConfigMap", "-config")[0]
     toml = config["data"]["deepfleet.toml"]
-    queue_name = re.search(r'^queue_name = "(.*)"$', toml, re.M)[1]
-    grace = int(re.search(r"^grace_secs = (\d+)$", toml, re.M)[1])
+    settings = tomllib.loads(toml)
+    queue_name = settings["queue_name"]
+    grace = settings["worker"]["grace_secs"]
     worker = by_kind(docs, "Deployment", "-worker")[0]
     pod = worker["spec"]["template"]["spec"]
     container = pod["containers"][0]
     fail.check(pod["terminationGracePeriodSeconds"] > grace, f"{name}: worker grace period does not outlast grace_secs")
-    scheduler_grace = int(re.search(r"^\[scheduler\]\ngrace_secs = (\d+)$", toml, re.M)[1])
+    scheduler_grace = settings["scheduler"]["grace_secs"]
     for scheduler in by_kind(docs, "Deployment", "-scheduler"):
         fail.check(scheduler["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > scheduler_grace,
                    f"{name}: scheduler grace period does not outlast scheduler.grace_secs")
@@ -169,6 +174,26 @@ def check_invariants(name, values, docs, fail):
         got = {k: v for k, v in dashboards["data"].items()}
         fail.check({k: json.loads(v) for k, v in got.items()} == {k: json.loads(v) for k, v in source.items()},
                    f"{name}: dashboards ConfigMap differs from deploy/grafana")
+
+
+def check_config_loads(name, docs, outdir, fail):
+    """The rendered deepfleet.toml is TOML, and the binary (when built)
+    accepts it: every command loads the settings first, and unknown keys
+    are refused there."""
+    toml = by_kind(docs, "ConfigMap", "-config")[0]["data"]["deepfleet.toml"]
+    try:
+        tomllib.loads(toml)
+    except tomllib.TOMLDecodeError as e:
+        fail.add(f"{name}: deepfleet.toml is not TOML: {e}")
+        return
+    binary = os.environ.get("DEEPFLEET_BIN", "")
+    if not binary or not pathlib.Path(binary).exists():
+        return
+    path = outdir / f"{name}.toml"
+    path.write_text(toml)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFLEET")}
+    run = subprocess.run([binary, "--config", str(path), "keygen"], capture_output=True, text=True, env=env)
+    fail.check(run.returncode == 0, f"{name}: deepfleet refuses the rendered deepfleet.toml: {run.stderr}")
 
 
 def check_crds(name, docs, fail):
@@ -259,6 +284,7 @@ def main():
             fail.check(not deny & kinds, f"{name}: unexpected kinds {sorted(deny & kinds)}")
             check_invariants(name, values, docs, fail)
             check_crds(name, docs, fail)
+            check_config_loads(name, docs, outdir, fail)
             kubernetes_validate(name, docs, outdir, fail)
             print(f"ok   {name}: {len(docs)} manifests ({', '.join(sorted(kinds))})")
         yamllint([*sorted(outdir.glob("*.yaml")), CHART / "values.yaml", *sorted((CHART / "ci").glob("*.yaml"))], fail)
