@@ -304,3 +304,39 @@ fn keygen_writes_a_private_key_file_and_refuses_to_overwrite_it() {
     assert!(run(&["--force"]).status.success());
     assert_ne!(std::fs::read_to_string(&path).unwrap(), key);
 }
+
+#[test]
+fn an_unreachable_store_fails_fast_naming_the_url_without_its_password() {
+    if !servers_available() {
+        return;
+    }
+    let key = Command::new(bin()).arg("keygen").output().unwrap();
+    let base = unique("unreachable");
+    let started = Instant::now();
+    let out = Command::new(bin())
+        .args([
+            "worker",
+            "--queue",
+            AMQP,
+            "--store",
+            "redis://:hunter2@127.0.0.1:1",
+        ])
+        .env_remove("DEEPFLEET_CONFIG")
+        .env("DEEPFLEET__QUEUE_NAME", &base)
+        .env(
+            "DEEPFLEET__CONTEXT_KEY",
+            String::from_utf8(key.stdout).unwrap().trim(),
+        )
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(stderr.contains("redis://:***@127.0.0.1:1"), "{stderr}");
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    delete_queues(&base);
+}
