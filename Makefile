@@ -1,7 +1,7 @@
 # The verbs of the project. `make test` is what CI runs.
 CARGO ?= cargo
 
-.PHONY: build test lint run up schemas bench
+.PHONY: build test lint run up schemas bench helm helm-sync
 
 build:
 	$(CARGO) build --release
@@ -12,6 +12,20 @@ build:
 test: up
 	$(CARGO) test --workspace --all-targets
 	CARGO=$(CARGO) scripts/check-observability.sh
+	scripts/helm.sh
+
+## Lints the Helm chart strictly, renders it with every value set of
+## helm/deepfleet/ci (and the defaults), validates the manifests against
+## several Kubernetes versions, refuses the broken values of
+## helm/tests/broken, and lints deploy/Dockerfile and deploy/compose.yaml.
+helm:
+	scripts/helm.sh
+
+## Rewrites the chart's copies of deploy/prometheus/alerts.yml,
+## deploy/grafana/*.json and the agent spec schema, and its README's values
+## table, after a change to their sources.
+helm-sync:
+	scripts/helm.sh sync
 
 lint:
 	$(CARGO) fmt --all --check

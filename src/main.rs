@@ -19,7 +19,8 @@ struct Cli {
     #[arg(long, global = true, env = "DEEPFLEET_CONFIG")]
     config: Option<PathBuf>,
     /// Export traces over OTLP/HTTP to this collector (base URL, e.g.
-    /// `http://127.0.0.1:4318`); overrides `otlp_endpoint`. Off by default.
+    /// `http://127.0.0.1:4318`); overrides `otlp_endpoint` and
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`. Off by default.
     #[arg(long, global = true)]
     otlp_endpoint: Option<String>,
     #[command(subcommand)]
@@ -38,6 +39,8 @@ enum Command {
     Resume(cmd::resume::ResumeArgs),
     /// Serve the HTTP API (Agent Server protocol) over the fleet.
     Scheduler(cmd::scheduler::SchedulerArgs),
+    /// Write a fresh context key for a fleet (base64 of 32 random bytes).
+    Keygen(cmd::keygen::KeygenArgs),
 }
 
 fn main() -> ExitCode {
@@ -62,14 +65,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // TLS to providers and brokers uses ring; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let settings = settings::Settings::load(cli.config.as_deref())?;
-    let otlp = cli.otlp_endpoint.or_else(|| settings.otlp_endpoint.clone());
-    let telemetry = cmd::telemetry::init(otlp.as_deref())?;
+    let explicit = cli.otlp_endpoint.or_else(|| settings.otlp_endpoint.clone());
+    let otlp =
+        cmd::telemetry::OtlpConfig::resolve(explicit.as_deref(), |name| std::env::var(name).ok())?;
+    let telemetry = cmd::telemetry::init(otlp.as_ref())?;
     let code = match cli.command {
         Command::Run(args) => cmd::run::run(args, settings).await,
         Command::Submit(args) => cmd::submit::run(args, settings).await,
         Command::Worker(args) => cmd::worker::run(args, settings).await,
         Command::Resume(args) => cmd::resume::run(args, settings).await,
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
+        Command::Keygen(args) => cmd::keygen::run(&args),
     };
     telemetry.shutdown().await;
     code

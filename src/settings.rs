@@ -2,7 +2,7 @@
 //! `DEEPFLEET__...` environment variables, then command-line flags.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use deepfleet_model::ProviderConfig;
@@ -22,9 +22,13 @@ pub struct Settings {
     pub key_prefix: String,
     /// Worker tuning.
     pub worker: WorkerSettings,
-    /// OTLP/HTTP collector base URL for traces; none = no export.
+    /// The scheduler's HTTP server.
+    pub scheduler: SchedulerSettings,
+    /// OTLP/HTTP collector base URL for traces; none = the standard
+    /// `OTEL_EXPORTER_OTLP_*` variables decide (no export without them).
     pub otlp_endpoint: Option<String>,
-    /// Where a worker (or an embedded run) serves `/metrics`.
+    /// Where a worker (or an embedded run) serves `/metrics`, `/healthz`
+    /// and `/readyz` (`DEEPFLEET__METRICS_LISTEN`, e.g. `0.0.0.0:9464`).
     pub metrics_listen: Option<String>,
     /// Model providers by name (`[providers.openai]`).
     #[serde(default)]
@@ -33,6 +37,10 @@ pub struct Settings {
     /// (`DEEPFLEET__CONTEXT_KEY`). Every scheduler and worker of a fleet
     /// shares it; contexts are stored and queued only sealed with it.
     pub context_key: Option<String>,
+    /// A file holding the context key, as `deepfleet keygen --out` writes
+    /// it (`DEEPFLEET__CONTEXT_KEY_FILE`), for processes that share a
+    /// volume rather than a variable; `context_key` wins when both are set.
+    pub context_key_file: Option<PathBuf>,
     /// Harness profiles by `provider:model` or `provider`
     /// (`[profiles."openai:gpt-5"]`): prompt and tool adjustments per model;
     /// a spec's own `profiles` lie on top.
@@ -56,6 +64,19 @@ pub struct WorkerSettings {
     pub retry_max_ms: u64,
 }
 
+/// The scheduler's HTTP server.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulerSettings {
+    /// Address of the API, `/metrics`, `/healthz` and `/readyz`
+    /// (`DEEPFLEET__SCHEDULER__LISTEN`; loopback by default, `0.0.0.0:2024`
+    /// in a pod).
+    pub listen: String,
+    /// Seconds open requests (streams, waits) may take to finish after
+    /// SIGTERM before the scheduler exits anyway.
+    pub grace_secs: u64,
+}
+
 impl WorkerSettings {
     /// The step retry policy these settings describe.
     pub fn retry(&self) -> deepfleet_worker::RetryConfig {
@@ -68,13 +89,27 @@ impl WorkerSettings {
 }
 
 impl Settings {
-    /// The configured context key, if any; a malformed one is an error.
+    /// The configured context key, if any; a malformed one, or a key file
+    /// that cannot be read, is an error.
     pub fn context_key(&self) -> anyhow::Result<Option<deepfleet_store::sealed::ContextKey>> {
-        self.context_key
-            .as_deref()
-            .map(deepfleet_store::sealed::ContextKey::from_base64)
-            .transpose()
-            .context("context_key (DEEPFLEET__CONTEXT_KEY)")
+        use deepfleet_store::sealed::ContextKey;
+        if let Some(key) = self.context_key.as_deref() {
+            return ContextKey::from_base64(key)
+                .map(Some)
+                .context("context_key (DEEPFLEET__CONTEXT_KEY)");
+        }
+        let Some(path) = &self.context_key_file else {
+            return Ok(None);
+        };
+        let text = std::fs::read_to_string(path).with_context(|| {
+            format!(
+                "reading context_key_file {} (DEEPFLEET__CONTEXT_KEY_FILE)",
+                path.display()
+            )
+        })?;
+        ContextKey::from_base64(text.trim())
+            .map(Some)
+            .with_context(|| format!("the key in {}", path.display()))
     }
 
     /// Loads settings from `file` (if any) and the environment.
@@ -86,7 +121,9 @@ impl Settings {
             .set_default("worker.max_attempts", 5)?
             .set_default("worker.grace_secs", 30)?
             .set_default("worker.retry_base_ms", 1_000)?
-            .set_default("worker.retry_max_ms", 60_000)?;
+            .set_default("worker.retry_max_ms", 60_000)?
+            .set_default("scheduler.listen", "127.0.0.1:2024")?
+            .set_default("scheduler.grace_secs", 20)?;
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
         }
@@ -125,5 +162,53 @@ mod tests {
             settings.profiles["openai"].tool_description_overrides["ls"],
             "List a directory."
         );
+    }
+
+    #[test]
+    fn listen_addresses_and_grace_come_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        std::fs::write(
+            &file,
+            "metrics_listen = \"0.0.0.0:9464\"\n[scheduler]\nlisten = \"0.0.0.0:2024\"\ngrace_secs = 5\n",
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        assert_eq!(settings.scheduler.listen, "0.0.0.0:2024");
+        assert_eq!(settings.scheduler.grace_secs, 5);
+        assert_eq!(settings.metrics_listen.as_deref(), Some("0.0.0.0:9464"));
+    }
+
+    #[test]
+    fn the_context_key_can_come_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let key_file = dir.path().join("fleet.key");
+        let key = deepfleet_store::sealed::ContextKey::generate_base64();
+        std::fs::write(&key_file, format!("{key}\n")).unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        std::fs::write(
+            &file,
+            format!("context_key_file = {:?}\n", key_file.display().to_string()),
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        assert!(settings.context_key().unwrap().is_some());
+
+        std::fs::write(&key_file, "not a key").unwrap();
+        let err = format!("{:#}", settings.context_key().unwrap_err());
+        assert!(err.contains("fleet.key"), "{err}");
+        std::fs::remove_file(&key_file).unwrap();
+        let err = format!("{:#}", settings.context_key().unwrap_err());
+        assert!(err.contains("DEEPFLEET__CONTEXT_KEY_FILE"), "{err}");
+    }
+
+    #[test]
+    fn the_scheduler_listens_on_loopback_by_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("empty.toml");
+        std::fs::write(&file, "").unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        assert_eq!(settings.scheduler.listen, "127.0.0.1:2024");
+        assert_eq!(settings.scheduler.grace_secs, 20);
     }
 }

@@ -1,6 +1,6 @@
 //! `/metrics` of a worker or an embedded run: the process's
 //! [`Metrics`] in the Prometheus text format, with the queue depth sampled
-//! at scrape time.
+//! at scrape time; `/healthz` and `/readyz` share its port.
 
 use std::sync::Arc;
 
@@ -19,12 +19,13 @@ struct Scrape {
     queue: Arc<dyn Queue>,
 }
 
-/// Binds `addr` and serves `/metrics` in the background; returns the bound
-/// address (useful with port 0).
+/// Binds `addr` and serves `/metrics` and the routes of `health` in the
+/// background; returns the bound address (useful with port 0).
 pub async fn serve(
     addr: &str,
     metrics: Arc<Metrics>,
     queue: Arc<dyn Queue>,
+    health: Router,
 ) -> anyhow::Result<std::net::SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -32,7 +33,8 @@ pub async fn serve(
     let bound = listener.local_addr()?;
     let app = Router::new()
         .route("/metrics", get(scrape))
-        .with_state(Scrape { metrics, queue });
+        .with_state(Scrape { metrics, queue })
+        .merge(health);
     tokio::spawn(async move {
         if let Err(e) = axum::serve(listener, app).await {
             tracing::warn!(error = %e, "the metrics server stopped");

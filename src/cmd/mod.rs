@@ -1,10 +1,13 @@
 //! The subcommands.
 
 pub mod batch;
+pub mod health;
+pub mod keygen;
 pub mod metrics_server;
 pub mod resume;
 pub mod run;
 pub mod scheduler;
+pub mod signals;
 pub mod submit;
 pub mod telemetry;
 pub mod worker;
@@ -39,13 +42,30 @@ pub async fn connect_fleet(
     let store_url = store_url
         .or_else(|| settings.store.clone())
         .context("no store URL: pass --store redis://... or set DEEPFLEET__STORE")?;
-    let queue = AmqpQueue::connect(AmqpConfig::new(queue_url, settings.queue_name.clone()))
+    let queue = AmqpQueue::connect(AmqpConfig::new(&queue_url, settings.queue_name.clone()))
         .await
-        .context("connecting to RabbitMQ")?;
+        .with_context(|| format!("connecting to RabbitMQ at {}", redacted(&queue_url)))?;
     let store = RedisStore::connect(&store_url, &settings.key_prefix)
         .await
-        .context("connecting to Redis")?;
+        .with_context(|| format!("connecting to Redis at {}", redacted(&store_url)))?;
     Ok((Arc::new(queue), Arc::new(store)))
+}
+
+/// `url` with the password of its user info replaced by `***`, for error
+/// messages and logs.
+pub fn redacted(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    // The user info ends at the last `@` before the path.
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let Some(at) = rest[..authority_end].rfind('@') else {
+        return url.to_owned();
+    };
+    match rest[..at].split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => url.to_owned(),
+    }
 }
 
 /// A step runner as the settings configure it (providers, retries, harness
@@ -71,17 +91,20 @@ pub fn step_runner(
     Arc::new(runner)
 }
 
-/// Serves `/metrics` when `flag` or the `metrics_listen` setting names an
-/// address.
+/// Serves `/metrics`, `/healthz` and `/readyz` (over `probes`) when `flag`
+/// or the `metrics_listen` setting names an address.
 pub async fn serve_metrics(
     flag: Option<String>,
     settings: &Settings,
     metrics: &Arc<Metrics>,
     queue: Arc<dyn Queue>,
+    probes: health::Probes,
 ) -> anyhow::Result<()> {
     if let Some(addr) = flag.or_else(|| settings.metrics_listen.clone()) {
-        let bound = metrics_server::serve(&addr, Arc::clone(metrics), queue).await?;
-        tracing::info!(%bound, "serving /metrics");
+        let bound =
+            metrics_server::serve(&addr, Arc::clone(metrics), queue, health::routes(probes))
+                .await?;
+        tracing::info!(%bound, "serving /metrics, /healthz and /readyz");
     }
     Ok(())
 }
@@ -108,5 +131,79 @@ impl EmbeddedWorker {
         self.shutdown.cancel();
         self.handle.await??;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first bytes a client sends to a listener of ours when it
+    /// connects to `url` (`PORT` replaced by the listener's port).
+    async fn first_bytes(url: &str, connect: fn(String) -> tokio::task::JoinHandle<()>) -> Vec<u8> {
+        use tokio::io::AsyncReadExt;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let client = connect(url.replace("PORT", &port.to_string()));
+        let (mut socket, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
+            .await
+            .expect("the client never connected")
+            .unwrap();
+        let mut head = vec![0_u8; 3];
+        socket.read_exact(&mut head).await.unwrap();
+        client.abort();
+        head
+    }
+
+    /// A TLS handshake record: content type 22, protocol version 3.x.
+    fn is_client_hello(head: &[u8]) -> bool {
+        head[0] == 0x16 && head[1] == 0x03
+    }
+
+    /// rediss:// and amqps:// open with a TLS handshake (before, rediss://
+    /// failed with "TLS feature not enabled").
+    #[tokio::test]
+    async fn tls_urls_start_a_tls_handshake() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let redis = first_bytes("rediss://127.0.0.1:PORT", |url| {
+            tokio::spawn(async move {
+                let _ = RedisStore::connect(&url, "tls-test").await;
+            })
+        })
+        .await;
+        assert!(is_client_hello(&redis), "{redis:?}");
+        let amqp = first_bytes("amqps://127.0.0.1:PORT/%2f", |url| {
+            tokio::spawn(async move {
+                let _ = AmqpQueue::connect(AmqpConfig::new(url, "tls-test")).await;
+            })
+        })
+        .await;
+        assert!(is_client_hello(&amqp), "{amqp:?}");
+        // Plain URLs stay plain.
+        let plain = first_bytes("amqp://127.0.0.1:PORT/%2f", |url| {
+            tokio::spawn(async move {
+                let _ = AmqpQueue::connect(AmqpConfig::new(url, "tls-test")).await;
+            })
+        })
+        .await;
+        assert_eq!(plain, b"AMQ");
+    }
+
+    #[test]
+    fn passwords_are_redacted_from_urls() {
+        assert_eq!(
+            redacted("amqps://fleet:s3cr@t@mq.example:5671/%2f"),
+            "amqps://fleet:***@mq.example:5671/%2f"
+        );
+        assert_eq!(
+            redacted("redis+cluster://:pw@h1:1,h2:2"),
+            "redis+cluster://:***@h1:1,h2:2"
+        );
+        assert_eq!(redacted("rediss://cache:6380"), "rediss://cache:6380");
+        assert_eq!(
+            redacted("redis://user@cache:6379/0"),
+            "redis://user@cache:6379/0"
+        );
+        assert_eq!(redacted("not a url"), "not a url");
     }
 }

@@ -54,7 +54,17 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     });
     let key = embedded_context_key(&settings, args.state.as_deref(), &tasks)?;
     let metrics = Arc::new(Metrics::new()?);
-    super::serve_metrics(args.metrics_listen, &settings, &metrics, queue.clone()).await?;
+    let probes = super::health::Probes::new(tokio_util::sync::CancellationToken::new())
+        .broker(queue.clone())
+        .store(store.clone());
+    super::serve_metrics(
+        args.metrics_listen,
+        &settings,
+        &metrics,
+        queue.clone(),
+        probes,
+    )
+    .await?;
     metrics.set_queue_consumers(1);
     let runner = super::step_runner(
         queue.clone(),

@@ -2,6 +2,7 @@
 //! fleet's RabbitMQ and Redis, with every agent spec of a directory served
 //! as a graph.
 
+use std::future::IntoFuture;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -12,9 +13,12 @@ use clap::Args;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
 use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
+use deepfleet_store::Store;
 use deepfleet_worker::metrics::Metrics;
-use tracing::info;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
 
+use super::health::{self, Attached, Probes, WatchedQueue};
 use crate::batch_io::load_spec;
 use crate::settings::Settings;
 
@@ -28,15 +32,18 @@ const SUBMISSION_PREFETCH: u16 = 16;
 /// Arguments of `deepfleet scheduler`.
 #[derive(Args)]
 pub struct SchedulerArgs {
-    /// RabbitMQ URL.
+    /// RabbitMQ URL (`amqp://...` or `amqps://...`).
     #[arg(long)]
     queue: Option<String>,
-    /// Redis URL (`redis://...`, or `redis+cluster://h1:p1,h2:p2`).
+    /// Redis URL (`redis://...`, `rediss://...`, or
+    /// `redis+cluster://h1:p1,h2:p2`).
     #[arg(long)]
     store: Option<String>,
-    /// Address the HTTP API listens on.
-    #[arg(long, default_value = "127.0.0.1:2024")]
-    listen: String,
+    /// Address of the HTTP API, `/metrics`, `/healthz` and `/readyz`, e.g.
+    /// `0.0.0.0:2024` in a pod (overrides `scheduler.listen`, default
+    /// `127.0.0.1:2024`).
+    #[arg(long)]
+    listen: Option<String>,
     /// Directory of agent specs (`*.yaml`/`*.yml`); each is a graph named
     /// after the spec.
     #[arg(long)]
@@ -50,6 +57,7 @@ pub struct SchedulerArgs {
 }
 
 pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<ExitCode> {
+    let shutdown = super::signals::shutdown_token()?;
     let amqp_url = args.queue.clone().or_else(|| settings.queue.clone());
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue));
@@ -58,21 +66,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     if let Some(key) = settings.context_key()? {
         intake = intake.with_context_key(key);
     }
-    let mut graphs = Vec::new();
-    for path in spec_files(&args.agents)? {
-        let spec = load_spec(&path, None)?;
-        intake
-            .register(&spec)
-            .await
-            .with_context(|| format!("registering {}", path.display()))?;
-        graphs.push(spec.name);
-    }
-    anyhow::ensure!(
-        !graphs.is_empty(),
-        "no agent specs (*.yaml, *.yml) in {}",
-        args.agents.display()
-    );
-    graphs.sort();
+    let graphs = register_graphs(&intake, &args.agents).await?;
     let life = Lifecycle::new(intake, Arc::new(deepfleet_worker::tokens::count_message));
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
     let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
@@ -87,31 +81,96 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let submissions_name = args
         .submissions
         .unwrap_or_else(|| format!("{}.submissions", settings.queue_name));
-    let submissions = AmqpQueue::connect(AmqpConfig::new(url, submissions_name))
+    let attached = start_submissions(&url, submissions_name, state.clone(), &store).await?;
+    let probes = Probes::new(shutdown.clone())
+        .broker(queue)
+        .store(store)
+        .consumer("submissions", attached);
+    let app = api::router(state).merge(health::routes(probes));
+    let listen = args.listen.unwrap_or(settings.scheduler.listen);
+    let grace = Duration::from_secs(settings.scheduler.grace_secs);
+    serve(&listen, app, shutdown, grace).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Registers every spec of `dir` and returns the graph names, sorted.
+async fn register_graphs(intake: &Intake, dir: &Path) -> anyhow::Result<Vec<String>> {
+    let mut graphs = Vec::new();
+    for path in spec_files(dir)? {
+        let spec = load_spec(&path, None)?;
+        intake
+            .register(&spec)
+            .await
+            .with_context(|| format!("registering {}", path.display()))?;
+        graphs.push(spec.name);
+    }
+    anyhow::ensure!(
+        !graphs.is_empty(),
+        "no agent specs (*.yaml, *.yml) in {}",
+        dir.display()
+    );
+    graphs.sort();
+    Ok(graphs)
+}
+
+/// Starts consuming the submission queue `name` and answering its
+/// messages; returns the count of its open consumers, for readiness.
+async fn start_submissions(
+    url: &str,
+    name: String,
+    state: ApiState,
+    store: &Arc<dyn Store>,
+) -> anyhow::Result<Attached> {
+    let submissions = AmqpQueue::connect(AmqpConfig::new(url, name))
         .await
-        .context("connecting the submission queue")?;
+        .with_context(|| {
+            format!(
+                "connecting the submission queue at {}",
+                super::redacted(url)
+            )
+        })?;
     submissions
         .declare_results()
         .await
         .context("declaring the submission results queue")?;
-    let replier = Replier::new(Arc::clone(&store), Arc::new(submissions.clone()));
+    let replier = Replier::new(Arc::clone(store), Arc::new(submissions.clone()));
     tokio::spawn(replier.clone().run(REPLIER_EVERY));
-    let intake = SubmissionIntake::new(state.clone(), replier);
+    let intake = SubmissionIntake::new(state, replier);
+    let (consumed, attached) = WatchedQueue::wrap(Arc::new(submissions));
     tokio::spawn(async move {
-        if let Err(e) = intake.run(Arc::new(submissions), SUBMISSION_PREFETCH).await {
+        if let Err(e) = intake.run(consumed, SUBMISSION_PREFETCH).await {
             tracing::error!(error = %e, "the submission queue consumer stopped");
         }
     });
-    let listener = tokio::net::TcpListener::bind(&args.listen)
+    Ok(attached)
+}
+
+/// Serves `app` on `addr` until `shutdown`; then stops accepting, lets
+/// open requests finish for up to `grace`, and returns.
+async fn serve(
+    addr: &str,
+    app: axum::Router,
+    shutdown: CancellationToken,
+    grace: Duration,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("listening on {}", args.listen))?;
+        .with_context(|| format!("listening on {addr}"))?;
     info!(addr = %listener.local_addr()?, "scheduler listening");
-    axum::serve(listener, api::router(state))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
-    Ok(ExitCode::SUCCESS)
+    let stop = shutdown.clone();
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .into_future();
+    let deadline = async {
+        shutdown.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = server => served?,
+        () = deadline => warn!(?grace, "grace period over; closing the requests still open"),
+    }
+    info!("scheduler stopped");
+    Ok(())
 }
 
 /// The spec files of `dir`, sorted.

@@ -9,26 +9,26 @@ use clap::Args;
 use deepfleet_worker::Worker;
 use deepfleet_worker::events::EventSink;
 use deepfleet_worker::metrics::Metrics;
-use tokio::signal::unix::{SignalKind, signal};
-use tokio_util::sync::CancellationToken;
 use tracing::info;
 
+use super::health::{Probes, WatchedQueue};
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet worker`.
 #[derive(Args)]
 pub struct WorkerArgs {
-    /// RabbitMQ URL.
+    /// RabbitMQ URL (`amqp://...` or `amqps://...`).
     #[arg(long)]
     queue: Option<String>,
-    /// Redis URL (`redis://...`, or `redis+cluster://h1:p1,h2:p2`).
+    /// Redis URL (`redis://...`, `rediss://...`, or
+    /// `redis+cluster://h1:p1,h2:p2`).
     #[arg(long)]
     store: Option<String>,
     /// Steps run at once (overrides `worker.concurrency`).
     #[arg(long)]
     concurrency: Option<u16>,
-    /// Serve Prometheus metrics on `/metrics` at this address (overrides
-    /// `metrics_listen`).
+    /// Serve `/metrics`, `/healthz` and `/readyz` at this address, e.g.
+    /// `0.0.0.0:9464` in a pod (overrides `metrics_listen`).
     #[arg(long)]
     metrics_listen: Option<String>,
 }
@@ -37,11 +37,25 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
     // A fleet's runs carry context sealed with the shared key; a worker
     // without it could run none of them, so it does not start.
     let context_key = settings.context_key()?.context(
-        "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes)",
+        "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes, or a file named by DEEPFLEET__CONTEXT_KEY_FILE; \
+         `deepfleet keygen` makes one)",
     )?;
+    let shutdown = super::signals::shutdown_token()?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
+    let (consumed, attached) = WatchedQueue::wrap(Arc::clone(&queue));
+    let probes = Probes::new(shutdown.clone())
+        .broker(Arc::clone(&queue))
+        .store(Arc::clone(&store))
+        .consumer("consumer", attached);
     let metrics = Arc::new(Metrics::new()?);
-    super::serve_metrics(args.metrics_listen, &settings, &metrics, Arc::clone(&queue)).await?;
+    super::serve_metrics(
+        args.metrics_listen,
+        &settings,
+        &metrics,
+        Arc::clone(&queue),
+        probes,
+    )
+    .await?;
     let runner = super::step_runner(
         Arc::clone(&queue),
         store,
@@ -51,22 +65,11 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
     );
     let concurrency = args.concurrency.unwrap_or(settings.worker.concurrency);
     let worker = Worker::new(
-        queue,
+        consumed,
         runner,
         concurrency,
         Duration::from_secs(settings.worker.grace_secs),
     );
-    let shutdown = CancellationToken::new();
-    let stop = shutdown.clone();
-    let mut term = signal(SignalKind::terminate())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-        info!("shutdown requested");
-        stop.cancel();
-    });
     info!(concurrency, "worker started");
     metrics.set_queue_consumers(1);
     let ran = worker.run(shutdown).await;

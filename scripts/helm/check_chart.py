@@ -1,0 +1,301 @@
+#!/usr/bin/env python3
+"""`make helm`: lint, render and validate the chart, then the image and
+compose files.
+
+1. the chart's copies match their single sources, every value is
+   documented and declared in values.schema.json (chart_sources.py,
+   values_doc.py);
+2. `helm lint --strict` with every value set;
+3. renders with every value set of helm/deepfleet/ci/ (plus the defaults),
+   checks what the fleet relies on (the KEDA trigger watches the queue the
+   workers consume, through the same broker Secret; the worker's grace
+   period outlasts its drain; probes hit /healthz and /readyz; alerts and
+   dashboards equal their sources) and the kinds each set expects;
+   the rendered deepfleet.toml is loaded by the binary when one is built
+   (`DEEPFLEET_BIN`, set by scripts/helm.sh);
+4. `kubernetes-validate --strict` of every built-in manifest for several
+   Kubernetes versions, and a structural check of the CRD kinds (KEDA,
+   Prometheus Operator) whose schemas kubernetes-validate does not carry;
+5. yamllint over the rendered output and the values files;
+6. every file of helm/tests/broken/ is refused, with the error its
+   `# expect:` line names;
+7. hadolint over deploy/Dockerfile and deploy/compose.yaml against the
+   compose specification's JSON schema (check_deploy.py).
+"""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tempfile
+import tomllib
+
+import helm_python as helm
+import yaml
+
+import chart_sources
+import check_deploy
+import values_doc
+
+ROOT = chart_sources.ROOT
+CHART = chart_sources.CHART
+VENV_BIN = pathlib.Path(sys.executable).parent
+KUBE_VERSIONS = ["1.29.0", "1.33.0", "1.37.0"]
+RELEASE, NAMESPACE = "fleet", "deepfleet"
+YAMLLINT = (
+    "{extends: default, rules: {document-start: disable, line-length: {max: 400},"
+    " indentation: {indent-sequences: whatever}, comments: {min-spaces-from-content: 1}}}"
+)
+# Kinds without a schema in kubernetes-validate, with the fields their
+# operators refuse to work without (dotted paths, `[]` = every item).
+CRD_REQUIRED = {
+    ("keda.sh/v1alpha1", "ScaledObject"): [
+        "spec.scaleTargetRef.name", "spec.triggers[].type", "spec.triggers[].metadata.queueName",
+        "spec.triggers[].authenticationRef.name",
+    ],
+    ("keda.sh/v1alpha1", "TriggerAuthentication"): [
+        "spec.secretTargetRef[].parameter", "spec.secretTargetRef[].name", "spec.secretTargetRef[].key",
+    ],
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): ["spec.selector.matchLabels", "spec.endpoints[].port"],
+    ("monitoring.coreos.com/v1", "PrometheusRule"): ["spec.groups[].name", "spec.groups[].rules[].expr"],
+}
+
+
+class Failures:
+    def __init__(self):
+        self.items = []
+
+    def add(self, what):
+        self.items.append(what)
+        print(f"FAIL {what}", file=sys.stderr)
+
+    def check(self, ok, what):
+        if not ok:
+            self.add(what)
+
+
+def value_sets():
+    """(name, values, expected kinds, forbidden kinds) of every value set."""
+    sets = [("defaults", {}, set(), {"ScaledObject", "HorizontalPodAutoscaler"})]
+    for path in sorted((CHART / "ci").glob("*-values.yaml")):
+        text = path.read_text()
+        want = set(re.findall(r"^# expect-kinds: (.*)$", text, re.M)[0].split(",")) if "# expect-kinds:" in text else set()
+        deny = set(re.findall(r"^# deny-kinds: (.*)$", text, re.M)[0].split(",")) if "# deny-kinds:" in text else set()
+        sets.append((path.stem, yaml.safe_load(text) or {}, {k.strip() for k in want}, {k.strip() for k in deny}))
+    return sets
+
+
+def render(values):
+    with helm.Chart.load(str(CHART)) as chart:
+        return chart.render(values, name=RELEASE, namespace=NAMESPACE)
+
+
+def documents(rendered):
+    docs = []
+    for path, text in sorted(rendered.items()):
+        if path.endswith("NOTES.txt"):
+            continue
+        docs.extend(d for d in yaml.safe_load_all(text) if d)
+    return docs
+
+
+def field(doc, dotted):
+    """Values at `dotted` in `doc` (`a.b[].c`); empty when missing."""
+    nodes = [doc]
+    for part in dotted.split("."):
+        many = part.endswith("[]")
+        key = part[:-2] if many else part
+        nxt = []
+        for node in nodes:
+            if isinstance(node, dict) and key in node:
+                value = node[key]
+                if many:
+                    nxt.extend(value if isinstance(value, list) else [])
+                else:
+                    nxt.append(value)
+        nodes = nxt
+    return [n for n in nodes if n not in (None, "", [], {})]
+
+
+def by_kind(docs, kind, suffix=""):
+    return [d for d in docs if d["kind"] == kind and d["metadata"]["name"].endswith(suffix)]
+
+
+def env_of(container):
+    return {e["name"]: e for e in container.get("env", [])}
+
+
+def check_invariants(name, values, docs, fail):
+    """What the fleet relies on, whatever the values."""
+    config = by_kind(docs, "ConfigMap", "-config")[0]
+    toml = config["data"]["deepfleet.toml"]
+    settings = tomllib.loads(toml)
+    queue_name = settings["queue_name"]
+    grace = settings["worker"]["grace_secs"]
+    worker = by_kind(docs, "Deployment", "-worker")[0]
+    pod = worker["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    fail.check(pod["terminationGracePeriodSeconds"] > grace, f"{name}: worker grace period does not outlast grace_secs")
+    scheduler_grace = settings["scheduler"]["grace_secs"]
+    for scheduler in by_kind(docs, "Deployment", "-scheduler"):
+        fail.check(scheduler["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] > scheduler_grace,
+                   f"{name}: scheduler grace period does not outlast scheduler.grace_secs")
+    port = container["ports"][0]["containerPort"]
+    fail.check(f"0.0.0.0:{port}" in container["args"], f"{name}: worker does not listen on its container port")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        for deployment in by_kind(docs, "Deployment"):
+            got = deployment["spec"]["template"]["spec"]["containers"][0][probe]["httpGet"]["path"]
+            fail.check(got == path, f"{name}: {deployment['metadata']['name']} {probe} is {got}, not {path}")
+    for deployment in by_kind(docs, "Deployment"):
+        sc = deployment["spec"]["template"]["spec"]["containers"][0]["securityContext"]
+        fail.check(sc.get("readOnlyRootFilesystem") and sc.get("capabilities", {}).get("drop") == ["ALL"],
+                   f"{name}: {deployment['metadata']['name']} is not restricted")
+    queue_ref = env_of(container)["DEEPFLEET__QUEUE"]["valueFrom"]["secretKeyRef"]
+    for scaled in by_kind(docs, "ScaledObject"):
+        trigger = scaled["spec"]["triggers"][0]
+        fail.check(trigger["metadata"]["queueName"] == queue_name, f"{name}: KEDA watches another queue than {queue_name}")
+        fail.check(scaled["spec"]["scaleTargetRef"]["name"] == worker["metadata"]["name"], f"{name}: KEDA scales another Deployment")
+        auth = by_kind(docs, "TriggerAuthentication")[0]["spec"]["secretTargetRef"][0]
+        fail.check({"name": auth["name"], "key": auth["key"]} == queue_ref, f"{name}: KEDA reads another broker Secret than the workers")
+    if by_kind(docs, "ScaledObject") or by_kind(docs, "HorizontalPodAutoscaler"):
+        fail.check("replicas" not in worker["spec"], f"{name}: an autoscaled Deployment sets replicas")
+    base = values.get("metrics", {}).get("prometheusRule", {}).get("runbookBaseUrl", "").rstrip("/")
+    for rule in by_kind(docs, "PrometheusRule"):
+        source = yaml.safe_load((ROOT / "deploy/prometheus/alerts.yml").read_text())["groups"]
+        for group in source:
+            for alert in group["rules"]:
+                if base and "runbook_url" in alert.get("annotations", {}):
+                    alert["annotations"]["runbook_url"] = f"{base}/{alert['annotations']['runbook_url']}"
+        fail.check(rule["spec"]["groups"] == source, f"{name}: PrometheusRule differs from deploy/prometheus/alerts.yml")
+    for dashboards in by_kind(docs, "ConfigMap", "-dashboards"):
+        source = {p.name: p.read_text() for p in (ROOT / "deploy/grafana").glob("*.json")}
+        got = {k: v for k, v in dashboards["data"].items()}
+        fail.check({k: json.loads(v) for k, v in got.items()} == {k: json.loads(v) for k, v in source.items()},
+                   f"{name}: dashboards ConfigMap differs from deploy/grafana")
+
+
+def check_config_loads(name, docs, outdir, fail):
+    """The rendered deepfleet.toml is TOML, and the binary (when built)
+    accepts it: every command loads the settings first, and unknown keys
+    are refused there."""
+    toml = by_kind(docs, "ConfigMap", "-config")[0]["data"]["deepfleet.toml"]
+    try:
+        tomllib.loads(toml)
+    except tomllib.TOMLDecodeError as e:
+        fail.add(f"{name}: deepfleet.toml is not TOML: {e}")
+        return
+    binary = os.environ.get("DEEPFLEET_BIN", "")
+    if not binary or not pathlib.Path(binary).exists():
+        return
+    path = outdir / f"{name}.toml"
+    path.write_text(toml)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DEEPFLEET")}
+    run = subprocess.run([binary, "--config", str(path), "keygen"], capture_output=True, text=True, env=env)
+    fail.check(run.returncode == 0, f"{name}: deepfleet refuses the rendered deepfleet.toml: {run.stderr}")
+
+
+def check_crds(name, docs, fail):
+    for doc in docs:
+        required = CRD_REQUIRED.get((doc["apiVersion"], doc["kind"]))
+        if required is None:
+            continue
+        for path in required:
+            fail.check(field(doc, path), f"{name}: {doc['kind']} {doc['metadata']['name']} lacks {path}")
+
+
+def kubernetes_validate(name, docs, outdir, fail):
+    builtin = [d for d in docs if (d["apiVersion"], d["kind"]) not in CRD_REQUIRED]
+    path = outdir / "builtin" / f"{name}.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(yaml.safe_dump_all(builtin, sort_keys=False))
+    for version in KUBE_VERSIONS:
+        run = subprocess.run([VENV_BIN / "kubernetes-validate", "--strict", "--quiet", "-k", version, str(path)],
+                             capture_output=True, text=True)
+        fail.check(run.returncode == 0, f"{name}: kubernetes-validate {version}: {run.stdout}{run.stderr}")
+
+
+def yamllint(paths, fail):
+    run = subprocess.run([VENV_BIN / "yamllint", "-s", "-d", YAMLLINT, *map(str, paths)], capture_output=True, text=True)
+    fail.check(run.returncode == 0, f"yamllint: {run.stdout}{run.stderr}")
+
+
+def check_broken(fail):
+    broken = sorted((ROOT / "helm/tests/broken").glob("*.yaml"))
+    fail.check(len(broken) >= 4, "fewer than four broken value sets in helm/tests/broken")
+    for path in broken:
+        text = path.read_text()
+        expect = re.search(r"^# expect: (.*)$", text, re.M)
+        if not expect:
+            fail.add(f"{path.name}: no `# expect:` line")
+            continue
+        try:
+            render(yaml.safe_load(text) or {})
+        except Exception as e:  # helm_python raises its own error types
+            fail.check(re.search(expect[1], str(e)), f"{path.name}: refused, but not with /{expect[1]}/: {e}")
+            continue
+        fail.add(f"{path.name}: rendered, but it should be refused")
+
+
+def check_documented_values(fail):
+    """Every `--set KEY=` of the READMEs names a value values.schema.json
+    declares (list indexes go through the item schema)."""
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    for readme in (ROOT / "README.md", CHART / "README.md"):
+        for key in re.findall(r"--set '?([A-Za-z0-9_.\[\]]+)=", readme.read_text()):
+            node = schema
+            for part in re.split(r"\.|(?=\[)", key):
+                if part.startswith("["):
+                    node = node.get("items")
+                else:
+                    node = node.get("properties", {}).get(part)
+                if node is None:
+                    fail.add(f"{readme.relative_to(ROOT)}: --set {key}: no such value in values.yaml")
+                    break
+
+
+def check_sources(fail):
+    run = subprocess.run([sys.executable, str(pathlib.Path(__file__).with_name("chart_sources.py")), "--check"])
+    fail.check(run.returncode == 0, "chart copies differ from their sources")
+    values = CHART / "values.yaml"
+    for leaf in values_doc.undocumented(values):
+        fail.add(f"values.yaml: {leaf} has no `# --` description")
+    for gap in values_doc.schema_gaps(values, json.loads((CHART / "values.schema.json").read_text())):
+        fail.add(f"values.schema.json: {gap}")
+
+
+def main():
+    fail = Failures()
+    check_sources(fail)
+    check_documented_values(fail)
+    with tempfile.TemporaryDirectory() as tmp:
+        outdir = pathlib.Path(tmp)
+        for name, values, want, deny in value_sets():
+            lint = helm.lint(str(CHART), strict=True, values=values)
+            fail.check(not lint["errors"], f"{name}: helm lint --strict: {lint['errors']}")
+            rendered = render(values)
+            docs = documents(rendered)
+            # yamllint reads the output as Helm wrote it, not re-serialised.
+            raw = [t for p, t in sorted(rendered.items()) if not p.endswith("NOTES.txt") and t.strip()]
+            (outdir / f"{name}.yaml").write_text("---\n" + "\n---\n".join(t.strip("\n") for t in raw) + "\n")
+            kinds = {d["kind"] for d in docs}
+            fail.check(want <= kinds, f"{name}: missing kinds {sorted(want - kinds)}")
+            fail.check(not deny & kinds, f"{name}: unexpected kinds {sorted(deny & kinds)}")
+            check_invariants(name, values, docs, fail)
+            check_crds(name, docs, fail)
+            check_config_loads(name, docs, outdir, fail)
+            kubernetes_validate(name, docs, outdir, fail)
+            print(f"ok   {name}: {len(docs)} manifests ({', '.join(sorted(kinds))})")
+        yamllint([*sorted(outdir.glob("*.yaml")), CHART / "values.yaml", *sorted((CHART / "ci").glob("*.yaml"))], fail)
+    check_broken(fail)
+    check_deploy.check(fail)
+    if fail.items:
+        print(f"make helm: {len(fail.items)} failure(s)", file=sys.stderr)
+        return 1
+    print("make helm: chart, image and compose checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
