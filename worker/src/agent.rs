@@ -17,7 +17,9 @@ use deepfleet_proto::{AgentSpec, ModelProfile, RunRecord};
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
 use crate::compress::summarize::Summarizer;
+use crate::context::StepContext;
 use crate::error::StepError;
+use crate::middleware::Middleware;
 use crate::middleware::async_subagents::AsyncSubagents;
 use crate::middleware::filesystem::Filesystem;
 use crate::middleware::memory::Memory;
@@ -28,7 +30,6 @@ use crate::middleware::prompt_template::{DynamicPrompt, PromptTemplate};
 use crate::middleware::skills::Skills;
 use crate::middleware::subagents::Subagents;
 use crate::middleware::summarization::{CompactionTool, Summarization};
-use crate::middleware::{Middleware, StepCx};
 use crate::prompt::{self, PromptSection, Slot};
 use crate::tools::ToolRegistry;
 
@@ -193,7 +194,7 @@ impl Agent {
     }
 
     /// The system prompt for a step, sections in DESIGN §7 order.
-    pub fn system_prompt(&self, cx: &StepCx) -> String {
+    pub fn system_prompt(&self, cx: &StepContext) -> String {
         let mut sections = vec![PromptSection::new(Slot::Base, self.base_prompt.clone())];
         if let Some(own) = &self.own_prompt {
             sections.push(PromptSection::new(Slot::Agent, own.clone()));
@@ -325,22 +326,8 @@ mod tests {
         .unwrap()
     }
 
-    fn cx() -> StepCx {
-        StepCx {
-            run: run(None, 0),
-            spec: Arc::new(spec()),
-            history: Arc::default(),
-            added: Vec::new(),
-            backend: Arc::new(crate::backend::StateBackend::default()),
-            state: Arc::default(),
-            scope: crate::events::EventScope::of(&run(None, 0)),
-            events: Arc::new(crate::events::NoopSink),
-            context: None,
-            store: None,
-            compaction: Arc::default(),
-            deltas: None,
-            fleet_store: None,
-        }
+    fn cx() -> StepContext {
+        StepContext::test(spec(), run(None, 0))
     }
 
     // DESIGN §7: agent prompt, base, ..., filesystem, task, middleware.
