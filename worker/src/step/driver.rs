@@ -263,7 +263,7 @@ impl StepRunner {
             files: &checkpoint.files,
             child_state: &child_state,
         };
-        self.publish_follow_ups(committed).await
+        Ok(self.publish_follow_ups(committed).await?)
     }
 
     /// Loads what the step needs, executes it, and commits the result.
@@ -371,12 +371,15 @@ impl StepRunner {
             files: &files,
             child_state: &child_state,
         };
-        self.publish_follow_ups(committed).await
+        Ok(self.publish_follow_ups(committed).await?)
     }
 
     /// Publishes a committed step's follow-ups, background tasks first
     /// (the parent's next step may check them), then marks them published.
-    async fn publish_follow_ups(&self, committed: Committed<'_>) -> Result<(), Failure> {
+    pub(super) async fn publish_follow_ups(
+        &self,
+        committed: Committed<'_>,
+    ) -> Result<(), StepError> {
         let Committed {
             run,
             step,
@@ -394,19 +397,19 @@ impl StepRunner {
 }
 
 /// A committed step, as its follow-ups need it.
-struct Committed<'a> {
+pub(super) struct Committed<'a> {
     /// The run as committed.
-    run: &'a RunRecord,
+    pub(super) run: &'a RunRecord,
     /// The thread's step after the commit.
-    step: u64,
+    pub(super) step: u64,
     /// The parked turn, if the run parked.
-    pending: Option<&'a PendingTools>,
+    pub(super) pending: Option<&'a PendingTools>,
     /// Background tasks the step started.
-    spawned: Vec<ChildRun>,
+    pub(super) spawned: Vec<ChildRun>,
     /// The thread's files after the step (subagents' seed).
-    files: &'a BTreeMap<String, FileData>,
+    pub(super) files: &'a BTreeMap<String, FileData>,
     /// The custom state subagents inherit.
-    child_state: &'a Map<String, Value>,
+    pub(super) child_state: &'a Map<String, Value>,
 }
 
 /// Reports the end of a delivery however `handle` returns, so the
