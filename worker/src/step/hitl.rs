@@ -360,6 +360,58 @@ mod tests {
     }
 
     #[test]
+    fn a_decided_turn_keeps_the_model_calls_and_marks_edited_results() {
+        let mut pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        pending.interrupt.as_mut().unwrap().decisions = Some(vec![
+            Decision::Edit {
+                edited_action: EditedAction {
+                    name: "write_file".into(),
+                    args: json!({"file_path": "/a2.txt", "content": "a"}),
+                },
+            },
+            Decision::Reject { message: None },
+        ]);
+        let plans = plan(&pending).unwrap();
+        let runnable = runnable(&plans);
+        assert_eq!(
+            runnable.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["c1", "c3"]
+        );
+        let result = |call: &ToolCall, text: &str| PendingCall {
+            call: call.clone(),
+            result: Some(ToolMessage {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: vec![ContentBlock::text(text)],
+                status: ToolStatus::Success,
+            }),
+        };
+        let ran = ToolRun {
+            calls: vec![
+                result(&runnable[0], "wrote"),
+                result(&runnable[1], "a2.txt"),
+            ],
+            children: Vec::new(),
+        };
+        let turn_after = decided(pending.calls.clone(), plans, ran).unwrap();
+        let calls: Vec<&ToolCall> = turn_after.calls.iter().map(|p| &p.call).collect();
+        assert_eq!(calls, turn().iter().collect::<Vec<_>>());
+        let texts: Vec<String> = turn_after
+            .calls
+            .iter()
+            .map(|p| deepfleet_proto::message::joined_text(&p.result.as_ref().unwrap().content))
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                format!("{}wrote", edited_notice(&runnable[0])),
+                rejection("write_file", None),
+                "a2.txt".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
     fn rejection_without_a_reason_says_not_to_retry() {
         assert_eq!(
             rejection("write_file", None),
