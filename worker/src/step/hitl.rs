@@ -396,17 +396,20 @@ mod tests {
         let turn_after = decided(pending.calls.clone(), plans, ran).unwrap();
         let calls: Vec<&ToolCall> = turn_after.calls.iter().map(|p| &p.call).collect();
         assert_eq!(calls, turn().iter().collect::<Vec<_>>());
-        let texts: Vec<String> = turn_after
+        let contents: Vec<Vec<ContentBlock>> = turn_after
             .calls
             .iter()
-            .map(|p| deepfleet_proto::message::joined_text(&p.result.as_ref().unwrap().content))
+            .map(|p| p.result.as_ref().unwrap().content.clone())
             .collect();
         assert_eq!(
-            texts,
+            contents,
             [
-                format!("{}wrote", edited_notice(&runnable[0])),
-                rejection("write_file", None),
-                "a2.txt".to_owned(),
+                vec![
+                    ContentBlock::text(edited_notice(&runnable[0])),
+                    ContentBlock::text("wrote")
+                ],
+                vec![ContentBlock::text(rejection("write_file", None))],
+                vec![ContentBlock::text("a2.txt")],
             ]
         );
     }
