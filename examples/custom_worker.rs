@@ -24,7 +24,8 @@ use deepfleet_model::{ModelRequest, ModelResponse, Providers};
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_worker::middleware::{Middleware, ModelNext, StepCx};
+use deepfleet_worker::StepContext;
+use deepfleet_worker::middleware::{Middleware, ModelNext};
 use deepfleet_worker::{RetryConfig, StepError, StepRunner, Worker};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -44,7 +45,7 @@ impl Middleware for UsageTracking {
     async fn wrap_model(
         &self,
         request: ModelRequest,
-        cx: &StepCx,
+        cx: &StepContext,
         next: ModelNext<'_>,
     ) -> Result<ModelResponse, StepError> {
         let response = next.run(request, cx).await?;

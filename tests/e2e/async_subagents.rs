@@ -97,7 +97,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     use deepfleet_store::embedded::EmbeddedStore;
     use deepfleet_store::prelude::*;
     use deepfleet_store::{StepCommit, ThreadSeed};
-    use deepfleet_worker::tools::async_tasks::{record_started, spawned_child};
+    use deepfleet_worker::step::background::{record_started, spawned_child};
     use deepfleet_worker::{RetryConfig, StepRunner};
 
     let queue = Arc::new(MemoryQueue::new());

@@ -14,15 +14,16 @@ use async_trait::async_trait;
 use chrono::Utc;
 use deepfleet_model::{ModelClient, ModelError, ModelRequest, ModelResponse};
 use deepfleet_proto::{
-    AssistantMessage, ContextCursor, LoggedMessage, Message, ModelProfile, SummaryEvent, ToolCall,
-    ToolStatus, Usage,
+    AgentSpec, AssistantMessage, ContextCursor, LoggedMessage, Message, ModelProfile, RunRecord,
+    SummaryEvent, ToolCall, ToolStatus, Usage,
 };
 use deepfleet_worker::backend::StateBackend;
 use deepfleet_worker::compress::budget::Policy;
-use deepfleet_worker::compress::engine::{Compressor, Thread};
+use deepfleet_worker::compress::engine::Compressor;
 use deepfleet_worker::compress::history::StepCompaction;
 use deepfleet_worker::compress::summarize::Summarizer;
-use deepfleet_worker::events::Event;
+use deepfleet_worker::context::StepContext;
+use deepfleet_worker::events::NoopSink;
 
 const ITERATIONS: u32 = 200_000;
 
@@ -107,8 +108,9 @@ fn main() {
         })),
     );
     compressor.fixed_tokens("a system prompt", &[]);
-    let backend = StateBackend::default();
-    let emit = |_: Event| {};
+    let spec = AgentSpec::from_yaml("name: bench\nmodel: replay:x\n")
+        .unwrap_or_else(|e| panic!("bench spec: {e}"));
+    let spec = Arc::new(spec);
     println!(
         "| messages | decision (ns) | decision, summary in force (ns) | sum over the log (ns) |"
     );
@@ -118,15 +120,15 @@ fn main() {
         let total: u64 = history.iter().map(|m| u64::from(m.tokens)).sum();
         let mut row = Vec::new();
         for cursor in [ContextCursor::default(), summary_at(n.saturating_sub(6), n)] {
-            let compaction = StepCompaction::new(cursor.clone(), total);
-            let thread = Thread {
-                history: &history,
-                added: &[],
-                compaction: &compaction,
-                backend: &backend,
-                emit: &emit,
-                deltas: None,
-            };
+            let mut cx = StepContext::new(
+                RunRecord::new("run", "thread", "bench", Utc::now()),
+                Arc::clone(&spec),
+                Arc::new(StateBackend::default()),
+                Arc::new(NoopSink),
+            );
+            cx.history = history.clone();
+            cx.compaction = StepCompaction::new(cursor.clone(), total);
+            let thread = cx.thread();
             row.push(time(|| {
                 let size = compressor.size(&thread, black_box(&cursor));
                 compressor.policy().fires(&size)

@@ -12,12 +12,14 @@ use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
 use deepfleet_proto::harness::HarnessProfile;
 use deepfleet_proto::hitl::InterruptOn;
-use deepfleet_proto::{AgentSpec, ModelProfile, RunRecord};
+use deepfleet_proto::{AgentSpec, ModelProfile, RunRecord, SubagentSpec};
 
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
 use crate::compress::summarize::Summarizer;
+use crate::context::StepContext;
 use crate::error::StepError;
+use crate::middleware::Middleware;
 use crate::middleware::async_subagents::AsyncSubagents;
 use crate::middleware::filesystem::Filesystem;
 use crate::middleware::memory::Memory;
@@ -28,7 +30,6 @@ use crate::middleware::prompt_template::{DynamicPrompt, PromptTemplate};
 use crate::middleware::skills::Skills;
 use crate::middleware::subagents::Subagents;
 use crate::middleware::summarization::{CompactionTool, Summarization};
-use crate::middleware::{Middleware, StepCx};
 use crate::prompt::{self, PromptSection, Slot};
 use crate::tools::ToolRegistry;
 
@@ -119,44 +120,10 @@ impl Agent {
             ),
             Policy::for_profile(profile),
         ));
-        let mut stack: Vec<Arc<dyn Middleware>> = vec![
-            Arc::new(Summarization::new(Arc::clone(&compressor))),
-            Arc::new(PatchToolCalls),
-            Arc::new(Filesystem::new(true)),
-        ];
-        let harness = profile::resolve(&options.profiles, &spec.profiles, &model_spec);
-        if role.is_none() {
-            if let Some(template) = &spec.system_prompt_template {
-                let template = PromptTemplate::parse(template)
-                    .map_err(|m| invalid(format!("system_prompt_template: {m}")))?;
-                stack.push(Arc::new(DynamicPrompt::new(template)));
-            }
-            if !spec.memory.is_empty() {
-                stack.push(Arc::new(Memory::new(spec.memory.clone())));
-            }
-        }
-        let general_purpose = role
-            .as_ref()
-            .is_some_and(|r| r.name == deepfleet_proto::spec::GENERAL_PURPOSE);
-        if !spec.skills.is_empty() && (role.is_none() || general_purpose) {
-            stack.push(Arc::new(Skills::new(spec.skills.clone())));
-        }
-        if spec.planning {
-            stack.push(Arc::new(Planning));
-        }
-        // Async subagents run in the background through their own tools.
-        let (background, subagents): (Vec<_>, Vec<_>) =
-            spec.all_subagents().into_iter().partition(|s| s.run_async);
-        if run.depth < spec.limits.max_subagent_depth && !subagents.is_empty() {
-            stack.push(Arc::new(Subagents::new(subagents)));
-        }
-        if run.depth < spec.limits.max_subagent_depth && !background.is_empty() {
-            stack.push(Arc::new(AsyncSubagents::new(background)));
-        }
-        if spec.compact_tool {
-            stack.push(Arc::new(CompactionTool::new(compressor)));
-        }
+        let mut stack = built_in_stack(spec, run, role.as_ref(), compressor)
+            .map_err(|m| invalid(format!("system_prompt_template: {m}")))?;
         stack.extend(options.middleware.iter().cloned());
+        let harness = profile::resolve(&options.profiles, &spec.profiles, &model_spec);
 
         let mut tools = ToolRegistry::default();
         for layer in &stack {
@@ -193,7 +160,7 @@ impl Agent {
     }
 
     /// The system prompt for a step, sections in DESIGN §7 order.
-    pub fn system_prompt(&self, cx: &StepCx) -> String {
+    pub fn system_prompt(&self, cx: &StepContext) -> String {
         let mut sections = vec![PromptSection::new(Slot::Base, self.base_prompt.clone())];
         if let Some(own) = &self.own_prompt {
             sections.push(PromptSection::new(Slot::Agent, own.clone()));
@@ -291,6 +258,52 @@ fn cache_key(spec: &AgentSpec, run: &RunRecord) -> u64 {
     h.finish()
 }
 
+/// The built-in layers for a run of `spec` (as subagent `role`, if any),
+/// outermost first; the order is written up in `docs/middleware.md`. A
+/// system prompt template that does not parse is the error.
+fn built_in_stack(
+    spec: &AgentSpec,
+    run: &RunRecord,
+    role: Option<&SubagentSpec>,
+    compressor: Arc<Compressor>,
+) -> Result<Vec<Arc<dyn Middleware>>, String> {
+    let mut stack: Vec<Arc<dyn Middleware>> = vec![
+        Arc::new(Summarization::new(Arc::clone(&compressor))),
+        Arc::new(PatchToolCalls),
+        Arc::new(Filesystem::new(true)),
+    ];
+    if role.is_none() {
+        if let Some(template) = &spec.system_prompt_template {
+            stack.push(Arc::new(DynamicPrompt::new(PromptTemplate::parse(
+                template,
+            )?)));
+        }
+        if !spec.memory.is_empty() {
+            stack.push(Arc::new(Memory::new(spec.memory.clone())));
+        }
+    }
+    let general_purpose = role.is_some_and(|r| r.name == deepfleet_proto::spec::GENERAL_PURPOSE);
+    if !spec.skills.is_empty() && (role.is_none() || general_purpose) {
+        stack.push(Arc::new(Skills::new(spec.skills.clone())));
+    }
+    if spec.planning {
+        stack.push(Arc::new(Planning));
+    }
+    // Async subagents run in the background through their own tools.
+    let (background, subagents): (Vec<_>, Vec<_>) =
+        spec.all_subagents().into_iter().partition(|s| s.run_async);
+    if run.depth < spec.limits.max_subagent_depth && !subagents.is_empty() {
+        stack.push(Arc::new(Subagents::new(subagents)));
+    }
+    if run.depth < spec.limits.max_subagent_depth && !background.is_empty() {
+        stack.push(Arc::new(AsyncSubagents::new(background)));
+    }
+    if spec.compact_tool {
+        stack.push(Arc::new(CompactionTool::new(compressor)));
+    }
+    Ok(stack)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,22 +339,8 @@ mod tests {
         .unwrap()
     }
 
-    fn cx() -> StepCx {
-        StepCx {
-            run: run(None, 0),
-            spec: Arc::new(spec()),
-            history: Arc::default(),
-            added: Vec::new(),
-            backend: Arc::new(crate::backend::StateBackend::default()),
-            state: Arc::default(),
-            scope: crate::events::EventScope::of(&run(None, 0)),
-            events: Arc::new(crate::events::NoopSink),
-            context: None,
-            store: None,
-            compaction: Arc::default(),
-            deltas: None,
-            fleet_store: None,
-        }
+    fn cx() -> StepContext {
+        StepContext::test(spec(), run(None, 0))
     }
 
     // DESIGN §7: agent prompt, base, ..., filesystem, task, middleware.

@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod backend;
 pub mod compress;
+pub mod context;
 mod error;
 pub mod events;
 pub mod metrics;
@@ -21,6 +22,7 @@ pub mod tokens;
 pub mod tools;
 pub mod trace;
 
+pub use context::StepContext;
 pub use error::StepError;
 pub use runtime::Worker;
 pub use step::{RetryConfig, StepRunner};

@@ -5,47 +5,17 @@
 use std::sync::{Mutex, OnceLock};
 
 use deepfleet_model::{ModelError, ToolSpec};
-use deepfleet_proto::{
-    ContentBlock, ContextCursor, EvictedMessage, LoggedMessage, Message, UserMessage,
-};
+use deepfleet_proto::{ContentBlock, ContextCursor, EvictedMessage, Message, UserMessage};
 
-use crate::backend::Backend;
 use crate::compress::budget::{Policy, Size, Totals, USER_MESSAGE_TOKEN_LIMIT};
 use crate::compress::cutoff::{cut_point, keep_start};
-use crate::compress::history::{StepCompaction, View};
+use crate::compress::history::View;
 use crate::compress::offload::{eviction_path, user_message_stub};
 use crate::compress::summarize::{Summarizer, SummaryInput, stored_tokens};
 use crate::compress::truncate::truncate_old_arguments;
+use crate::context::ThreadView;
 use crate::events::{CompactionKind, Event};
 use crate::tokens::{count_text, logged};
-
-/// The parts of a step compression works on.
-pub struct Thread<'a> {
-    /// The stored log.
-    pub history: &'a [LoggedMessage],
-    /// The step's messages not yet stored.
-    pub added: &'a [LoggedMessage],
-    /// The thread's compression state.
-    pub compaction: &'a StepCompaction,
-    /// The thread's files (history and evicted messages go there).
-    pub backend: &'a dyn Backend,
-    /// Where events go.
-    pub emit: &'a (dyn Fn(Event) + Send + Sync),
-    /// Where a summary's streamed tokens go, when the run is followed.
-    pub deltas: Option<&'a dyn deepfleet_model::DeltaSink>,
-}
-
-impl Thread<'_> {
-    fn len(&self) -> usize {
-        self.history.len() + self.added.len()
-    }
-
-    fn get(&self, index: usize) -> Option<&LoggedMessage> {
-        self.history
-            .get(index)
-            .or_else(|| self.added.get(index.checked_sub(self.history.len())?))
-    }
-}
 
 /// One agent's compression settings and summarizer.
 pub struct Compressor {
@@ -111,7 +81,7 @@ impl Compressor {
     /// The size of the model's view under `cursor`, from running totals;
     /// the provider's report for the newest turn made under the current
     /// summary corrects the estimate upwards.
-    pub fn size(&self, thread: &Thread<'_>, cursor: &ContextCursor) -> Size {
+    pub fn size(&self, thread: &ThreadView<'_>, cursor: &ContextCursor) -> Size {
         let start = view_start(cursor);
         let evicted_savings = cursor
             .evicted
@@ -124,10 +94,10 @@ impl Compressor {
             .sum();
         let totals = Totals {
             fixed: self.fixed(),
-            log_tokens: thread.compaction.log_tokens(),
-            log_len: thread.history.len(),
-            added_tokens: thread.added.iter().map(|m| u64::from(m.tokens)).sum(),
-            added_len: thread.added.len(),
+            log_tokens: thread.compaction().log_tokens(),
+            log_len: thread.history().len(),
+            added_tokens: thread.added().iter().map(|m| u64::from(m.tokens)).sum(),
+            added_len: thread.added().len(),
             evicted_savings,
         };
         let mut size = Size::of_view(cursor, &totals);
@@ -140,7 +110,7 @@ impl Compressor {
     /// the cursor changed.
     pub async fn evict_last_user_message(
         &self,
-        thread: &Thread<'_>,
+        thread: &ThreadView<'_>,
         cursor: &mut ContextCursor,
     ) -> bool {
         let Some(index) = thread.len().checked_sub(1) else {
@@ -161,7 +131,7 @@ impl Compressor {
         }
         let text = deepfleet_proto::message::joined_text(&user.content);
         let path = eviction_path();
-        if let Err(error) = thread.backend.write(&path, &text).await {
+        if let Err(error) = thread.backend().write(&path, &text).await {
             tracing::warn!(%path, %error, "could not evict a large user message; sending it whole");
             return false;
         }
@@ -176,7 +146,7 @@ impl Compressor {
             content,
             source: None,
         }));
-        (thread.emit)(Event::Compaction {
+        thread.emit(Event::Compaction {
             kind: CompactionKind::UserMessageEviction,
             tokens_before: u64::from(entry.tokens),
             tokens_after: u64::from(stub.tokens),
@@ -202,19 +172,19 @@ impl Compressor {
     /// Emits the summary call and a compaction event of `kind`.
     pub async fn summarize(
         &self,
-        thread: &Thread<'_>,
+        thread: &ThreadView<'_>,
         cursor: &ContextCursor,
         kind: CompactionKind,
         tokens_before: u64,
     ) -> Result<Option<(ContextCursor, usize)>, ModelError> {
-        let view = View::build(cursor, thread.history, thread.added);
+        let view = View::build(cursor, thread.history(), thread.added());
         let cutoff = cut_point(&view.messages, self.policy.keep);
         if cutoff <= view.lead {
             return Ok(None);
         }
         let new_tokens = stored_tokens(
-            thread.history,
-            thread.added,
+            thread.history(),
+            thread.added(),
             view.start,
             view.log_index(cutoff),
         );
@@ -228,12 +198,12 @@ impl Compressor {
                     previous: cursor.summary.as_ref(),
                     log_len: thread.len(),
                 },
-                thread.backend,
-                thread.emit,
-                thread.deltas,
+                thread.backend(),
+                &|event| thread.emit(event),
+                thread.deltas(),
             )
             .await?;
-        thread.compaction.add_usage(&made.usage);
+        thread.compaction().add_usage(&made.usage);
         let new_cutoff = made.event.cutoff;
         let next = ContextCursor {
             summary: Some(made.event),
@@ -245,12 +215,12 @@ impl Compressor {
                 .collect(),
         };
         let after = self.size(thread, &next);
-        (thread.emit)(Event::Compaction {
+        thread.emit(Event::Compaction {
             kind,
             tokens_before,
             tokens_after: after.tokens,
         });
-        thread.compaction.set_cursor(next.clone());
+        thread.compaction().set_cursor(next.clone());
         Ok(Some((next, made.summarized)))
     }
 }
@@ -266,7 +236,7 @@ fn view_start(cursor: &ContextCursor) -> usize {
 /// turn, when that turn was made with the current summary in place (an
 /// older report measured a request that no longer exists). Looks back
 /// only past the newest turn's tool results.
-fn reported_usage(thread: &Thread<'_>, cursor: &ContextCursor) -> Option<u64> {
+fn reported_usage(thread: &ThreadView<'_>, cursor: &ContextCursor) -> Option<u64> {
     let since = cursor.summary.as_ref().map_or(0, |s| {
         usize::try_from(s.created_at_index).unwrap_or(usize::MAX)
     });

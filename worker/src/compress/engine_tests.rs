@@ -1,10 +1,9 @@
 use super::*;
 use crate::compress::budget::{Keep, Trigger};
-use crate::compress::history::ToolStep;
 use crate::compress::testing::{FakeModel, compressor, cx};
 use crate::tools::compact_conversation::{CompactConversation, NOTHING_TO_COMPACT};
-use crate::tools::{Tool, ToolCtx, ToolOutput};
-use deepfleet_proto::{AssistantMessage, SummaryEvent, Usage};
+use crate::tools::{Tool, ToolOutput};
+use deepfleet_proto::{AssistantMessage, LoggedMessage, SummaryEvent, Usage};
 use pretty_assertions::assert_eq;
 use std::sync::Arc;
 
@@ -34,15 +33,7 @@ fn reported_usage_counts_only_under_the_current_summary() {
     history.push(turn(1_000));
     history.push(logged(Message::tool("c", "ls", "x", Default::default())));
     let (cx, _) = cx(history, ContextCursor::default());
-    let emit = |_: Event| {};
-    let thread = Thread {
-        history: &cx.history,
-        added: &cx.added,
-        compaction: &cx.compaction,
-        backend: cx.backend.as_ref(),
-        emit: &emit,
-        deltas: None,
-    };
+    let thread = cx.thread();
     let plain = ContextCursor::default();
     assert_eq!(engine.size(&thread, &plain).reported, Some(1_010));
     let summarized = ContextCursor {
@@ -78,24 +69,11 @@ async fn compact(history: Vec<LoggedMessage>) -> (String, Option<ContextCursor>)
         input_budget: None,
     };
     let engine = compressor(Arc::new(FakeModel::default()), policy);
-    let (cx, sink) = cx(history, ContextCursor::default());
-    let step = ToolStep {
-        scope: cx.scope.clone(),
-        events: sink,
-        compaction: Arc::clone(&cx.compaction),
-        history: Arc::clone(&cx.history),
-        added: Vec::new(),
-    };
-    let ctx = ToolCtx {
-        call_id: "c".into(),
-        backend: Arc::clone(&cx.backend),
-        context: None,
-        state: Arc::default(),
-        step: Some(Arc::new(step)),
-        store: None,
-    };
+    let (cx, _) = cx(history, ContextCursor::default());
     let tool = CompactConversation::new(engine);
-    let Ok(ToolOutput::Text(text)) = tool.call(&ctx, serde_json::from_str("{}").unwrap()).await
+    let Ok(ToolOutput::Text(text)) = tool
+        .call(&cx.tool("c"), serde_json::from_str("{}").unwrap())
+        .await
     else {
         panic!("not a text answer");
     };

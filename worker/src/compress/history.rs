@@ -7,11 +7,9 @@
 //! checkpoint, collects the changes the step makes (a new summary, an
 //! eviction, the summary calls' usage) and hands them to the commit.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use deepfleet_proto::{ContextCursor, LoggedMessage, Usage};
-
-use crate::events::{Event, EventScope, EventSink};
 
 /// The compression state of the thread a step runs on.
 #[derive(Debug, Default)]
@@ -141,28 +139,6 @@ impl View {
     /// Tokens of the view's messages.
     pub fn tokens(&self) -> u64 {
         self.messages.iter().map(|m| u64::from(m.tokens)).sum()
-    }
-}
-
-/// What a tool call may see of its step beyond files: the thread's log
-/// and compression state, and where events go. Built once per turn.
-pub struct ToolStep {
-    /// Which run events belong to.
-    pub scope: EventScope,
-    /// Where events go.
-    pub events: Arc<dyn EventSink>,
-    /// The thread's compression state.
-    pub compaction: Arc<StepCompaction>,
-    /// The stored log.
-    pub history: Arc<Vec<LoggedMessage>>,
-    /// Messages the step added so far (the model's turn included).
-    pub added: Vec<LoggedMessage>,
-}
-
-impl ToolStep {
-    /// Reports an event of this step.
-    pub fn emit(&self, event: Event) {
-        self.events.emit(&self.scope, &event);
     }
 }
 

@@ -14,13 +14,12 @@ use deepfleet_proto::{
     Usage,
 };
 
-use crate::backend::StateBackend;
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
 use crate::compress::history::StepCompaction;
 use crate::compress::summarize::Summarizer;
-use crate::events::{EventScope, RecordingSink};
-use crate::middleware::StepCx;
+use crate::context::StepContext;
+use crate::events::RecordingSink;
 
 /// The text every summary call returns.
 pub const SUMMARY: &str =
@@ -100,27 +99,17 @@ pub fn compressor(model: Arc<FakeModel>, policy: Policy) -> Arc<Compressor> {
 }
 
 /// A step context over `history` with `cursor`, recording its events.
-pub fn cx(history: Vec<LoggedMessage>, cursor: ContextCursor) -> (StepCx, Arc<RecordingSink>) {
+pub fn cx(history: Vec<LoggedMessage>, cursor: ContextCursor) -> (StepContext, Arc<RecordingSink>) {
     let run = RunRecord {
         status: RunStatus::Running,
         ..RunRecord::new("r", "t", "a", Utc::now())
     };
     let tokens = history.iter().map(|m| u64::from(m.tokens)).sum();
     let sink = RecordingSink::new();
-    let cx = StepCx {
-        scope: EventScope::of(&run),
-        run,
-        spec: Arc::new(AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap()),
-        history: Arc::new(history),
-        added: Vec::new(),
-        backend: Arc::new(StateBackend::default()),
-        state: Arc::default(),
-        events: sink.clone(),
-        context: None,
-        store: None,
-        compaction: Arc::new(StepCompaction::new(cursor, tokens)),
-        deltas: None,
-        fleet_store: None,
-    };
+    let spec = AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap();
+    let mut cx = StepContext::test(spec, run);
+    cx.history = history;
+    cx.events = sink.clone();
+    cx.compaction = StepCompaction::new(cursor, tokens);
     (cx, sink)
 }

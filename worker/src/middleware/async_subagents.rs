@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use deepfleet_proto::SubagentSpec;
 
-use crate::middleware::{Middleware, StepCx};
+use crate::context::StepContext;
+use crate::middleware::Middleware;
 use crate::prompt::{PromptSection, Slot};
 use crate::tools::DynTool;
 use crate::tools::async_tasks::{CancelAsyncTask, CheckAsyncTask, ListAsyncTasks, StartAsyncTask};
@@ -47,7 +48,7 @@ impl Middleware for AsyncSubagents {
         ]
     }
 
-    fn prompt(&self, _cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, _cx: &StepContext) -> Option<PromptSection> {
         Some(PromptSection::new(Slot::Middleware, self.prompt.clone()))
     }
 }

@@ -8,9 +8,11 @@ use deepfleet_proto::ToolCall;
 use crate::compress::offload::offload_tool_result;
 use crate::events::{CompactionKind, Event};
 
-use crate::middleware::{Middleware, StepCx, ToolNext};
+use crate::context::StepContext;
+use crate::context::ToolView;
+use crate::middleware::{Middleware, ToolNext};
 use crate::prompt::{PromptSection, Slot};
-use crate::tools::{DynTool, ToolCtx, ToolResult};
+use crate::tools::{DynTool, ToolResult};
 use crate::tools::{
     delete::Delete, edit_file::EditFile, glob::Glob, grep::Grep, ls::Ls, read_file::ReadFile,
     write_file::WriteFile,
@@ -52,27 +54,30 @@ impl Middleware for Filesystem {
         tools
     }
 
-    fn prompt(&self, _cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, _cx: &StepContext) -> Option<PromptSection> {
         Some(PromptSection::new(Slot::Filesystem, GUIDANCE))
     }
 
     /// Offloads a large result to `/large_tool_results/` and answers with
     /// a reference and a preview (file tools are exempt: they cap their own
     /// output).
-    async fn wrap_tool(&self, call: &ToolCall, ctx: &ToolCtx, next: ToolNext<'_>) -> ToolResult {
+    async fn wrap_tool(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolView<'_>,
+        next: ToolNext<'_>,
+    ) -> ToolResult {
         let result = next.run(call, ctx).await;
         let Ok(output) = &result else {
             return result;
         };
-        match offload_tool_result(ctx.backend.as_ref(), &call.name, &call.id, output).await {
+        match offload_tool_result(ctx.backend(), &call.name, &call.id, output).await {
             Some(done) => {
-                if let Some(step) = &ctx.step {
-                    step.emit(Event::Compaction {
-                        kind: CompactionKind::Offload,
-                        tokens_before: done.tokens_before,
-                        tokens_after: done.tokens_after,
-                    });
-                }
+                ctx.emit(Event::Compaction {
+                    kind: CompactionKind::Offload,
+                    tokens_before: done.tokens_before,
+                    tokens_after: done.tokens_after,
+                });
                 Ok(done.output())
             }
             None => result,

@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 
 use crate::backend::BackendError;
+use crate::context::StepContext;
 use crate::error::StepError;
-use crate::middleware::{Middleware, StepCx};
+use crate::middleware::Middleware;
 use crate::prompt::{PromptSection, Slot};
 
 /// Where the loaded contents live in the thread's custom state.
@@ -90,13 +91,13 @@ impl Middleware for Memory {
         "memory"
     }
 
-    fn prompt(&self, cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, cx: &StepContext) -> Option<PromptSection> {
         let state = cx.state.lock().unwrap_or_else(|e| e.into_inner());
         let contents = self.loaded(&state).unwrap_or_default();
         Some(PromptSection::new(Slot::Memory, self.render(&contents)))
     }
 
-    async fn before_model(&self, cx: &mut StepCx) -> Result<(), StepError> {
+    async fn before_model(&self, cx: &mut StepContext) -> Result<(), StepError> {
         {
             let state = cx.state.lock().unwrap_or_else(|e| e.into_inner());
             if self.loaded(&state).is_some() {

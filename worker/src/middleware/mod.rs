@@ -22,65 +22,19 @@ pub mod summarization;
 #[cfg(test)]
 mod test_support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use deepfleet_model::{DeltaSink, ModelClient, ModelRequest, ModelResponse};
-use deepfleet_proto::{AgentSpec, LoggedMessage, RunRecord, ToolCall};
-use serde_json::{Map, Value};
+use deepfleet_model::{ModelClient, ModelRequest, ModelResponse};
+use deepfleet_proto::ToolCall;
 
-use crate::backend::Backend;
+use crate::context::{StepContext, ToolView};
 use crate::error::StepError;
-use crate::events::{Event, EventScope, EventSink};
 use crate::prompt::PromptSection;
-use crate::tools::{DynTool, ToolCtx, ToolError, ToolRegistry, ToolResult};
+use crate::tools::{DynTool, ToolError, ToolRegistry, ToolResult};
 
 #[cfg(test)]
 pub(crate) use test_support::test_cx;
-
-/// What a step's middleware can see.
-pub struct StepCx {
-    /// The run being stepped.
-    pub run: RunRecord,
-    /// The agent spec.
-    pub spec: Arc<AgentSpec>,
-    /// The thread's log before this step.
-    pub history: Arc<Vec<LoggedMessage>>,
-    /// Messages this step added before the model call (results of a
-    /// resumed turn).
-    pub added: Vec<LoggedMessage>,
-    /// The thread's files.
-    pub backend: Arc<dyn Backend>,
-    /// The thread's custom state.
-    pub state: Arc<Mutex<Map<String, Value>>>,
-    /// Which run events belong to.
-    pub scope: EventScope,
-    /// Where events go.
-    pub events: Arc<dyn EventSink>,
-    /// The run's runtime context, opened for this step only (the record
-    /// holds it sealed).
-    pub context: Option<Value>,
-    /// The run's namespace of the long-term store, when the spec routes a
-    /// path to it (prompt templates read `{{store.KEY}}` values from it).
-    pub store: Option<crate::backend::StoreBackend>,
-    /// The thread's compression cursor and token total, and what this
-    /// step changes in them.
-    pub compaction: Arc<crate::compress::history::StepCompaction>,
-    /// Where streamed tokens go while someone streams the run: model calls
-    /// (the step's and summaries') then use `ModelClient::stream`; `None`
-    /// (nobody watches) keeps them on `complete` (see `step/deltas.rs`).
-    pub deltas: Option<Arc<dyn DeltaSink>>,
-    /// The fleet's store, which tools read through `ToolCtx::store` (the
-    /// async subagent tools look up their tasks' runs); `None` in tests.
-    pub fleet_store: Option<Arc<dyn deepfleet_store::Store>>,
-}
-
-impl StepCx {
-    /// Reports an event of this step.
-    pub fn emit(&self, event: Event) {
-        self.events.emit(&self.scope, &event);
-    }
-}
 
 /// A layer of the harness.
 #[async_trait]
@@ -94,12 +48,12 @@ pub trait Middleware: Send + Sync {
     }
 
     /// This middleware's section of the system prompt.
-    fn prompt(&self, _cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, _cx: &StepContext) -> Option<PromptSection> {
         None
     }
 
     /// Runs before the request is built (e.g. to load memory).
-    async fn before_model(&self, _cx: &mut StepCx) -> Result<(), StepError> {
+    async fn before_model(&self, _cx: &mut StepContext) -> Result<(), StepError> {
         Ok(())
     }
 
@@ -107,14 +61,19 @@ pub trait Middleware: Send + Sync {
     async fn wrap_model(
         &self,
         request: ModelRequest,
-        cx: &StepCx,
+        cx: &StepContext,
         next: ModelNext<'_>,
     ) -> Result<ModelResponse, StepError> {
         next.run(request, cx).await
     }
 
     /// Wraps one tool call.
-    async fn wrap_tool(&self, call: &ToolCall, ctx: &ToolCtx, next: ToolNext<'_>) -> ToolResult {
+    async fn wrap_tool(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolView<'_>,
+        next: ToolNext<'_>,
+    ) -> ToolResult {
         next.run(call, ctx).await
     }
 }
@@ -135,7 +94,11 @@ impl<'a> ModelNext<'a> {
 
     /// Passes the request to the next layer, or to the model: streamed to
     /// `cx.deltas` when the run is followed, else a plain completion.
-    pub async fn run(self, request: ModelRequest, cx: &StepCx) -> Result<ModelResponse, StepError> {
+    pub async fn run(
+        self,
+        request: ModelRequest,
+        cx: &StepContext,
+    ) -> Result<ModelResponse, StepError> {
         match self.rest.split_first() {
             Some((layer, rest)) => {
                 let next = ModelNext {
@@ -165,7 +128,7 @@ impl<'a> ToolNext<'a> {
     }
 
     /// Passes the call to the next layer, or runs the tool.
-    pub async fn run(self, call: &ToolCall, ctx: &ToolCtx) -> ToolResult {
+    pub async fn run(self, call: &ToolCall, ctx: &ToolView<'_>) -> ToolResult {
         match self.rest.split_first() {
             Some((layer, rest)) => {
                 let next = ToolNext {

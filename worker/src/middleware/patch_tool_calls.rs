@@ -11,8 +11,9 @@ use async_trait::async_trait;
 use deepfleet_model::{ModelRequest, ModelResponse};
 use deepfleet_proto::{Message, ToolStatus};
 
+use crate::context::StepContext;
 use crate::error::StepError;
-use crate::middleware::{Middleware, ModelNext, StepCx};
+use crate::middleware::{Middleware, ModelNext};
 
 /// Inserts error results for tool calls that have none.
 pub struct PatchToolCalls;
@@ -26,7 +27,7 @@ impl Middleware for PatchToolCalls {
     async fn wrap_model(
         &self,
         mut request: ModelRequest,
-        cx: &StepCx,
+        cx: &StepContext,
         next: ModelNext<'_>,
     ) -> Result<ModelResponse, StepError> {
         request.messages = patch(request.messages);

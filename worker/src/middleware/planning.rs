@@ -2,7 +2,8 @@
 
 use std::sync::Arc;
 
-use crate::middleware::{Middleware, StepCx};
+use crate::context::StepContext;
+use crate::middleware::Middleware;
 use crate::prompt::{PromptSection, Slot};
 use crate::tools::DynTool;
 use crate::tools::write_todos::WriteTodos;
@@ -22,7 +23,7 @@ impl Middleware for Planning {
         vec![Arc::new(WriteTodos)]
     }
 
-    fn prompt(&self, _cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, _cx: &StepContext) -> Option<PromptSection> {
         Some(PromptSection::new(Slot::Middleware, GUIDANCE))
     }
 }

@@ -13,8 +13,9 @@ use async_trait::async_trait;
 use deepfleet_proto::ToolCall;
 use deepfleet_proto::harness::HarnessProfile;
 
+use crate::context::ToolView;
 use crate::middleware::{Middleware, ToolNext};
-use crate::tools::{ToolCtx, ToolError, ToolRegistry, ToolResult};
+use crate::tools::{ToolError, ToolRegistry, ToolResult};
 
 /// The profile for `model` (`provider:model`): the configured profiles,
 /// then the spec's, each matched by model then provider.
@@ -64,7 +65,12 @@ impl Middleware for ToolExclusion {
         "tool_exclusion"
     }
 
-    async fn wrap_tool(&self, call: &ToolCall, ctx: &ToolCtx, next: ToolNext<'_>) -> ToolResult {
+    async fn wrap_tool(
+        &self,
+        call: &ToolCall,
+        ctx: &ToolView<'_>,
+        next: ToolNext<'_>,
+    ) -> ToolResult {
         if self.excluded.contains(&call.name) {
             return Err(ToolError::Model(format!(
                 "Error: {} is not available.",
@@ -77,10 +83,9 @@ impl Middleware for ToolExclusion {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
 
     use super::*;
-    use crate::backend::StateBackend;
     use crate::tools::ls::Ls;
     use crate::tools::read_file::ReadFile;
     use pretty_assertions::assert_eq;
@@ -143,20 +148,15 @@ mod tests {
 
         let stack: Vec<Arc<dyn Middleware>> =
             vec![Arc::new(ToolExclusion::new(profile().excluded_tools))];
-        let ctx = ToolCtx {
-            call_id: "c1".into(),
-            backend: Arc::new(StateBackend::default()),
-            context: None,
-            state: Arc::new(Mutex::default()),
-            step: None,
-            store: None,
-        };
+        let cx = crate::middleware::test_cx("");
         let call = ToolCall {
             id: "c1".into(),
             name: "read_file".into(),
             arguments: r#"{"file_path": "/a"}"#.into(),
         };
-        let result = ToolNext::new(&stack, &tools).run(&call, &ctx).await;
+        let result = ToolNext::new(&stack, &tools)
+            .run(&call, &cx.tool("c1"))
+            .await;
         assert_eq!(
             result,
             Err(ToolError::Model(

@@ -17,8 +17,9 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use crate::backend::routes::{lookup, scalar};
+use crate::context::StepContext;
 use crate::error::StepError;
-use crate::middleware::{Middleware, StepCx};
+use crate::middleware::Middleware;
 use crate::prompt::{PromptSection, Slot};
 
 /// Where the rendered prompt lives in the thread's custom state.
@@ -69,7 +70,7 @@ impl PromptTemplate {
     }
 
     /// Renders the template for the run of `cx`.
-    async fn render(&self, cx: &StepCx) -> Result<String, StepError> {
+    async fn render(&self, cx: &StepContext) -> Result<String, StepError> {
         let mut out = String::new();
         for part in &self.parts {
             match part {
@@ -112,7 +113,7 @@ fn missing(variable: &str, why: &str) -> StepError {
     ))
 }
 
-async fn store_value(cx: &StepCx, key: &str) -> Result<String, StepError> {
+async fn store_value(cx: &StepContext, key: &str) -> Result<String, StepError> {
     let variable = format!("store.{key}");
     let store = cx.store.as_ref().ok_or_else(|| {
         missing(
@@ -170,12 +171,12 @@ impl Middleware for DynamicPrompt {
         "prompt_template"
     }
 
-    fn prompt(&self, cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, cx: &StepContext) -> Option<PromptSection> {
         let state = cx.state.lock().unwrap_or_else(|e| e.into_inner());
         rendered(&state, &cx.run.run_id).map(|text| PromptSection::new(Slot::Agent, text))
     }
 
-    async fn before_model(&self, cx: &mut StepCx) -> Result<(), StepError> {
+    async fn before_model(&self, cx: &mut StepContext) -> Result<(), StepError> {
         {
             let state = cx.state.lock().unwrap_or_else(|e| e.into_inner());
             if rendered(&state, &cx.run.run_id).is_some() {

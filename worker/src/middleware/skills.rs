@@ -17,8 +17,9 @@ use serde_json::{Map, Value, json};
 use tracing::warn;
 
 use crate::backend::{BackendError, FileInfo};
+use crate::context::StepContext;
 use crate::error::StepError;
-use crate::middleware::{Middleware, StepCx};
+use crate::middleware::Middleware;
 use crate::prompt::{PromptSection, Slot};
 
 /// Where the loaded metadata lives in the thread's custom state.
@@ -80,7 +81,7 @@ impl Skills {
         serde_json::from_value(cached.get("skills")?.clone()).ok()
     }
 
-    async fn load(&self, cx: &StepCx) -> Result<Vec<SkillMeta>, StepError> {
+    async fn load(&self, cx: &StepContext) -> Result<Vec<SkillMeta>, StepError> {
         let mut skills: Vec<SkillMeta> = Vec::new();
         for source in &self.sources {
             let entries = match cx.backend.ls(source).await {
@@ -104,7 +105,11 @@ impl Skills {
         Ok(skills)
     }
 
-    async fn load_one(&self, cx: &StepCx, dir: &FileInfo) -> Result<Option<SkillMeta>, StepError> {
+    async fn load_one(
+        &self,
+        cx: &StepContext,
+        dir: &FileInfo,
+    ) -> Result<Option<SkillMeta>, StepError> {
         let path = format!("{}/SKILL.md", dir.path.trim_end_matches('/'));
         let file = match cx.backend.read(&path).await {
             Ok(file) => file,
@@ -309,13 +314,13 @@ impl Middleware for Skills {
         "skills"
     }
 
-    fn prompt(&self, cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, cx: &StepContext) -> Option<PromptSection> {
         let state = cx.state.lock().unwrap_or_else(|e| e.into_inner());
         let skills = self.loaded(&state).unwrap_or_default();
         Some(PromptSection::new(Slot::Skills, self.render(&skills)))
     }
 
-    async fn before_model(&self, cx: &mut StepCx) -> Result<(), StepError> {
+    async fn before_model(&self, cx: &mut StepContext) -> Result<(), StepError> {
         {
             let state = cx.state.lock().unwrap_or_else(|e| e.into_inner());
             if self.loaded(&state).is_some() {

@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use deepfleet_proto::SubagentSpec;
 
-use crate::middleware::{Middleware, StepCx};
+use crate::context::StepContext;
+use crate::middleware::Middleware;
 use crate::prompt::{PromptSection, Slot};
 use crate::tools::DynTool;
 use crate::tools::task::Task;
@@ -37,7 +38,7 @@ impl Middleware for Subagents {
         vec![Arc::new(Task::new(&self.subagents))]
     }
 
-    fn prompt(&self, _cx: &StepCx) -> Option<PromptSection> {
+    fn prompt(&self, _cx: &StepContext) -> Option<PromptSection> {
         Some(PromptSection::new(Slot::Task, self.prompt.clone()))
     }
 }

@@ -23,11 +23,13 @@ use async_trait::async_trait;
 use deepfleet_model::{ErrorKind, ModelError, ModelRequest, ModelResponse};
 use deepfleet_proto::{ContextCursor, Message};
 
-use crate::compress::engine::{Compressor, Thread};
+use crate::compress::engine::Compressor;
 use crate::compress::history::{StepCompaction, View};
+use crate::context::StepContext;
+use crate::context::ThreadView;
 use crate::error::StepError;
 use crate::events::{CompactionKind, Event};
-use crate::middleware::{Middleware, ModelNext, StepCx};
+use crate::middleware::{Middleware, ModelNext};
 use crate::tools::DynTool;
 use crate::tools::compact_conversation::CompactConversation;
 
@@ -78,7 +80,7 @@ impl Middleware for Summarization {
     async fn wrap_model(
         &self,
         mut request: ModelRequest,
-        cx: &StepCx,
+        cx: &StepContext,
         next: ModelNext<'_>,
     ) -> Result<ModelResponse, StepError> {
         let compaction: &StepCompaction = &cx.compaction;
@@ -94,15 +96,7 @@ impl Middleware for Summarization {
             );
             return next.run(request, cx).await;
         }
-        let emit = |event: Event| cx.emit(event);
-        let thread = Thread {
-            history: &cx.history,
-            added: &cx.added,
-            compaction,
-            backend: cx.backend.as_ref(),
-            emit: &emit,
-            deltas: cx.deltas.as_deref(),
-        };
+        let thread = cx.thread();
         self.compressor
             .fixed_tokens(&request.system, &request.tools);
         let mut cursor = compaction.cursor();
@@ -141,15 +135,15 @@ impl Summarization {
     /// was not enough. Returns the messages to send.
     async fn compress(
         &self,
-        thread: &Thread<'_>,
+        thread: &ThreadView<'_>,
         cursor: ContextCursor,
         tokens: u64,
     ) -> Result<Vec<Message>, StepError> {
-        let mut view = View::build(&cursor, thread.history, thread.added);
+        let mut view = View::build(&cursor, thread.history(), thread.added());
         let saved = self.compressor.truncate(&mut view);
         let mut size = self.compressor.size(thread, &cursor);
         if saved > 0 {
-            (thread.emit)(Event::Compaction {
+            thread.emit(Event::Compaction {
                 kind: CompactionKind::ArgumentTruncation,
                 tokens_before: tokens,
                 tokens_after: tokens.saturating_sub(saved),
@@ -168,8 +162,8 @@ impl Summarization {
         {
             Some((next, _)) => Ok(into_messages(View::build(
                 &next,
-                thread.history,
-                thread.added,
+                thread.history(),
+                thread.added(),
             ))),
             // Everything is in the keep window: send it (truncated) and
             // let the provider judge.
@@ -180,13 +174,13 @@ impl Summarization {
     /// After a context-overflow error: summarize and retry once.
     async fn recover(
         &self,
-        thread: &Thread<'_>,
+        thread: &ThreadView<'_>,
         template: ModelRequest,
         error: ModelError,
-        cx: &StepCx,
+        cx: &StepContext,
         next: ModelNext<'_>,
     ) -> Result<ModelResponse, StepError> {
-        let cursor = thread.compaction.cursor();
+        let cursor = thread.compaction().cursor();
         let before = self.compressor.size(thread, &cursor).tokens;
         let Some((cursor, _)) = self
             .compressor
@@ -199,7 +193,7 @@ impl Summarization {
             ));
         };
         let retry = ModelRequest {
-            messages: into_messages(View::build(&cursor, thread.history, thread.added)),
+            messages: into_messages(View::build(&cursor, thread.history(), thread.added())),
             ..template
         };
         match next.run(retry, cx).await {

@@ -11,7 +11,7 @@ use deepfleet_proto::{AssistantMessage, ErrorCode, LoggedMessage, ToolCall};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-fn request(cx: &StepCx) -> ModelRequest {
+fn request(cx: &StepContext) -> ModelRequest {
     let start = cx.compaction.view_start();
     ModelRequest {
         model: "fake".into(),
@@ -34,7 +34,7 @@ fn request(cx: &StepCx) -> ModelRequest {
 async fn step(
     layer: &Summarization,
     model: &FakeModel,
-    cx: &StepCx,
+    cx: &StepContext,
 ) -> Result<ModelResponse, StepError> {
     let stack: Vec<Arc<dyn Middleware>> =
         vec![Arc::new(Summarization::new(Arc::clone(&layer.compressor)))];

@@ -1,18 +1,14 @@
 //! A step context for middleware unit tests: a fresh run of a spec over
 //! an empty state backend.
 
-use std::sync::Arc;
-
 use deepfleet_proto::{AgentSpec, RunRecord};
 use serde_json::json;
 
-use crate::backend::StateBackend;
-use crate::events::{EventScope, NoopSink};
-use crate::middleware::StepCx;
+use crate::context::StepContext;
 
 /// A first step of a run of `name: agent, model: replay:x` plus
 /// `spec_extra` (YAML lines).
-pub(crate) fn test_cx(spec_extra: &str) -> StepCx {
+pub(crate) fn test_cx(spec_extra: &str) -> StepContext {
     let spec = AgentSpec::from_yaml(&format!("name: agent\nmodel: replay:x\n{spec_extra}"))
         .unwrap_or_else(|e| panic!("test spec: {e}"));
     let run: RunRecord = serde_json::from_value(json!({
@@ -24,19 +20,5 @@ pub(crate) fn test_cx(spec_extra: &str) -> StepCx {
         "updated_at": "2026-01-02T03:04:05Z",
     }))
     .unwrap_or_else(|e| panic!("test run: {e}"));
-    StepCx {
-        scope: EventScope::of(&run),
-        run,
-        spec: Arc::new(spec),
-        history: Arc::default(),
-        added: Vec::new(),
-        backend: Arc::new(StateBackend::default()),
-        state: Arc::default(),
-        events: Arc::new(NoopSink),
-        context: None,
-        store: None,
-        compaction: Arc::default(),
-        deltas: None,
-        fleet_store: None,
-    }
+    StepContext::test(spec, run)
 }

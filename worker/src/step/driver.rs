@@ -1,25 +1,30 @@
 //! The IO side of the step protocol: one queue delivery in, a fenced
 //! commit, follow-ups out, and the ack last.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
 use deepfleet_model::Providers;
 use deepfleet_proto::{
-    ENVELOPE_VERSION, Envelope, ErrorCode, Job, RunError, RunRecord, RunStatus, StepJob,
+    ChildResult, ChildRun, ENVELOPE_VERSION, Envelope, ErrorCode, FileData, Job, PendingTools,
+    RunError, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::{Delivery, Queue};
 use deepfleet_store::sealed::{ContextKey, redact};
-use deepfleet_store::{CommitOutcome, Store};
+use deepfleet_store::{Checkpoint, CommitOutcome, Store};
+use serde_json::{Map, Value};
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::agent::{AgentCache, AgentOptions};
 use crate::error::StepError;
 use crate::events::{DeadLetterReason, Event, EventScope, EventSink, NoopSink};
 use crate::step::announce::announce;
+use crate::step::background::started_at;
+use crate::step::commit::Executed;
 use crate::step::decide::{Decision, FollowUp, decide, follow_ups};
-use crate::step::execute::execute;
+use crate::step::execute::{StepInput, execute};
 use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
 use crate::step::retry::RetryConfig;
@@ -224,40 +229,7 @@ impl StepRunner {
             Decision::Reject(reason) => Err(Failure::Reject(reason)),
             Decision::Republish => {
                 info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
-                // The background tasks the committed step started, then
-                // the run's own follow-ups, as after the commit.
-                let mut follow: Vec<FollowUp> = crate::tools::async_tasks::started_at(
-                    &checkpoint.state,
-                    checkpoint.step.saturating_sub(1),
-                )
-                .into_iter()
-                .map(FollowUp::StartChild)
-                .collect();
-                let spawned = !follow.is_empty();
-                follow.extend(follow_ups(
-                    &run,
-                    checkpoint.step,
-                    checkpoint.pending.as_ref(),
-                ));
-                let child_state = match self.store.get_spec(&run.agent).await? {
-                    Some(spec) if run.status == RunStatus::Waiting || spawned => {
-                        inherited_state(&spec, &checkpoint.state)
-                    }
-                    _ => Default::default(),
-                };
-                follow_up::publish(
-                    &*self.queue,
-                    &*self.store,
-                    &run,
-                    follow,
-                    &checkpoint.files,
-                    &child_state,
-                )
-                .await?;
-                self.store
-                    .mark_published(&job.thread_id, checkpoint.step)
-                    .await?;
-                Ok(())
+                self.republish(&run, &checkpoint).await
             }
             Decision::Cancel => {
                 let error = RunError {
@@ -273,28 +245,39 @@ impl StepRunner {
         }
     }
 
+    /// Publishes again what the committed step before `checkpoint` had to:
+    /// the background tasks it started, then the run's own follow-ups.
+    async fn republish(&self, run: &RunRecord, checkpoint: &Checkpoint) -> Result<(), Failure> {
+        let spawned = started_at(&checkpoint.state, checkpoint.step.saturating_sub(1));
+        let child_state = match self.store.get_spec(&run.agent).await? {
+            Some(spec) if run.status == RunStatus::Waiting || !spawned.is_empty() => {
+                inherited_state(&spec, &checkpoint.state)
+            }
+            _ => Default::default(),
+        };
+        let committed = Committed {
+            run,
+            step: checkpoint.step,
+            pending: checkpoint.pending.as_ref(),
+            spawned,
+            files: &checkpoint.files,
+            child_state: &child_state,
+        };
+        Ok(self.publish_follow_ups(committed).await?)
+    }
+
+    /// Loads what the step needs, executes it, and commits the result.
     async fn execute(
         &self,
         job: &StepJob,
         mut run: RunRecord,
-        checkpoint: deepfleet_store::Checkpoint,
+        checkpoint: Checkpoint,
         traceparent: Option<&str>,
     ) -> Result<(), Failure> {
-        let mut children = Vec::new();
-        if let Some(pending) = checkpoint
-            .pending
-            .as_ref()
-            .filter(|p| !p.children.is_empty())
-        {
-            children = self
-                .store
-                .child_results(&job.thread_id, &job.run_id)
-                .await?;
-            if children.len() < pending.children.len() {
-                debug!(run = %job.run_id, "step message before all subagents finished");
-                return Ok(());
-            }
-        }
+        let Some(children) = self.children(job, &checkpoint).await? else {
+            debug!(run = %job.run_id, "step message before all subagents finished");
+            return Ok(());
+        };
         let spec = self.store.get_spec(&run.agent).await?.ok_or_else(|| {
             Failure::Step(StepError::Agent {
                 agent: run.agent.clone(),
@@ -306,14 +289,17 @@ impl StepRunner {
         let started = Instant::now();
         let span = step_span(&mut run, &checkpoint, traceparent);
         let log_before = checkpoint.messages.len() as u64;
-        let executed = execute(
-            &agent,
-            Arc::new(spec),
+        let input = StepInput {
             run,
             checkpoint,
             children,
-            Arc::clone(&self.events),
             context,
+        };
+        let executed = execute(
+            &agent,
+            Arc::new(spec),
+            input,
+            Arc::clone(&self.events),
             &self.store,
         )
         .instrument(span.clone())
@@ -330,29 +316,7 @@ impl StepRunner {
                     },
                 );
                 span.in_scope(|| self.finished(&scope, run));
-                let log_after = log_before + executed.commit.messages.len() as u64;
-                let committed = executed.commit.step;
-                announce(&*self.store, run, committed, log_before, log_after).await;
-                let step = executed.commit.step + 1;
-                // Background tasks first: the parent's next step may check them.
-                let mut follow: Vec<FollowUp> = executed
-                    .spawned
-                    .iter()
-                    .cloned()
-                    .map(FollowUp::StartChild)
-                    .collect();
-                follow.extend(follow_ups(run, step, executed.commit.pending.as_ref()));
-                follow_up::publish(
-                    &*self.queue,
-                    &*self.store,
-                    run,
-                    follow,
-                    &executed.files,
-                    &executed.child_state,
-                )
-                .await?;
-                self.store.mark_published(&run.thread_id, step).await?;
-                Ok(())
+                self.committed(executed, log_before).await
             }
             CommitOutcome::Conflict { current } => {
                 debug!(run = %job.run_id, step = job.step, current, "another delivery committed this step");
@@ -360,6 +324,92 @@ impl StepRunner {
             }
         }
     }
+
+    /// The results of the subagents a parked run waits on (none when it
+    /// waits on none), or `None` while some are still missing.
+    async fn children(
+        &self,
+        job: &StepJob,
+        checkpoint: &Checkpoint,
+    ) -> Result<Option<Vec<ChildResult>>, Failure> {
+        let Some(pending) = checkpoint
+            .pending
+            .as_ref()
+            .filter(|p| !p.children.is_empty())
+        else {
+            return Ok(Some(Vec::new()));
+        };
+        let children = self
+            .store
+            .child_results(&job.thread_id, &job.run_id)
+            .await?;
+        Ok((children.len() >= pending.children.len()).then_some(children))
+    }
+
+    /// After the commit: the run event, then the follow-ups.
+    async fn committed(&self, executed: Executed, log_before: u64) -> Result<(), Failure> {
+        let Executed {
+            commit,
+            files,
+            child_state,
+            spawned,
+        } = executed;
+        let log_after = log_before + commit.messages.len() as u64;
+        announce(
+            &*self.store,
+            &commit.run,
+            commit.step,
+            log_before,
+            log_after,
+        )
+        .await;
+        let committed = Committed {
+            run: &commit.run,
+            step: commit.step + 1,
+            pending: commit.pending.as_ref(),
+            spawned,
+            files: &files,
+            child_state: &child_state,
+        };
+        Ok(self.publish_follow_ups(committed).await?)
+    }
+
+    /// Publishes a committed step's follow-ups, background tasks first
+    /// (the parent's next step may check them), then marks them published.
+    pub(super) async fn publish_follow_ups(
+        &self,
+        committed: Committed<'_>,
+    ) -> Result<(), StepError> {
+        let Committed {
+            run,
+            step,
+            pending,
+            spawned,
+            files,
+            child_state,
+        } = committed;
+        let mut follow: Vec<FollowUp> = spawned.into_iter().map(FollowUp::StartChild).collect();
+        follow.extend(follow_ups(run, step, pending));
+        follow_up::publish(&*self.queue, &*self.store, run, follow, files, child_state).await?;
+        self.store.mark_published(&run.thread_id, step).await?;
+        Ok(())
+    }
+}
+
+/// A committed step, as its follow-ups need it.
+pub(super) struct Committed<'a> {
+    /// The run as committed.
+    pub(super) run: &'a RunRecord,
+    /// The thread's step after the commit.
+    pub(super) step: u64,
+    /// The parked turn, if the run parked.
+    pub(super) pending: Option<&'a PendingTools>,
+    /// Background tasks the step started.
+    pub(super) spawned: Vec<ChildRun>,
+    /// The thread's files after the step (subagents' seed).
+    pub(super) files: &'a BTreeMap<String, FileData>,
+    /// The custom state subagents inherit.
+    pub(super) child_state: &'a Map<String, Value>,
 }
 
 /// Reports the end of a delivery however `handle` returns, so the
@@ -381,7 +431,7 @@ impl Drop for InFlight<'_> {
 /// so the run's later steps, on any worker, join it.
 fn step_span(
     run: &mut RunRecord,
-    checkpoint: &deepfleet_store::Checkpoint,
+    checkpoint: &Checkpoint,
     traceparent: Option<&str>,
 ) -> tracing::Span {
     let mut parent = traceparent

@@ -11,9 +11,7 @@ use tracing::{info, warn};
 use crate::error::StepError;
 use crate::events::{DeadLetterReason, Event, EventScope};
 use crate::step::announce::announce;
-use crate::step::decide::follow_ups;
-use crate::step::driver::StepRunner;
-use crate::step::follow_up;
+use crate::step::driver::{Committed, StepRunner};
 
 impl StepRunner {
     /// Ends a run with `status` and publishes what its end implies.
@@ -55,17 +53,15 @@ impl StepRunner {
             self.finished(&EventScope::of(&run), &run);
             let log = checkpoint.messages.len() as u64;
             announce(&*self.store, &run, step, log, log).await;
-            let follow = follow_ups(&run, step + 1, None);
-            follow_up::publish(
-                &*self.queue,
-                &*self.store,
-                &run,
-                follow,
-                &checkpoint.files,
-                &Default::default(),
-            )
-            .await?;
-            self.store.mark_published(&run.thread_id, step + 1).await?;
+            let committed = Committed {
+                run: &run,
+                step: step + 1,
+                pending: None,
+                spawned: Vec::new(),
+                files: &checkpoint.files,
+                child_state: &Default::default(),
+            };
+            self.publish_follow_ups(committed).await?;
         }
         Ok(())
     }
@@ -79,39 +75,8 @@ impl StepRunner {
         job: StepJob,
         error: StepError,
     ) {
-        let attempt = envelope.attempt + 1;
-        if error.is_retryable() && attempt < self.retry.max_attempts {
-            let delay = match &error {
-                StepError::Model(e) => e.retry_after.unwrap_or_else(|| self.retry.delay(attempt)),
-                _ => self.retry.delay(attempt),
-            };
-            warn!(run = %job.run_id, step = job.step, attempt, ?delay, error = %error, "step failed; retrying");
-            self.events.emit(
-                &EventScope::of_job(&job.run_id, &job.thread_id),
-                &Event::Retried { code: error.code() },
-            );
-            // The queue wait of the retry starts when its backoff ends.
-            let due = chrono::Duration::from_std(delay)
-                .ok()
-                .map(|d| Utc::now() + d);
-            let retry = Envelope {
-                attempt,
-                published_at: due,
-                ..envelope
-            };
-            let republished = match serde_json::to_vec(&retry) {
-                Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
-                Err(_) => false,
-            };
-            let settled = if republished {
-                delivery.ack().await
-            } else {
-                delivery.requeue().await
-            };
-            if let Err(e) = settled {
-                warn!(run = %job.run_id, error = %e, "settling a retried step failed");
-            }
-            return;
+        if error.is_retryable() && envelope.attempt + 1 < self.retry.max_attempts {
+            return self.retry(delivery, envelope, &job, &error).await;
         }
         let code = if error.is_retryable() {
             ErrorCode::AttemptsExhausted
@@ -154,6 +119,48 @@ impl StepRunner {
         };
         if let Err(e) = settled {
             warn!(run = %job.run_id, error = %e, "settling a failed step failed");
+        }
+    }
+
+    /// Publishes the step again with `attempt + 1`, after the provider's
+    /// `Retry-After` or the backoff, and settles this delivery.
+    async fn retry(
+        &self,
+        delivery: Box<dyn Delivery>,
+        envelope: Envelope,
+        job: &StepJob,
+        error: &StepError,
+    ) {
+        let attempt = envelope.attempt + 1;
+        let delay = match error {
+            StepError::Model(e) => e.retry_after.unwrap_or_else(|| self.retry.delay(attempt)),
+            _ => self.retry.delay(attempt),
+        };
+        warn!(run = %job.run_id, step = job.step, attempt, ?delay, error = %error, "step failed; retrying");
+        self.events.emit(
+            &EventScope::of_job(&job.run_id, &job.thread_id),
+            &Event::Retried { code: error.code() },
+        );
+        // The queue wait of the retry starts when its backoff ends.
+        let due = chrono::Duration::from_std(delay)
+            .ok()
+            .map(|d| Utc::now() + d);
+        let retry = Envelope {
+            attempt,
+            published_at: due,
+            ..envelope
+        };
+        let republished = match serde_json::to_vec(&retry) {
+            Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
+            Err(_) => false,
+        };
+        let settled = if republished {
+            delivery.ack().await
+        } else {
+            delivery.requeue().await
+        };
+        if let Err(e) = settled {
+            warn!(run = %job.run_id, error = %e, "settling a retried step failed");
         }
     }
 

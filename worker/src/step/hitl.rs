@@ -4,24 +4,22 @@
 //! reviewer; if any, the whole turn parks (no call runs, ungated ones
 //! included, so the reviewer decides before anything happens) and the run
 //! becomes `interrupted`, holding no worker. The resume records decisions;
-//! the next step runs the turn with them ([`run_decided`]): approved calls
-//! as written, edited calls as the reviewer wrote them, rejected and
-//! answered calls not at all, ungated calls as usual.
+//! the next step runs the turn with them: [`plan`] says what each call
+//! becomes (approved calls as written, edited calls as the reviewer wrote
+//! them, rejected and answered calls not at all, ungated calls as usual),
+//! the driver runs the [`runnable`] ones, and [`decided`] puts the turn
+//! back together in the model's order. All pure.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
 
 use deepfleet_proto::{
     ActionRequest, ContentBlock, Decision, Interrupt, InterruptOn, PendingCall, PendingTools,
     ReviewConfig, ToolCall, ToolMessage, ToolStatus,
 };
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::agent::Agent;
-use crate::backend::Backend;
 use crate::error::StepError;
-use crate::middleware::StepCx;
-use crate::step::execute::{Outcome, call_tools, outcome_of};
+use crate::step::delegation::ToolRun;
 
 /// The interrupt for `calls` under `gates`, or `None` when no call is
 /// gated.
@@ -65,21 +63,17 @@ fn default_description(name: &str, args: &Value) -> String {
 }
 
 /// The parked form of a gated turn: every call pending, none run.
-pub(crate) fn parked(calls: &[ToolCall], interrupt: Interrupt) -> Outcome {
-    Outcome {
-        messages: Vec::new(),
-        pending: Some(PendingTools {
-            calls: calls
-                .iter()
-                .map(|call| PendingCall {
-                    call: call.clone(),
-                    result: None,
-                })
-                .collect(),
-            children: Vec::new(),
-            interrupt: Some(interrupt),
-        }),
-        spawned: Vec::new(),
+pub fn parked(calls: &[ToolCall], interrupt: Interrupt) -> PendingTools {
+    PendingTools {
+        calls: calls
+            .iter()
+            .map(|call| PendingCall {
+                call: call.clone(),
+                result: None,
+            })
+            .collect(),
+        children: Vec::new(),
+        interrupt: Some(interrupt),
     }
 }
 
@@ -176,27 +170,33 @@ pub fn edited_notice(call: &ToolCall) -> String {
     )
 }
 
-/// Runs a decided turn: the planned calls concurrently through the
-/// middleware, the answered ones not at all, results in the model's order.
-pub(crate) async fn run_decided(
-    agent: &Agent,
-    cx: &StepCx,
-    pending: PendingTools,
-    backend: &Arc<dyn Backend>,
-    state: &Arc<Mutex<Map<String, Value>>>,
-) -> Result<Outcome, StepError> {
-    let plans = plan(&pending)?;
-    let runnable: Vec<ToolCall> = plans
+/// The calls of `plans` to run, in order.
+pub fn runnable(plans: &[Plan]) -> Vec<ToolCall> {
+    plans
         .iter()
         .filter_map(|p| match p {
             Plan::Run { call, .. } => Some(call.clone()),
             Plan::Answer(_) => None,
         })
-        .collect();
-    let (ran, children) = call_tools(agent, cx, &runnable, backend, state).await?;
+        .collect()
+}
+
+/// The decided turn of `calls` (the model's, as parked) under `plans`,
+/// given what its [`runnable`] calls came to (`ran`, in their order): the
+/// answered calls' results, the run ones' (an edited call's starting with
+/// [`edited_notice`]), all under the model's calls and ids.
+pub fn decided(
+    calls: Vec<PendingCall>,
+    plans: Vec<Plan>,
+    ran: ToolRun,
+) -> Result<ToolRun, StepError> {
+    let ToolRun {
+        calls: ran,
+        children,
+    } = ran;
     let mut ran = ran.into_iter();
-    let mut calls = Vec::with_capacity(plans.len());
-    for (original, plan) in pending.calls.into_iter().zip(plans) {
+    let mut turn = Vec::with_capacity(plans.len());
+    for (original, plan) in calls.into_iter().zip(plans) {
         let result = match plan {
             Plan::Answer(message) => Some(message),
             Plan::Run { call, edited } => {
@@ -214,12 +214,15 @@ pub(crate) async fn run_decided(
             }
         };
         // The log keeps the model's call; its result answers that call id.
-        calls.push(PendingCall {
+        turn.push(PendingCall {
             call: original.call,
             result,
         });
     }
-    Ok(outcome_of(calls, children))
+    Ok(ToolRun {
+        calls: turn,
+        children,
+    })
 }
 
 #[cfg(test)]
@@ -283,8 +286,7 @@ mod tests {
 
     #[test]
     fn decisions_apply_in_order_and_ungated_calls_run() {
-        let Outcome { pending, .. } = parked(&turn(), gate(&gates(), &turn()).unwrap());
-        let mut pending = pending.unwrap();
+        let mut pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
         pending.interrupt.as_mut().unwrap().decisions = Some(vec![
             Decision::Edit {
                 edited_action: EditedAction {
@@ -331,8 +333,7 @@ mod tests {
     #[test]
     fn respond_answers_without_running_and_approve_runs_as_written() {
         let calls = &turn()[..2];
-        let Outcome { pending, .. } = parked(calls, gate(&gates(), calls).unwrap());
-        let mut pending = pending.unwrap();
+        let mut pending = parked(calls, gate(&gates(), calls).unwrap());
         pending.interrupt.as_mut().unwrap().decisions = Some(vec![
             Decision::Approve,
             Decision::Respond {
@@ -359,6 +360,61 @@ mod tests {
     }
 
     #[test]
+    fn a_decided_turn_keeps_the_model_calls_and_marks_edited_results() {
+        let mut pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        pending.interrupt.as_mut().unwrap().decisions = Some(vec![
+            Decision::Edit {
+                edited_action: EditedAction {
+                    name: "write_file".into(),
+                    args: json!({"file_path": "/a2.txt", "content": "a"}),
+                },
+            },
+            Decision::Reject { message: None },
+        ]);
+        let plans = plan(&pending).unwrap();
+        let runnable = runnable(&plans);
+        assert_eq!(
+            runnable.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["c1", "c3"]
+        );
+        let result = |call: &ToolCall, text: &str| PendingCall {
+            call: call.clone(),
+            result: Some(ToolMessage {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: vec![ContentBlock::text(text)],
+                status: ToolStatus::Success,
+            }),
+        };
+        let ran = ToolRun {
+            calls: vec![
+                result(&runnable[0], "wrote"),
+                result(&runnable[1], "a2.txt"),
+            ],
+            children: Vec::new(),
+        };
+        let turn_after = decided(pending.calls.clone(), plans, ran).unwrap();
+        let calls: Vec<&ToolCall> = turn_after.calls.iter().map(|p| &p.call).collect();
+        assert_eq!(calls, turn().iter().collect::<Vec<_>>());
+        let contents: Vec<Vec<ContentBlock>> = turn_after
+            .calls
+            .iter()
+            .map(|p| p.result.as_ref().unwrap().content.clone())
+            .collect();
+        assert_eq!(
+            contents,
+            [
+                vec![
+                    ContentBlock::text(edited_notice(&runnable[0])),
+                    ContentBlock::text("wrote")
+                ],
+                vec![ContentBlock::text(rejection("write_file", None))],
+                vec![ContentBlock::text("a2.txt")],
+            ]
+        );
+    }
+
+    #[test]
     fn rejection_without_a_reason_says_not_to_retry() {
         assert_eq!(
             rejection("write_file", None),
@@ -372,10 +428,7 @@ mod tests {
 
     #[test]
     fn a_turn_without_decisions_is_inconsistent() {
-        let Outcome { pending, .. } = parked(&turn(), gate(&gates(), &turn()).unwrap());
-        assert!(matches!(
-            plan(&pending.unwrap()),
-            Err(StepError::Inconsistent(_))
-        ));
+        let pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        assert!(matches!(plan(&pending), Err(StepError::Inconsistent(_))));
     }
 }

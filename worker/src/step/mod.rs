@@ -1,17 +1,33 @@
 //! The step protocol (see `docs/step-protocol.md`).
 //!
+//! Data travels one way: the [`driver`] loads, [`decide`]s, and hands an
+//! executable step to [`execute`], which walks the pure [`turn`] machine
+//! doing the I/O each state asks for; the [`commit`] it assembles is
+//! written, [`announce`]d, and its follow-ups published last.
+//!
 //! - [`announce`]: run events for streaming followers, after each commit;
+//! - [`background`]: the ledger of background tasks (async subagents);
+//! - [`commit`]: the commit of a finished step (pure);
 //! - [`decide`]: pure decisions (fencing, follow-ups);
+//! - [`delegation`]: tool results into call results and child runs (pure);
 //! - [`deltas`]: token streaming of followed runs;
-//! - [`execute`]: one model call plus its tools, producing a commit;
 //! - [`driver`]: delivery in, commit, follow-ups out, ack last;
+//! - [`execute`]: the thin driver of the turn machine;
 //! - `failure`: retries, and ending runs that cannot go on;
 //! - [`follow_up`]: idempotent publishing of next steps and child runs;
 //! - [`guard`]: checks across the calls of one turn;
-//! - [`spans`]: trace spans of model and tool calls.
+//! - [`hitl`]: human in the loop: gating a turn, applying decisions (pure);
+//! - [`model_call`]: the step's model call through the middleware;
+//! - [`resume`]: completing a turn parked on its subagents;
+//! - [`spans`]: trace spans of model and tool calls;
+//! - [`tool_calls`]: running a turn's tool calls through the middleware;
+//! - [`turn`]: the turn machine's states and transitions (pure).
 
 pub mod announce;
+pub mod background;
+pub mod commit;
 pub mod decide;
+pub mod delegation;
 pub mod deltas;
 pub mod driver;
 pub mod execute;
@@ -19,8 +35,12 @@ mod failure;
 pub mod follow_up;
 pub mod guard;
 pub mod hitl;
+pub mod model_call;
+pub mod resume;
 mod retry;
 pub mod spans;
+pub mod tool_calls;
+pub mod turn;
 
 pub use driver::StepRunner;
 pub use retry::RetryConfig;

@@ -3,199 +3,29 @@
 //!
 //! A background task is a detached child run on the fleet. Tools cannot
 //! write to the store or the queue, so `start_async_task` only returns
-//! [`ToolOutput::Spawn`]; the step derives the child's ids from the parent
-//! run and the call id (a redelivered step starts no second child), records
-//! the task in the thread's custom state under `async_tasks`, and the
-//! driver creates the run after the commit. The other tools read the
-//! child's run record through [`ToolCtx::store`].
+//! [`ToolOutput::Spawn`]; the step turns it into a child run and records
+//! the task in the thread's custom state (the ledger of
+//! [`crate::step::background`]), and the driver creates the run after the
+//! commit. The other tools read the child's run record through
+//! [`ToolView::fleet_store`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
-use deepfleet_proto::{ChildRun, RunRecord, RunStatus, SubagentSpec};
+use deepfleet_proto::{RunRecord, SubagentSpec};
 use deepfleet_store::Store;
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde::Deserialize;
 
-use crate::tools::{Tool, ToolCtx, ToolError, ToolOutput, ToolResult};
-
-/// The custom state key holding the tasks, by task id.
-pub const STATE_KEY: &str = "async_tasks";
+use crate::context::ToolView;
+use crate::step::background::{AsyncTask, TaskStatus, tasks_of, write_tasks};
+use crate::tools::{Tool, ToolError, ToolOutput, ToolResult};
 
 /// How much of a finished task's output `check_async_task` returns.
 const MAX_OUTPUT_CHARS: usize = 80_000;
 
-/// Where a background task stands, as the model sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum TaskStatus {
-    /// Queued or working.
-    Running,
-    /// Paused for a human decision.
-    Waiting,
-    /// Finished with an answer.
-    Success,
-    /// Failed.
-    Error,
-    /// Cancelled by `cancel_async_task` (or by an operator).
-    Cancelled,
-}
-
-impl TaskStatus {
-    fn of(status: RunStatus) -> Self {
-        match status {
-            RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => TaskStatus::Running,
-            RunStatus::Interrupted => TaskStatus::Waiting,
-            RunStatus::Success => TaskStatus::Success,
-            RunStatus::Error => TaskStatus::Error,
-            RunStatus::Cancelled => TaskStatus::Cancelled,
-        }
-    }
-
-    fn label(self) -> &'static str {
-        match self {
-            TaskStatus::Running => "running",
-            TaskStatus::Waiting => "waiting",
-            TaskStatus::Success => "success",
-            TaskStatus::Error => "error",
-            TaskStatus::Cancelled => "cancelled",
-        }
-    }
-}
-
-/// One background task, as kept in the parent's `async_tasks` state.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AsyncTask {
-    /// The id the model uses (the child's run id).
-    pub task_id: String,
-    /// The subagent type.
-    pub agent_name: String,
-    /// The child's thread.
-    pub thread_id: String,
-    /// The child's run.
-    pub run_id: String,
-    /// The status last seen.
-    pub status: TaskStatus,
-    /// When it was started.
-    pub created_at: DateTime<Utc>,
-    /// The task: the child's only user message.
-    pub description: String,
-    /// The `start_async_task` call that started it.
-    pub tool_call_id: String,
-    /// The parent's thread step that started it, whose follow-ups create
-    /// the child run.
-    pub step: u64,
-}
-
-/// The child run a `start_async_task` call starts. Its ids are derived
-/// from the parent run and the call, so executing the step again names
-/// the same child, which the store creates only once.
-pub fn spawned_child(
-    parent_run_id: &str,
-    call_id: &str,
-    subagent: String,
-    description: String,
-    traceparent: Option<String>,
-) -> ChildRun {
-    let derive = |what: &str| {
-        let name = format!("{parent_run_id}/{call_id}/{what}");
-        uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string()
-    };
-    ChildRun {
-        run_id: derive("run"),
-        thread_id: derive("thread"),
-        tool_call_id: call_id.to_owned(),
-        subagent,
-        description,
-        traceparent,
-        detached: true,
-    }
-}
-
-/// Records the tasks thread step `step` started in the thread's state.
-pub fn record_started(
-    state: &Mutex<Map<String, Value>>,
-    children: &[ChildRun],
-    step: u64,
-    now: DateTime<Utc>,
-) {
-    if children.is_empty() {
-        return;
-    }
-    let started: Vec<AsyncTask> = children
-        .iter()
-        .map(|child| AsyncTask {
-            task_id: child.run_id.clone(),
-            agent_name: child.subagent.clone(),
-            thread_id: child.thread_id.clone(),
-            run_id: child.run_id.clone(),
-            status: TaskStatus::Running,
-            created_at: now,
-            description: child.description.clone(),
-            tool_call_id: child.tool_call_id.clone(),
-            step,
-        })
-        .collect();
-    let mut state = state.lock().unwrap_or_else(|e| e.into_inner());
-    write_tasks(&mut state, &started);
-}
-
-/// The child runs thread step `step` started, rebuilt from the state for
-/// a redelivered step whose follow-ups may not have gone out (creating
-/// them again is harmless: the store creates a run once).
-pub fn started_at(state: &Map<String, Value>, step: u64) -> Vec<ChildRun> {
-    tasks_of(state)
-        .into_iter()
-        .filter(|t| t.step == step)
-        .map(|t| ChildRun {
-            run_id: t.run_id,
-            thread_id: t.thread_id,
-            tool_call_id: t.tool_call_id,
-            subagent: t.agent_name,
-            description: t.description,
-            traceparent: None,
-            detached: true,
-        })
-        .collect()
-}
-
-/// The tasks in `state`, oldest first; entries that do not parse (state
-/// written by hand) are left out.
-fn tasks_of(state: &Map<String, Value>) -> Vec<AsyncTask> {
-    let mut tasks: Vec<AsyncTask> = state
-        .get(STATE_KEY)
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.values()
-                .filter_map(|v| serde_json::from_value(v.clone()).ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    tasks.sort_by(|a, b| (a.created_at, &a.task_id).cmp(&(b.created_at, &b.task_id)));
-    tasks
-}
-
-/// Writes `tasks` back, keeping entries this module could not parse.
-fn write_tasks(state: &mut Map<String, Value>, tasks: &[AsyncTask]) {
-    let entry = state
-        .entry(STATE_KEY)
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !entry.is_object() {
-        *entry = Value::Object(Map::new());
-    }
-    if let Value::Object(map) = entry {
-        for task in tasks {
-            if let Ok(value) = serde_json::to_value(task) {
-                map.insert(task.task_id.clone(), value);
-            }
-        }
-    }
-}
-
-fn find_task(ctx: &ToolCtx, task_id: &str) -> Result<AsyncTask, ToolError> {
-    let state = ctx.state.lock().unwrap_or_else(|e| e.into_inner());
+fn find_task(ctx: &ToolView<'_>, task_id: &str) -> Result<AsyncTask, ToolError> {
+    let state = ctx.state().lock().unwrap_or_else(|e| e.into_inner());
     tasks_of(&state)
         .into_iter()
         .find(|t| t.task_id == task_id)
@@ -206,9 +36,8 @@ fn find_task(ctx: &ToolCtx, task_id: &str) -> Result<AsyncTask, ToolError> {
         })
 }
 
-fn store_of(ctx: &ToolCtx) -> Result<&Arc<dyn Store>, ToolError> {
-    ctx.store
-        .as_ref()
+fn store_of<'a>(ctx: &ToolView<'a>) -> Result<&'a Arc<dyn Store>, ToolError> {
+    ctx.fleet_store()
         .ok_or_else(|| ToolError::Fatal("async task tools need the fleet store".to_owned()))
 }
 
@@ -230,8 +59,8 @@ fn refreshed(task: &AsyncTask, run: &RunRecord) -> TaskStatus {
     }
 }
 
-fn save_status(ctx: &ToolCtx, task_id: &str, status: TaskStatus) {
-    let mut state = ctx.state.lock().unwrap_or_else(|e| e.into_inner());
+fn save_status(ctx: &ToolView<'_>, task_id: &str, status: TaskStatus) {
+    let mut state = ctx.state().lock().unwrap_or_else(|e| e.into_inner());
     let mut tasks = tasks_of(&state);
     for task in tasks.iter_mut().filter(|t| t.task_id == task_id) {
         task.status = status;
@@ -291,7 +120,7 @@ impl Tool for StartAsyncTask {
         self.description.clone()
     }
 
-    async fn call(&self, _ctx: &ToolCtx, args: StartArgs) -> ToolResult {
+    async fn call(&self, _ctx: &ToolView<'_>, args: StartArgs) -> ToolResult {
         if !self.names.contains(&args.subagent_type) {
             return Err(ToolError::Model(format!(
                 "Error: no async subagent `{}`; the allowed types are {}",
@@ -328,7 +157,7 @@ impl Tool for CheckAsyncTask {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: TaskIdArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: TaskIdArgs) -> ToolResult {
         let task = find_task(ctx, &args.task_id)?;
         let run = match run_of(store_of(ctx)?.as_ref(), &task).await {
             Err(ToolError::Model(text)) => return Ok(ToolOutput::Text(text)),
@@ -366,7 +195,7 @@ impl Tool for CancelAsyncTask {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: TaskIdArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: TaskIdArgs) -> ToolResult {
         let task = find_task(ctx, &args.task_id)?;
         let store = store_of(ctx)?;
         if let Ok(run) = run_of(store.as_ref(), &task).await
@@ -447,9 +276,9 @@ impl Tool for ListAsyncTasks {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: ListArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: ListArgs) -> ToolResult {
         let tasks = {
-            let state = ctx.state.lock().unwrap_or_else(|e| e.into_inner());
+            let state = ctx.state().lock().unwrap_or_else(|e| e.into_inner());
             tasks_of(&state)
         };
         let store = store_of(ctx)?;

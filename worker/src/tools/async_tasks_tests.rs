@@ -1,6 +1,10 @@
 use super::*;
+use crate::context::StepContext;
+use crate::step::background::{record_started, spawned_child};
 use crate::tools::DynTool;
 use crate::tools::tests::ctx;
+use chrono::Utc;
+use deepfleet_proto::RunStatus;
 use deepfleet_store::ThreadSeed;
 use deepfleet_store::embedded::EmbeddedStore;
 use pretty_assertions::assert_eq;
@@ -16,10 +20,10 @@ fn worker() -> SubagentSpec {
 
 /// A context over a fresh store, with one started task whose child run
 /// exists with `status`.
-async fn with_task(status: RunStatus, output: Option<&str>) -> (ToolCtx, AsyncTask) {
+async fn with_task(status: RunStatus, output: Option<&str>) -> (StepContext, AsyncTask) {
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
     let mut ctx = ctx();
-    ctx.store = Some(Arc::clone(&store));
+    ctx.fleet_store = Some(Arc::clone(&store));
     let child = spawned_child("parent", "call_1", "worker".into(), "d".into(), None);
     record_started(&ctx.state, std::slice::from_ref(&child), 3, Utc::now());
     let mut run = RunRecord::new(&child.run_id, &child.thread_id, "agent", Utc::now());
@@ -38,7 +42,7 @@ async fn start_spawns_a_known_type_and_refuses_others() {
     let tool = StartAsyncTask::new(&[worker()]);
     let out = tool
         .call_json(
-            &ctx(),
+            &ctx().tool("call_1"),
             r#"{"description": "go", "subagent_type": "worker"}"#,
         )
         .await;
@@ -50,7 +54,10 @@ async fn start_spawns_a_known_type_and_refuses_others() {
         })
     );
     let out = tool
-        .call_json(&ctx(), r#"{"description": "go", "subagent_type": "nope"}"#)
+        .call_json(
+            &ctx().tool("call_1"),
+            r#"{"description": "go", "subagent_type": "nope"}"#,
+        )
         .await;
     assert_eq!(
         out,
@@ -60,35 +67,11 @@ async fn start_spawns_a_known_type_and_refuses_others() {
     );
 }
 
-#[test]
-fn child_ids_follow_from_the_parent_run_and_the_call() {
-    let a = spawned_child("run", "call_1", "w".into(), "d".into(), None);
-    let again = spawned_child("run", "call_1", "w".into(), "d".into(), None);
-    let other = spawned_child("run", "call_2", "w".into(), "d".into(), None);
-    assert_eq!(a, again);
-    assert_ne!(a.run_id, other.run_id);
-    assert_ne!(a.run_id, a.thread_id);
-    assert!(a.detached);
-}
-
-#[test]
-fn a_redelivered_step_rebuilds_the_children_it_started() {
-    let state = Mutex::new(Map::new());
-    let first = spawned_child("run", "call_1", "w".into(), "one".into(), None);
-    let second = spawned_child("run", "call_9", "w".into(), "two".into(), None);
-    record_started(&state, std::slice::from_ref(&first), 2, Utc::now());
-    record_started(&state, std::slice::from_ref(&second), 5, Utc::now());
-    let state = state.into_inner().unwrap();
-    assert_eq!(started_at(&state, 2), vec![first]);
-    assert_eq!(started_at(&state, 5), vec![second]);
-    assert!(started_at(&state, 3).is_empty());
-}
-
 #[tokio::test]
 async fn check_reports_running_then_the_answer() {
     let (ctx, task) = with_task(RunStatus::Running, None).await;
     let args = format!(r#"{{"task_id": "{}"}}"#, task.task_id);
-    let out = CheckAsyncTask.call_json(&ctx, &args).await;
+    let out = CheckAsyncTask.call_json(&ctx.tool("call_1"), &args).await;
     assert_eq!(
         out,
         Ok(ToolOutput::Text(format!(
@@ -99,7 +82,7 @@ async fn check_reports_running_then_the_answer() {
 
     let (ctx, task) = with_task(RunStatus::Success, Some("all done")).await;
     let args = format!(r#"{{"task_id": "{}"}}"#, task.task_id);
-    let out = CheckAsyncTask.call_json(&ctx, &args).await;
+    let out = CheckAsyncTask.call_json(&ctx.tool("call_1"), &args).await;
     assert_eq!(
         out,
         Ok(ToolOutput::Text(format!(
@@ -114,7 +97,7 @@ async fn check_reports_running_then_the_answer() {
 #[tokio::test]
 async fn check_of_an_unknown_id_is_an_error_for_the_model() {
     let out = CheckAsyncTask
-        .call_json(&ctx(), r#"{"task_id": "nope"}"#)
+        .call_json(&ctx().tool("call_1"), r#"{"task_id": "nope"}"#)
         .await;
     assert!(matches!(out, Err(ToolError::Model(m)) if m.contains("no async task with id `nope`")));
 }
@@ -123,7 +106,7 @@ async fn check_of_an_unknown_id_is_an_error_for_the_model() {
 async fn cancel_raises_the_flag_and_marks_the_task() {
     let (ctx, task) = with_task(RunStatus::Running, None).await;
     let args = format!(r#"{{"task_id": "{}"}}"#, task.task_id);
-    let out = CancelAsyncTask.call_json(&ctx, &args).await;
+    let out = CancelAsyncTask.call_json(&ctx.tool("call_1"), &args).await;
     assert_eq!(
         out,
         Ok(ToolOutput::Text(format!(
@@ -131,14 +114,14 @@ async fn cancel_raises_the_flag_and_marks_the_task() {
             task.task_id
         )))
     );
-    let store = ctx.store.clone().unwrap();
+    let store = ctx.fleet_store.clone().unwrap();
     assert!(
         store
             .cancel_requested(&task.thread_id, &task.run_id)
             .await
             .unwrap()
     );
-    let out = CheckAsyncTask.call_json(&ctx, &args).await;
+    let out = CheckAsyncTask.call_json(&ctx.tool("call_1"), &args).await;
     assert_eq!(
         out,
         Ok(ToolOutput::Text(format!(
@@ -152,7 +135,7 @@ async fn cancel_raises_the_flag_and_marks_the_task() {
 async fn cancel_of_a_finished_task_changes_nothing() {
     let (ctx, task) = with_task(RunStatus::Success, Some("x")).await;
     let args = format!(r#"{{"task_id": "{}"}}"#, task.task_id);
-    let out = CancelAsyncTask.call_json(&ctx, &args).await;
+    let out = CancelAsyncTask.call_json(&ctx.tool("call_1"), &args).await;
     assert_eq!(
         out,
         Ok(ToolOutput::Text(format!(
@@ -160,7 +143,7 @@ async fn cancel_of_a_finished_task_changes_nothing() {
             task.task_id
         )))
     );
-    let store = ctx.store.clone().unwrap();
+    let store = ctx.fleet_store.clone().unwrap();
     assert!(
         !store
             .cancel_requested(&task.thread_id, &task.run_id)
@@ -173,21 +156,21 @@ async fn cancel_of_a_finished_task_changes_nothing() {
 async fn list_filters_by_fresh_status() {
     let (ctx, task) = with_task(RunStatus::Error, None).await;
     let line = format!("- {} [error] worker", task.task_id);
-    let all = ListAsyncTasks.call_json(&ctx, "{}").await;
+    let all = ListAsyncTasks.call_json(&ctx.tool("call_1"), "{}").await;
     assert_eq!(all, Ok(ToolOutput::Text(line.clone())));
     let errors = ListAsyncTasks
-        .call_json(&ctx, r#"{"status_filter": "error"}"#)
+        .call_json(&ctx.tool("call_1"), r#"{"status_filter": "error"}"#)
         .await;
     assert_eq!(errors, Ok(ToolOutput::Text(line)));
     let running = ListAsyncTasks
-        .call_json(&ctx, r#"{"status_filter": "running"}"#)
+        .call_json(&ctx.tool("call_1"), r#"{"status_filter": "running"}"#)
         .await;
     assert_eq!(
         running,
         Ok(ToolOutput::Text("No async tasks match.".into()))
     );
     let bad = ListAsyncTasks
-        .call_json(&ctx, r#"{"status_filter": "sideways"}"#)
+        .call_json(&ctx.tool("call_1"), r#"{"status_filter": "sideways"}"#)
         .await;
     assert!(matches!(bad, Err(ToolError::Model(_))));
 }

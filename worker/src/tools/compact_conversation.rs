@@ -7,9 +7,10 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::compress::engine::{Compressor, Thread};
-use crate::events::{CompactionKind, Event};
-use crate::tools::{Tool, ToolCtx, ToolError, ToolOutput, ToolResult};
+use crate::compress::engine::Compressor;
+use crate::context::ToolView;
+use crate::events::CompactionKind;
+use crate::tools::{Tool, ToolError, ToolOutput, ToolResult};
 
 /// The answer below half the trigger, or when nothing is old enough.
 pub const NOTHING_TO_COMPACT: &str =
@@ -44,23 +45,9 @@ impl Tool for CompactConversation {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, _args: CompactArgs) -> ToolResult {
-        let Some(step) = &ctx.step else {
-            return Err(ToolError::Model(
-                "Error: compact_conversation is not available in this context.".to_owned(),
-            ));
-        };
-        let emit = |event: Event| step.emit(event);
-        let thread = Thread {
-            history: &step.history,
-            added: &step.added,
-            compaction: &step.compaction,
-            backend: ctx.backend.as_ref(),
-            emit: &emit,
-            // A tool's summary is no message of the turn being streamed.
-            deltas: None,
-        };
-        let cursor = step.compaction.cursor();
+    async fn call(&self, ctx: &ToolView<'_>, _args: CompactArgs) -> ToolResult {
+        let thread = ctx.thread();
+        let cursor = thread.compaction().cursor();
         let size = self.compressor.size(&thread, &cursor);
         if !self.compressor.policy().compact_eligible(&size) {
             return Ok(ToolOutput::Text(NOTHING_TO_COMPACT.to_owned()));

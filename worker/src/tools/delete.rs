@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{backend_error, file_not_found, validate_path};
-use super::{Tool, ToolCtx, ToolOutput, ToolResult};
+use super::{Tool, ToolOutput, ToolResult};
 use crate::backend::{BackendError, path};
+use crate::context::ToolView;
 
 /// Deletes a file or directory.
 pub struct Delete;
@@ -34,9 +35,9 @@ impl Tool for Delete {
         path::validate(&args.file_path).ok()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: DeleteArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: DeleteArgs) -> ToolResult {
         let path = validate_path(&args.file_path)?;
-        match ctx.backend.delete(&path).await {
+        match ctx.backend().delete(&path).await {
             Ok(()) => Ok(ToolOutput::Text(format!("Deleted {path}"))),
             Err(BackendError::NotFound) => Err(file_not_found(&path)),
             Err(other) => Err(backend_error(other)),

@@ -6,8 +6,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{backend_error, file_not_found, validate_path};
-use super::{Tool, ToolCtx, ToolError, ToolOutput, ToolResult};
+use super::{Tool, ToolError, ToolOutput, ToolResult};
 use crate::backend::{BackendError, path};
+use crate::context::ToolView;
 
 /// Replaces text in a file.
 pub struct EditFile;
@@ -44,9 +45,9 @@ impl Tool for EditFile {
         path::validate(&args.file_path).ok()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: EditFileArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: EditFileArgs) -> ToolResult {
         let path = validate_path(&args.file_path)?;
-        let file = match ctx.backend.read(&path).await {
+        let file = match ctx.backend().read(&path).await {
             Ok(file) => file,
             Err(BackendError::NotFound) => return Err(file_not_found(&path)),
             Err(other) => return Err(backend_error(other)),
@@ -57,7 +58,7 @@ impl Tool for EditFile {
             ));
         }
         let (content, count) = replace(&file.content, &args)?;
-        ctx.backend
+        ctx.backend()
             .write(&path, &content)
             .await
             .map_err(backend_error)?;

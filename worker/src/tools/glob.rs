@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{backend_error, py_list, truncate_list, validate_path};
-use super::{Tool, ToolCtx, ToolOutput, ToolResult};
+use super::{Tool, ToolOutput, ToolResult};
+use crate::context::ToolView;
 
 /// Finds files matching a glob pattern.
 pub struct Glob;
@@ -34,10 +35,10 @@ impl Tool for Glob {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: GlobArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: GlobArgs) -> ToolResult {
         let path = args.path.as_deref().map(validate_path).transpose()?;
         let found = ctx
-            .backend
+            .backend()
             .glob(&args.pattern, path.as_deref())
             .await
             .map_err(backend_error)?;
@@ -55,10 +56,11 @@ mod tests {
     use serde_json::json;
 
     use super::Glob;
+    use crate::context::StepContext;
+    use crate::tools::DynTool;
     use crate::tools::tests::{ctx_with, err_text, ok_text};
-    use crate::tools::{DynTool, ToolCtx};
 
-    async fn glob(ctx: &ToolCtx, args: serde_json::Value) -> String {
+    async fn glob(ctx: &StepContext, args: serde_json::Value) -> String {
         ok_text(&Glob, ctx, args).await
     }
 

@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::format::{backend_error, truncate_text, validate_path};
-use super::{Tool, ToolCtx, ToolError, ToolOutput, ToolResult};
+use super::{Tool, ToolError, ToolOutput, ToolResult};
 use crate::backend::GrepMatch;
+use crate::context::ToolView;
 
 /// Searches file contents for a literal string.
 pub struct Grep;
@@ -68,7 +69,7 @@ impl Tool for Grep {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: GrepArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: GrepArgs) -> ToolResult {
         let path = args.path.as_deref().map(validate_path).transpose()?;
         let max_count = match args.max_count {
             Some(0) => {
@@ -80,7 +81,7 @@ impl Tool for Grep {
             None => DEFAULT_MAX_COUNT,
         };
         let result = ctx
-            .backend
+            .backend()
             .grep(
                 &args.pattern,
                 path.as_deref(),

@@ -5,7 +5,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{backend_error, py_list, truncate_list, validate_path};
-use super::{Tool, ToolCtx, ToolOutput, ToolResult};
+use super::{Tool, ToolOutput, ToolResult};
+use crate::context::ToolView;
 
 /// Lists a directory of the agent's filesystem.
 pub struct Ls;
@@ -29,9 +30,9 @@ impl Tool for Ls {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: LsArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: LsArgs) -> ToolResult {
         let path = validate_path(&args.path)?;
-        let entries = ctx.backend.ls(&path).await.map_err(backend_error)?;
+        let entries = ctx.backend().ls(&path).await.map_err(backend_error)?;
         if entries.is_empty() {
             return Ok(ToolOutput::Text("No files found".to_owned()));
         }

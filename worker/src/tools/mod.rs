@@ -21,16 +21,16 @@ pub mod write_file;
 pub mod write_todos;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use deepfleet_model::ToolSpec;
 use deepfleet_proto::ContentBlock;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::backend::Backend;
+use crate::context::ToolView;
 
 /// What a tool call returned.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,26 +71,6 @@ pub enum ToolError {
 /// The result of a tool call.
 pub type ToolResult = Result<ToolOutput, ToolError>;
 
-/// Everything a tool call can see and touch.
-#[derive(Clone)]
-pub struct ToolCtx {
-    /// The call's id.
-    pub call_id: String,
-    /// The files the tools operate on.
-    pub backend: Arc<dyn Backend>,
-    /// The run's runtime context.
-    pub context: Option<Value>,
-    /// Custom state of the thread; writes are committed with the step.
-    pub state: Arc<Mutex<Map<String, Value>>>,
-    /// The step's log, compression state and event sink, for tools and
-    /// layers that act on the conversation itself (offloading,
-    /// `compact_conversation`); `None` outside a step.
-    pub step: Option<Arc<crate::compress::history::ToolStep>>,
-    /// The fleet's store, read by the async subagent tools (a background
-    /// task's run record); `None` outside a step.
-    pub store: Option<Arc<dyn deepfleet_store::Store>>,
-}
-
 /// A tool with typed arguments.
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
@@ -109,7 +89,7 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Runs the call.
-    async fn call(&self, ctx: &ToolCtx, args: Self::Args) -> ToolResult;
+    async fn call(&self, ctx: &ToolView<'_>, args: Self::Args) -> ToolResult;
 }
 
 /// A tool with its arguments erased to the raw JSON string.
@@ -122,7 +102,7 @@ pub trait DynTool: Send + Sync {
     /// The path the call would mutate (see [`Tool::mutated_path`]).
     fn mutated_path(&self, raw_args: &str) -> Option<String>;
     /// Parses the arguments and runs the call.
-    async fn call_json(&self, ctx: &ToolCtx, raw_args: &str) -> ToolResult;
+    async fn call_json(&self, ctx: &ToolView<'_>, raw_args: &str) -> ToolResult;
 }
 
 #[async_trait]
@@ -145,7 +125,7 @@ impl<T: Tool> DynTool for T {
             .and_then(|args| Tool::mutated_path(self, &args))
     }
 
-    async fn call_json(&self, ctx: &ToolCtx, raw_args: &str) -> ToolResult {
+    async fn call_json(&self, ctx: &ToolView<'_>, raw_args: &str) -> ToolResult {
         match parse_args::<T::Args>(raw_args) {
             Ok(args) => self.call(ctx, args).await,
             Err(reason) => Err(ToolError::Model(format!(

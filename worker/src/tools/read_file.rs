@@ -7,8 +7,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{OUTPUT_LIMIT, backend_error, file_not_found, validate_path};
-use super::{Tool, ToolCtx, ToolError, ToolOutput, ToolResult};
+use super::{Tool, ToolError, ToolOutput, ToolResult};
 use crate::backend::BackendError;
+use crate::context::ToolView;
 
 /// Reads a window of a file.
 pub struct ReadFile;
@@ -48,9 +49,9 @@ impl Tool for ReadFile {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: ReadFileArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: ReadFileArgs) -> ToolResult {
         let path = validate_path(&args.file_path)?;
-        let file = match ctx.backend.read(&path).await {
+        let file = match ctx.backend().read(&path).await {
             Ok(file) => file,
             Err(BackendError::NotFound) => return Err(file_not_found(&path)),
             Err(other) => return Err(backend_error(other)),

@@ -2,16 +2,17 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::{ReadFile, split_lines};
+use crate::context::StepContext;
+use crate::tools::ToolOutput;
 use crate::tools::format::OUTPUT_LIMIT;
 use crate::tools::tests::{call, ctx_with, err_text, ok_text};
 use crate::tools::write_file::WriteFile;
-use crate::tools::{ToolCtx, ToolOutput};
 
 fn numbered(n: usize) -> String {
     (1..=n).map(|i| format!("line {i}\n")).collect()
 }
 
-async fn read(ctx: &ToolCtx, args: serde_json::Value) -> String {
+async fn read(ctx: &StepContext, args: serde_json::Value) -> String {
     ok_text(&ReadFile, ctx, args).await
 }
 
@@ -198,10 +199,8 @@ async fn images_come_back_as_image_blocks() {
     png.encoding = deepfleet_proto::Encoding::Base64;
     files.insert("/pic.png".to_owned(), png.clone());
     files.insert("/doc.pdf".to_owned(), png);
-    let ctx = ToolCtx {
-        backend: std::sync::Arc::new(crate::backend::StateBackend::new(files)),
-        ..ctx
-    };
+    let mut ctx = ctx;
+    ctx.backend = std::sync::Arc::new(crate::backend::StateBackend::new(files));
     let result = call(&ReadFile, &ctx, json!({"file_path": "/pic.png"})).await;
     assert_eq!(
         result,

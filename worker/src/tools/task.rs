@@ -10,7 +10,8 @@ use deepfleet_proto::SubagentSpec;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crate::tools::{Tool, ToolCtx, ToolOutput, ToolResult};
+use crate::context::ToolView;
+use crate::tools::{Tool, ToolOutput, ToolResult};
 
 /// The `task` tool over a fixed set of subagent types.
 pub struct Task {
@@ -58,7 +59,7 @@ impl Tool for Task {
         self.description.clone()
     }
 
-    async fn call(&self, _ctx: &ToolCtx, args: TaskArgs) -> ToolResult {
+    async fn call(&self, _ctx: &ToolView<'_>, args: TaskArgs) -> ToolResult {
         if !self.names.contains(&args.subagent_type) {
             let allowed = self
                 .names
@@ -94,7 +95,7 @@ mod tests {
     async fn known_type_delegates() {
         let out = task()
             .call_json(
-                &ctx(),
+                &ctx().tool("call_1"),
                 r#"{"description": "find x", "subagent_type": "general-purpose"}"#,
             )
             .await;
@@ -111,7 +112,10 @@ mod tests {
     #[tokio::test]
     async fn unknown_type_names_the_allowed_ones() {
         let out = task()
-            .call_json(&ctx(), r#"{"description": "d", "subagent_type": "nope"}"#)
+            .call_json(
+                &ctx().tool("call_1"),
+                r#"{"description": "d", "subagent_type": "nope"}"#,
+            )
             .await;
         assert_eq!(
             out,
@@ -125,7 +129,7 @@ mod tests {
     async fn extra_arguments_are_rejected() {
         let out = task()
             .call_json(
-                &ctx(),
+                &ctx().tool("call_1"),
                 r#"{"description": "d", "subagent_type": "general-purpose", "x": 1}"#,
             )
             .await;

@@ -5,8 +5,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::format::{backend_error, validate_path};
-use super::{Tool, ToolCtx, ToolOutput, ToolResult};
+use super::{Tool, ToolOutput, ToolResult};
 use crate::backend::path;
+use crate::context::ToolView;
 
 /// Writes a whole file.
 pub struct WriteFile;
@@ -36,9 +37,9 @@ impl Tool for WriteFile {
         path::validate(&args.file_path).ok()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: WriteFileArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: WriteFileArgs) -> ToolResult {
         let path = validate_path(&args.file_path)?;
-        ctx.backend
+        ctx.backend()
             .write(&path, &args.content)
             .await
             .map_err(backend_error)?;

@@ -4,7 +4,8 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::tools::{Tool, ToolCtx, ToolError, ToolOutput, ToolResult};
+use crate::context::ToolView;
+use crate::tools::{Tool, ToolError, ToolOutput, ToolResult};
 
 /// The state key holding the list.
 pub const TODOS_KEY: &str = "todos";
@@ -52,10 +53,10 @@ impl Tool for WriteTodos {
             .to_owned()
     }
 
-    async fn call(&self, ctx: &ToolCtx, args: WriteTodosArgs) -> ToolResult {
+    async fn call(&self, ctx: &ToolView<'_>, args: WriteTodosArgs) -> ToolResult {
         let value = serde_json::to_value(&args.todos)
             .map_err(|e| ToolError::Fatal(format!("serialising todos: {e}")))?;
-        ctx.state
+        ctx.state()
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(TODOS_KEY.to_owned(), value);
@@ -100,7 +101,7 @@ mod tests {
         let ctx = ctx();
         let out = WriteTodos
             .call_json(
-                &ctx,
+                &ctx.tool("call_1"),
                 r#"{"todos": [{"content": "read", "status": "completed"}, {"content": "it's", "status": "pending"}]}"#,
             )
             .await;

@@ -1,0 +1,118 @@
+//! The step's model call: the middleware's `before_model` hooks, the
+//! request from the compression cursor on, the call through the stack
+//! (streamed to the run's delta stream while someone follows it), its
+//! span and events, and the run's step count and usage.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use deepfleet_model::{CallPurpose, DeltaSink, ModelRequest, ModelResponse};
+use deepfleet_proto::AssistantMessage;
+use deepfleet_store::Store;
+use tracing::Instrument;
+
+use crate::agent::Agent;
+use crate::context::StepContext;
+use crate::error::StepError;
+use crate::events::Event;
+use crate::middleware::ModelNext;
+use crate::step::deltas::{self, DeltaForwarder};
+use crate::step::spans;
+
+/// Calls the model for thread step `step`: the model's turn, its usage
+/// recorded in it and in the run.
+pub async fn call_model(
+    agent: &Agent,
+    cx: &mut StepContext,
+    store: &Arc<dyn Store>,
+    step: u64,
+) -> Result<AssistantMessage, StepError> {
+    for layer in &agent.stack {
+        layer.before_model(cx).await?;
+    }
+    let request = request(agent, cx);
+    // A followed run streams this call's tokens (and a summary's) to its
+    // delta stream; all are appended before the step commits.
+    let forwarder = forwarder(cx, store, step).await;
+    cx.deltas = forwarder
+        .as_ref()
+        .map(|f| Arc::clone(f) as Arc<dyn DeltaSink>);
+    let started = Instant::now();
+    let span = spans::model_call(&agent.model_name);
+    let response = ModelNext::new(&agent.stack, agent.model.as_ref())
+        .run(request, cx)
+        .instrument(span.clone())
+        .await;
+    if let Some(forwarder) = forwarder {
+        forwarder.finish().await;
+    }
+    spans::record_model_call(&span, &response);
+    report(agent, cx, &response, started);
+    let response = response?;
+    cx.run.steps += 1;
+    cx.run.usage.add(&response.usage);
+    let mut turn = response.message;
+    turn.usage = Some(response.usage);
+    Ok(turn)
+}
+
+/// The request of the step's model call. From the compression cursor on:
+/// older messages reach the model as the summary the summarization layer
+/// puts first.
+pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
+    ModelRequest {
+        model: agent.model_name.clone(),
+        system: agent.system_prompt(cx),
+        messages: cx
+            .history
+            .iter()
+            .skip(cx.compaction.view_start())
+            .chain(cx.added.iter())
+            .map(|m| m.message.clone())
+            .collect(),
+        tools: agent.tools.specs().to_vec(),
+        max_output_tokens: None,
+        cache_key: Some(cx.run.thread_id.clone()),
+        cache_breakpoints: Vec::new(),
+        purpose: CallPurpose::Agent,
+    }
+}
+
+/// A forwarder of the call's deltas when someone follows the run.
+async fn forwarder(
+    cx: &StepContext,
+    store: &Arc<dyn Store>,
+    step: u64,
+) -> Option<Arc<DeltaForwarder>> {
+    if !deltas::followed(store.as_ref(), &cx.run.run_id).await {
+        return None;
+    }
+    let index = u64::try_from(cx.history.len() + cx.added.len()).unwrap_or(u64::MAX);
+    Some(DeltaForwarder::start(
+        Arc::clone(store),
+        cx.run.run_id.clone(),
+        step,
+        index,
+    ))
+}
+
+/// The call's events: a provider failure, and the call itself.
+fn report(
+    agent: &Agent,
+    cx: &StepContext,
+    response: &Result<ModelResponse, StepError>,
+    started: Instant,
+) {
+    if let Err(StepError::Model(e)) = response {
+        cx.emit(Event::ProviderError {
+            model: agent.model_name.clone(),
+            kind: e.kind,
+        });
+    }
+    cx.emit(Event::ModelCall {
+        model: agent.model_name.clone(),
+        purpose: CallPurpose::Agent,
+        usage: response.as_ref().ok().map(|r| r.usage),
+        latency: started.elapsed(),
+    });
+}
