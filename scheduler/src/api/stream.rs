@@ -11,76 +11,26 @@
 //! with `Last-Event-ID` gets only what came after, then the current
 //! `values`.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::convert::Infallible;
 use std::time::Instant;
 
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
+use deepfleet_proto::api::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
 use deepfleet_proto::{Message, RunEvent, RunStatus};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::ApiState;
-use super::convert::{message_dict, message_id, thread_values};
-use super::error::ApiError;
-use super::follow::{KEEP_ALIVE, POLL, final_body, finished};
+use super::convert::{message_dict, message_id, thread_values, to_json};
+use super::modes::Modes;
 use super::partials::{Partials, mark_followed};
-use super::runs::run_headers;
-use crate::lifecycle::RunMeta;
-
-/// The stream modes a request asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Modes {
-    /// Full state after each step.
-    pub values: bool,
-    /// Each node's new messages.
-    pub updates: bool,
-    /// `messages/metadata` + `messages/complete` per new message.
-    pub messages: bool,
-    /// `messages` events of `[message, metadata]`.
-    pub messages_tuple: bool,
-    /// Tool-emitted custom data (none is produced yet).
-    pub custom: bool,
-    /// Subagents' events too, namespaced `mode|task:<tool_call_id>`
-    /// (`stream_subgraphs`).
-    pub subgraphs: bool,
-}
-
-impl Modes {
-    /// Parses `stream_mode` (a string or a list; default `values`).
-    pub fn parse(value: Option<&Value>) -> Result<Modes, ApiError> {
-        let names: Vec<&str> = match value {
-            None | Some(Value::Null) => vec!["values"],
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            Some(_) => {
-                return Err(ApiError::unprocessable(
-                    "stream_mode must be a string or a list",
-                ));
-            }
-        };
-        let mut modes = Modes::default();
-        for name in names {
-            match name {
-                "values" => modes.values = true,
-                "updates" => modes.updates = true,
-                "messages" => modes.messages = true,
-                "messages-tuple" => modes.messages_tuple = true,
-                "custom" => modes.custom = true,
-                // Accepted for compatibility; this server has no events of
-                // these kinds to send.
-                "events" | "debug" | "tasks" | "checkpoints" => {}
-                other => {
-                    return Err(ApiError::unprocessable(format!(
-                        "unknown stream_mode '{other}'"
-                    )));
-                }
-            }
-        }
-        Ok(modes)
-    }
-}
+use super::run_resource::run_headers;
+use super::state::ApiState;
+use super::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
+use crate::repo::follow_marks::follow_marks;
+use crate::repo::runs::RunMeta;
 
 /// The node a message belongs to in deepagents' graph.
 fn node_of(message: &Message) -> &'static str {
@@ -111,32 +61,33 @@ pub fn step_events(
         let index = from + offset;
         let dict = message_dict(&meta.thread_id, index, message);
         let node = node_of(message);
-        let mut metadata =
-            json!({"run_id": meta.run_id, "thread_id": meta.thread_id, "langgraph_node": node});
-        if let Message::User(m) = message
-            && let Some(source) = &m.source
-        {
-            metadata["lc_source"] = Value::String(source.clone());
-        }
+        let metadata = EventMetadata {
+            run_id: meta.run_id.clone(),
+            thread_id: meta.thread_id.clone(),
+            langgraph_node: node.to_owned(),
+            lc_source: match message {
+                Message::User(m) => m.source.clone(),
+                _ => None,
+            },
+            langgraph_checkpoint_ns: None,
+        };
         let id = |suffix: &str| format!("{cursor}/{}:{suffix}", index + 1);
         if modes.updates {
-            out.push(event(
-                "updates",
-                &json!({ node: {"messages": [dict]} }),
-                id("u"),
-            ));
+            out.push(event("updates", &update(node, &dict), id("u")));
         }
+        let message_id = message_id(&meta.thread_id, index);
         if modes.messages {
-            let message_id = message_id(&meta.thread_id, index);
-            out.push(event(
-                "messages/metadata",
-                &json!({ message_id: {"metadata": metadata} }),
-                id("mm"),
-            ));
-            out.push(event("messages/complete", &json!([dict]), id("mc")));
+            let by_id = BTreeMap::from([(
+                message_id.clone(),
+                MessageMetadata {
+                    metadata: metadata.clone(),
+                },
+            )]);
+            out.push(event("messages/metadata", &by_id, id("mm")));
+            out.push(event("messages/complete", &[&dict], id("mc")));
         }
-        if modes.messages_tuple && !streamed.contains(&message_id(&meta.thread_id, index)) {
-            out.push(event("messages", &json!([dict, metadata]), id("mt")));
+        if modes.messages_tuple && !streamed.contains(&message_id) {
+            out.push(event("messages", &(&dict, &metadata), id("mt")));
         }
     }
     if modes.values
@@ -164,16 +115,21 @@ pub fn subgraph_events(
         if modes.updates {
             out.push(event(
                 &format!("updates|{ns}"),
-                &json!({ node: {"messages": [dict]} }),
+                &update(node, &dict),
                 format!("{id}:u{offset}"),
             ));
         }
         if modes.messages_tuple {
-            let metadata = json!({"run_id": run_event.run_id, "thread_id": run_event.thread_id,
-                "langgraph_node": node, "langgraph_checkpoint_ns": ns});
+            let metadata = EventMetadata {
+                run_id: run_event.run_id.clone(),
+                thread_id: run_event.thread_id.clone(),
+                langgraph_node: node.to_owned(),
+                lc_source: None,
+                langgraph_checkpoint_ns: Some(ns.clone()),
+            };
             out.push(event(
                 &format!("messages|{ns}"),
-                &json!([dict, metadata]),
+                &(&dict, &metadata),
                 format!("{id}:t{offset}"),
             ));
         }
@@ -181,8 +137,21 @@ pub fn subgraph_events(
     out
 }
 
-fn event(name: &str, data: &Value, id: String) -> Event {
-    Event::default().event(name).data(data.to_string()).id(id)
+/// An `updates` payload: the node's new message.
+fn update(node: &str, dict: &deepfleet_proto::api::MessageDict) -> BTreeMap<String, NodeUpdate> {
+    BTreeMap::from([(
+        node.to_owned(),
+        NodeUpdate {
+            messages: vec![dict.clone()],
+        },
+    )])
+}
+
+fn event(name: &str, data: &impl Serialize, id: String) -> Event {
+    Event::default()
+        .event(name)
+        .data(to_json(data).to_string())
+        .id(id)
 }
 
 /// The stream position before any event.
@@ -212,13 +181,9 @@ pub fn sse_response(
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let _ = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
-        if modes.messages || modes.messages_tuple {
+        if modes.wants_tokens() {
             // Best effort: an unremoved mark lapses by itself.
-            let _ = state
-                .life
-                .store()
-                .delete_record(deepfleet_proto::run_delta::FOLLOWED, &meta.run_id)
-                .await;
+            let _ = follow_marks(state.store()).delete(&meta.run_id).await;
         }
     });
     let events =
@@ -243,10 +208,14 @@ async fn follow(
     tx: &mpsc::Sender<Result<Event, Infallible>>,
 ) -> Result<(), ()> {
     let send = |e: Event| async move { tx.send(Ok(e)).await.map_err(|_| ()) };
+    let head = StreamMetadata {
+        run_id: meta.run_id.clone(),
+        attempt: 1,
+    };
     send(
         Event::default()
             .event("metadata")
-            .data(json!({"run_id": meta.run_id, "attempt": 1}).to_string()),
+            .data(to_json(&head).to_string()),
     )
     .await?;
     // Messages already on the thread when the run was created (earlier
@@ -260,7 +229,7 @@ async fn follow(
     // Token streaming: mark the run followed, so workers stream its model
     // calls, and take the deltas of steps not committed yet.
     let mut partials = None;
-    if modes.messages || modes.messages_tuple {
+    if modes.wants_tokens() {
         mark_followed(store.as_ref(), &meta.run_id)
             .await
             .map_err(|_| ())?;
@@ -272,7 +241,7 @@ async fn follow(
     loop {
         // Status first: a run seen ended has appended all it will, but
         // its last event may still be on the way, hence the catch-up.
-        let (done, status) = finished(state, meta).await.map_err(|_| ())?;
+        let (done, status) = state.life.finished(meta).await.map_err(|_| ())?;
         let batch = store
             .run_events(&meta.run_id, Some(&cursor), EVENTS_PER_READ)
             .await
@@ -344,12 +313,11 @@ async fn follow(
             }
             if status == Some(RunStatus::Error) {
                 let body = final_body(state, meta).await.map_err(|_| ())?;
-                send(
-                    Event::default()
-                        .event("error")
-                        .data(body["__error__"].to_string()),
-                )
-                .await?;
+                let data = match &body {
+                    FinalBody::Failed(failure) => to_json(failure),
+                    FinalBody::Values(_) => Value::Null,
+                };
+                send(Event::default().event("error").data(data.to_string())).await?;
             }
             return Ok(());
         }
@@ -429,7 +397,8 @@ async fn base_len(state: &ApiState, meta: &RunMeta) -> usize {
 mod tests {
     use super::*;
     use chrono::Utc;
-    use serde_json::Map;
+    use deepfleet_proto::api::MultitaskStrategy;
+    use serde_json::{Map, json};
 
     fn meta() -> RunMeta {
         RunMeta {
@@ -439,7 +408,7 @@ mod tests {
             graph_id: "g".into(),
             metadata: Map::new(),
             kwargs: Map::new(),
-            multitask_strategy: "enqueue".into(),
+            multitask_strategy: MultitaskStrategy::Enqueue,
             batch_id: None,
             input: vec![],
             files: Default::default(),
@@ -447,20 +416,6 @@ mod tests {
             cancelled: false,
             created_at: Utc::now(),
         }
-    }
-
-    #[test]
-    fn modes_default_to_values_and_reject_unknown() {
-        assert_eq!(
-            Modes::parse(None).unwrap(),
-            Modes {
-                values: true,
-                ..Modes::default()
-            }
-        );
-        let m = Modes::parse(Some(&json!(["updates", "messages-tuple"]))).unwrap();
-        assert!(m.updates && m.messages_tuple && !m.values);
-        assert!(Modes::parse(Some(&json!("nope"))).is_err());
     }
 
     #[test]
