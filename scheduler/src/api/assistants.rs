@@ -153,3 +153,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "assistants_tests.rs"]
+mod router_tests;

@@ -154,3 +154,7 @@ async fn page(
         next_offset: (next < list.len()).then_some(next),
     }))
 }
+
+#[cfg(test)]
+#[path = "batches_tests.rs"]
+mod router_tests;

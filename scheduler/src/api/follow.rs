@@ -99,3 +99,7 @@ async fn join_stream(
         .map(str::to_owned);
     Ok(sse_response(state, meta, modes, last))
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod router_tests;

@@ -147,3 +147,7 @@ mod tests {
         assert!(flag(Some("maybe")).is_err());
     }
 }
+
+#[cfg(test)]
+#[path = "runs_tests.rs"]
+mod router_tests;

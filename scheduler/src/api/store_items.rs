@@ -116,3 +116,7 @@ mod tests {
         assert!(split_namespace(Some("")).is_empty());
     }
 }
+
+#[cfg(test)]
+#[path = "store_items_tests.rs"]
+mod router_tests;

@@ -53,3 +53,7 @@ async fn metrics(State(state): State<ApiState>) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+#[path = "system_tests.rs"]
+mod router_tests;

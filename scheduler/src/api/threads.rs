@@ -170,3 +170,7 @@ pub async fn thread_state(
         interrupts: Vec::new(),
     })
 }
+
+#[cfg(test)]
+#[path = "threads_tests.rs"]
+mod router_tests;
