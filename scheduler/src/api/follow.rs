@@ -10,11 +10,11 @@ use axum::routing::{get, post};
 use deepfleet_proto::api::{RunCreateParams, RunStreamQuery, StreamMode};
 
 use super::error::{ApiError, Body};
+use super::follower::sse_response;
 use super::modes::Modes;
 use super::run_create::create_run;
 use super::run_resource::load_run;
 use super::state::ApiState;
-use super::stream::sse_response;
 use super::wait::wait_response;
 
 pub(super) fn routes() -> Router<ApiState> {

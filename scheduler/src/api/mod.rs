@@ -6,7 +6,7 @@
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`store_items`] (the long-term
 //! store), plus [`batches`] to follow thousands of runs. Creating a run is
 //! [`run_create`], the Run resource [`run_resource`], following one
-//! [`wait`] and [`stream`]. Every failure is an [`ApiError`]. One
+//! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]). Every failure is an [`ApiError`]. One
 //! `ServiceBuilder` adds request ids, tracing, a timeout on producing the
 //! response head and a body limit.
 
@@ -15,6 +15,7 @@ pub mod batches;
 pub mod convert;
 pub mod error;
 pub mod follow;
+pub mod follower;
 pub mod modes;
 pub mod partials;
 pub mod run_create;
