@@ -216,13 +216,13 @@ mod tests {
     async fn fixture() -> (SubmissionIntake, Arc<MemoryQueue>, Arc<dyn Store>) {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
         let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
-        let intake = crate::Intake::new(Arc::clone(&store), steps);
+        let intake = crate::intake::Intake::new(Arc::clone(&store), steps);
         intake
             .register(&AgentSpec::from_yaml("name: helper\nmodel: openai:x\n").unwrap())
             .await
             .unwrap();
         let api = ApiState {
-            life: crate::Lifecycle::new(intake, Arc::new(|_| 1)),
+            life: crate::lifecycle::Lifecycle::new(intake, Arc::new(|_| 1)),
             graphs: Arc::new(vec!["helper".into()]),
             started_at: chrono::Utc::now(),
             metrics: None,

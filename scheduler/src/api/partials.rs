@@ -237,23 +237,7 @@ mod tests {
     use deepfleet_store::embedded::EmbeddedStore;
     use pretty_assertions::assert_eq;
 
-    fn meta() -> RunMeta {
-        RunMeta {
-            run_id: "r".into(),
-            thread_id: "t".into(),
-            assistant_id: "a".into(),
-            graph_id: "g".into(),
-            metadata: Default::default(),
-            kwargs: Default::default(),
-            multitask_strategy: deepfleet_proto::api::MultitaskStrategy::Enqueue,
-            batch_id: None,
-            input: vec![],
-            files: Default::default(),
-            context: None,
-            cancelled: false,
-            created_at: Utc::now(),
-        }
-    }
+    use crate::api::test_support::sample_meta as meta;
 
     fn delta(step: u64, source: DeltaSource, text: &str) -> RunDelta {
         RunDelta {

@@ -1,6 +1,5 @@
-//! The server-sent events of a run's committed steps, per stream mode
-//! (the [`follower`](super::follower) reads the run's event stream and
-//! sends these).
+//! The server-sent events of a run's committed steps, per stream mode;
+//! the API's follower reads the run's event stream and sends these.
 //!
 //! Event ids are `"{stream id}/{messages seen}:{kind}"`: a client that
 //! reconnects with `Last-Event-ID` gets only what came after, then the
@@ -157,28 +156,10 @@ pub fn resume_point(last_event_id: Option<&str>) -> Option<(String, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Utc;
     use deepfleet_proto::RunStatus;
-    use deepfleet_proto::api::MultitaskStrategy;
-    use serde_json::{Map, json};
+    use serde_json::json;
 
-    fn meta() -> RunMeta {
-        RunMeta {
-            run_id: "r".into(),
-            thread_id: "t".into(),
-            assistant_id: "a".into(),
-            graph_id: "g".into(),
-            metadata: Map::new(),
-            kwargs: Map::new(),
-            multitask_strategy: MultitaskStrategy::Enqueue,
-            batch_id: None,
-            input: vec![],
-            files: Default::default(),
-            context: None,
-            cancelled: false,
-            created_at: Utc::now(),
-        }
-    }
+    use crate::api::test_support::sample_meta as meta;
 
     #[test]
     fn events_per_mode_with_resumable_ids() {

@@ -9,6 +9,7 @@ use axum::Router;
 use axum::body::Body as HttpBody;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use chrono::Utc;
+use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::hitl::{ActionRequest, DecisionType, Interrupt, ReviewConfig};
 use deepfleet_proto::{
     AgentSpec, Envelope, Job, LoggedMessage, Message, PendingTools, RunError, RunEvent, RunStatus,
@@ -25,6 +26,7 @@ use tower::ServiceExt;
 use super::{ApiState, router};
 use crate::intake::Intake;
 use crate::lifecycle::Lifecycle;
+use crate::repo::runs::RunMeta;
 
 /// The graph the fixture serves.
 pub const GRAPH: &str = "agent";
@@ -83,6 +85,25 @@ pub async fn api() -> TestApi {
         state,
         store,
         queue,
+    }
+}
+
+/// A run `r` on thread `t`, for the units that take run metadata.
+pub fn sample_meta() -> RunMeta {
+    RunMeta {
+        run_id: "r".into(),
+        thread_id: "t".into(),
+        assistant_id: "a".into(),
+        graph_id: "g".into(),
+        metadata: Default::default(),
+        kwargs: Default::default(),
+        multitask_strategy: MultitaskStrategy::Enqueue,
+        batch_id: None,
+        input: vec![],
+        files: Default::default(),
+        context: None,
+        cancelled: false,
+        created_at: Utc::now(),
     }
 }
 
