@@ -141,3 +141,46 @@ pub struct ResponseMetadata {
     /// The model that answered.
     pub model_name: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn dicts_are_tagged_by_type_and_skip_what_they_lack() {
+        let ai = MessageDict::Ai {
+            content: MessageContent::Text("hi".into()),
+            id: "m1".into(),
+            tool_calls: vec![ToolCallDict {
+                id: "c1".into(),
+                name: "ls".into(),
+                args: json!({}),
+            }],
+            invalid_tool_calls: vec![],
+            usage_metadata: None,
+            response_metadata: Some(ResponseMetadata {
+                model_name: "gpt".into(),
+            }),
+        };
+        assert_eq!(
+            serde_json::to_value(&ai).unwrap(),
+            json!({"type": "ai", "content": "hi", "id": "m1", "invalid_tool_calls": [],
+                "tool_calls": [{"type": "tool_call", "id": "c1", "name": "ls", "args": {}}],
+                "response_metadata": {"model_name": "gpt"}})
+        );
+        let back: MessageDict = serde_json::from_value(serde_json::to_value(&ai).unwrap()).unwrap();
+        assert_eq!(back, ai);
+        let chunk = ToolCallChunkDict {
+            index: 0,
+            id: None,
+            name: None,
+            args: "{\"pa".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&chunk).unwrap(),
+            json!({"type": "tool_call_chunk", "index": 0, "id": null, "name": null, "args": "{\"pa"})
+        );
+    }
+}

@@ -216,3 +216,60 @@ pub struct RunStreamQuery {
     #[serde(default)]
     pub stream_subgraphs: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn strategies_parse_with_enqueue_default() {
+        let parse = |v: Value| serde_json::from_value::<RunCreateParams>(v);
+        let plain = parse(json!({"assistant_id": "a"})).unwrap();
+        assert_eq!(
+            plain.multitask_strategy.unwrap_or_default(),
+            MultitaskStrategy::Enqueue
+        );
+        let rollback = parse(json!({"assistant_id": "a", "multitask_strategy": "rollback"}));
+        assert_eq!(
+            rollback
+                .unwrap()
+                .multitask_strategy
+                .map(MultitaskStrategy::as_str),
+            Some("rollback")
+        );
+        assert!(parse(json!({"assistant_id": "a", "multitask_strategy": "later"})).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_are_kept_for_kwargs_and_modes_take_both_shapes() {
+        let body: RunCreateParams = serde_json::from_value(json!({
+            "assistant_id": "a", "webhook": "w", "stream_mode": ["values", "updates"],
+        }))
+        .unwrap();
+        assert_eq!(
+            body.rest,
+            json!({"webhook": "w"}).as_object().cloned().unwrap()
+        );
+        assert_eq!(
+            body.stream_mode.as_ref().map(StreamMode::names),
+            Some(vec!["values", "updates"])
+        );
+        assert_eq!(StreamMode::One("values".into()).names(), vec!["values"]);
+        assert_eq!(
+            serde_json::to_value(&body.stream_mode).unwrap(),
+            json!(["values", "updates"])
+        );
+    }
+
+    #[test]
+    fn statuses_have_their_wire_names() {
+        for status in RunStatus::ALL {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                json!(status.as_str())
+            );
+        }
+    }
+}

@@ -261,6 +261,48 @@ mod tests {
     }
 
     #[test]
+    fn ai_usage_and_model_and_summary_sources_are_kept() {
+        let m = Message::Assistant(AssistantMessage {
+            content: vec![ContentBlock::text("ok")],
+            usage: Some(deepfleet_proto::Usage {
+                input_tokens: 3,
+                output_tokens: 2,
+                cached_input_tokens: 0,
+            }),
+            model: Some("gpt-x".into()),
+            ..AssistantMessage::default()
+        });
+        assert_eq!(
+            to_json(&message_dict("t", 0, &m)),
+            json!({"type": "ai", "content": "ok", "id": message_id("t", 0), "tool_calls": [],
+                "invalid_tool_calls": [],
+                "usage_metadata": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+                "response_metadata": {"model_name": "gpt-x"}})
+        );
+        let summary = Message::User(deepfleet_proto::UserMessage {
+            content: vec![ContentBlock::text("summary")],
+            source: Some("summarization".into()),
+        });
+        assert_eq!(
+            to_json(&message_dict("t", 1, &summary)),
+            json!({"type": "human", "content": "summary", "id": message_id("t", 1),
+                "additional_kwargs": {"lc_source": "summarization"}})
+        );
+        let broken = Message::Assistant(AssistantMessage {
+            tool_calls: vec![ToolCall {
+                id: "c".into(),
+                name: "ls".into(),
+                arguments: "{nope".into(),
+            }],
+            ..AssistantMessage::default()
+        });
+        assert_eq!(
+            to_json(&message_dict("t", 2, &broken))["tool_calls"][0]["args"],
+            "{nope"
+        );
+    }
+
+    #[test]
     fn tool_and_human_messages() {
         let tool = to_json(&message_dict(
             "t",
