@@ -4,9 +4,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::{ErrorCode, Usage};
+use crate::error::ErrorCode;
+use crate::message::Usage;
 
-use super::RunStatus;
+use super::run::RunStatus;
 
 /// `GET /batches/{id}`: how many runs are where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

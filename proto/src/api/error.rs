@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::ErrorCode;
+use crate::error::ErrorCode;
 
 /// The body of every 4xx/5xx answer; `langgraph-sdk` reads `detail`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

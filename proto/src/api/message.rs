@@ -7,7 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ContentBlock, ToolStatus};
+use crate::message::{ContentBlock, ToolStatus};
 
 /// One message of a thread's `values.messages` or of a stream event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

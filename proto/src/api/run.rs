@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::Decision;
+use crate::hitl::Decision;
 
 /// The body of every run-creating request (`/threads/{id}/runs`, `/runs`,
 /// their `/wait` and `/stream` forms, and each entry of `/runs/batch`).

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::Item;
+use crate::item::Item;
 
 /// `PUT /store/items`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
