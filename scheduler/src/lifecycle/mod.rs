@@ -15,6 +15,7 @@ pub mod cancel;
 pub mod multitask;
 pub mod queue;
 pub mod status;
+pub mod threads;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,3 +68,7 @@ impl Lifecycle {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

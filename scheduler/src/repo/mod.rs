@@ -132,3 +132,7 @@ mod tests {
         assert_eq!(notes.get("a").await.unwrap(), None);
     }
 }
+
+#[cfg(test)]
+#[path = "repo_tests.rs"]
+mod kinds_tests;
