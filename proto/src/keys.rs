@@ -130,6 +130,38 @@ impl Keys {
     }
 }
 
+/// Record kinds: the `kind` of [`Keys::records`] (and of the store's
+/// record methods) for each kind of record the scheduler keeps. Changing a
+/// value orphans the records already stored under it.
+pub mod records {
+    /// API thread records, by thread id.
+    pub const THREADS: &str = "threads";
+    /// Created assistants, by assistant id.
+    pub const ASSISTANTS: &str = "assistants";
+    /// Runs waiting for their thread to be free, by run id.
+    pub const QUEUED: &str = "queued";
+    /// Reply addresses of submitted runs not yet answered, by run id.
+    pub const REPLIES: &str = "replies";
+    /// Follow marks of streamed runs, by run id.
+    pub const FOLLOWED: &str = "followed";
+    /// Headers of API batches, by batch id.
+    pub const BATCHES: &str = "batches";
+    /// What [`thread_runs`] puts before the thread id.
+    pub const THREAD_RUNS_PREFIX: &str = "runs/";
+    /// What [`batch_members`] puts before the batch id.
+    pub const BATCH_MEMBERS_PREFIX: &str = "batch/";
+
+    /// The kind of one thread's run metadata, by run id.
+    pub fn thread_runs(thread_id: &str) -> String {
+        format!("{THREAD_RUNS_PREFIX}{thread_id}")
+    }
+
+    /// The kind of one API batch's members, by run id.
+    pub fn batch_members(batch_id: &str) -> String {
+        format!("{BATCH_MEMBERS_PREFIX}{batch_id}")
+    }
+}
+
 /// A root label made safe as a hash tag: braces would end the tag early.
 /// Only the slot depends on it; the key itself stays unique because the
 /// full label follows the tag.
@@ -185,6 +217,16 @@ mod tests {
         assert_eq!(hash_tag(&odd), "a_b_");
         assert_eq!(hash_tag(&odd), hash_tag(&k.store_index("a{b}")));
         assert_ne!(k.store_index("a{b}"), k.store_index("a}b{"));
+    }
+
+    #[test]
+    fn record_kinds_keep_their_stored_names() {
+        assert_eq!(records::thread_runs("t1"), "runs/t1");
+        assert_eq!(records::batch_members("b1"), "batch/b1");
+        assert_eq!(
+            Keys::new("df").records(records::THREADS),
+            "df:rec:{threads}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod api;
 pub mod batch;
 pub mod checkpoint;
 pub mod error;

@@ -12,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Record kind (store records) of [`Followed`] marks, by run id.
-pub const FOLLOWED: &str = "followed";
+pub use crate::keys::records::FOLLOWED;
 
 /// Someone streams the run: workers stream its model calls and publish the
 /// deltas while the mark is fresh. A follower renews it every few seconds

@@ -8,7 +8,7 @@ use deepfleet_proto::{
 };
 use deepfleet_store::Store;
 
-use crate::SchedulerError;
+use crate::error::SchedulerError;
 
 /// Collects the results of a batch's runs as they finish.
 pub struct BatchFollower {

@@ -5,7 +5,7 @@
 use deepfleet_proto::{AgentSpec, SpecError};
 use serde_json::{Map, Value};
 
-use crate::SchedulerError;
+use crate::error::SchedulerError;
 
 /// Checks that a spec's `state_schema` is a schema the validator accepts.
 pub fn check_schema(spec: &AgentSpec) -> Result<(), SchedulerError> {

@@ -36,6 +36,15 @@ pub enum SchedulerError {
         /// What is wrong.
         reason: String,
     },
+    /// A run was refused because its thread is busy and its strategy is
+    /// `reject`.
+    #[error(
+        "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
+    )]
+    ThreadBusy,
+    /// A run cannot be deleted while it runs.
+    #[error("run '{0}' is still running; cancel it first")]
+    RunStillRunning(String),
     /// No spec by that name is registered.
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),

@@ -12,7 +12,7 @@ use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
 
-use crate::SchedulerError;
+use crate::error::SchedulerError;
 
 /// Takes runs in.
 #[derive(Clone)]

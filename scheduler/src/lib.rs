@@ -12,6 +12,7 @@ mod error;
 mod intake;
 pub mod lifecycle;
 pub mod replies;
+pub mod repo;
 pub mod resume;
 pub mod submissions;
 

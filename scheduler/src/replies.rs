@@ -1,7 +1,7 @@
 //! Answering submitted runs when they end.
 //!
 //! The submission intake keeps each run's reply address in the store
-//! ([`REPLIES`] records, beside the run), not in memory, so a scheduler
+//! ([`ReplyRecord`]s, beside the run), not in memory, so a scheduler
 //! restart loses no answer: [`Replier::deliver_ended`], run in a loop by
 //! every scheduler instance, publishes the answer of every run that has
 //! ended (or parked on a human decision) and only then forgets the
@@ -11,36 +11,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use deepfleet_proto::keys::records::REPLIES;
 use deepfleet_proto::{ResultLine, ResultStatus, ResultUsage, SubmissionResult};
 use deepfleet_queue::{Replies, ReplyAddress};
-use deepfleet_store::Store;
-use serde::{Deserialize, Serialize};
+use deepfleet_store::{Store, StoreError};
 use tracing::warn;
 
-use crate::SchedulerError;
 use crate::batch::{result_line, review_of};
-use crate::lifecycle::{RunMeta, occupies_thread, thread_runs};
-
-/// Record kind of reply addresses of runs not yet answered.
-pub const REPLIES: &str = "replies";
-
-/// Where and how to answer one submitted run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplyRecord {
-    /// The run.
-    pub run_id: String,
-    /// Its thread.
-    pub thread_id: String,
-    /// The submission's `id`, echoed as the answer's `id`.
-    #[serde(default)]
-    pub id: Option<String>,
-    /// The AMQP `reply_to` of the submission.
-    #[serde(default)]
-    pub reply_to: Option<String>,
-    /// The AMQP `correlation_id` of the submission.
-    #[serde(default)]
-    pub correlation_id: Option<String>,
-}
+use crate::error::SchedulerError;
+use crate::lifecycle::status::occupies_thread;
+pub use crate::repo::replies::ReplyRecord;
+use crate::repo::replies::replies;
+use crate::repo::runs::runs_of;
 
 /// Publishes the answers of ended submitted runs.
 #[derive(Clone)]
@@ -57,9 +39,8 @@ impl Replier {
 
     /// Remembers where to answer a submitted run.
     pub async fn remember(&self, record: &ReplyRecord) -> Result<(), SchedulerError> {
-        let value = serde_json::to_value(record).map_err(|e| corrupt(&record.run_id, &e))?;
-        self.store
-            .put_record(REPLIES, &record.run_id, &value)
+        replies(self.store.as_ref())
+            .put(&record.run_id, record)
             .await?;
         Ok(())
     }
@@ -69,14 +50,8 @@ impl Replier {
     /// round.
     pub async fn deliver_ended(&self) -> Result<usize, SchedulerError> {
         let mut answered = 0;
-        for value in self.store.list_records(REPLIES).await? {
-            let record: ReplyRecord = match serde_json::from_value(value) {
-                Ok(record) => record,
-                Err(e) => {
-                    warn!(error = %e, "dropping an unreadable reply record");
-                    continue;
-                }
-            };
+        let repo = replies(self.store.as_ref());
+        for record in repo.list().await? {
             let Some(result) = self.result_of(&record).await? else {
                 continue;
             };
@@ -89,7 +64,7 @@ impl Replier {
                 warn!(error = %e, run_id = %record.run_id, "publishing a run's answer; will retry");
                 continue;
             }
-            self.store.delete_record(REPLIES, &record.run_id).await?;
+            repo.delete(&record.run_id).await?;
             answered += 1;
         }
         Ok(answered)
@@ -108,11 +83,15 @@ impl Replier {
         else {
             // Not started: queued behind its thread's active run, unless
             // it was cancelled (or deleted) meanwhile.
-            let meta: Option<RunMeta> = self
-                .store
-                .get_record(&thread_runs(&record.thread_id), &record.run_id)
-                .await?
-                .and_then(|v| serde_json::from_value(v).ok());
+            let meta = runs_of(self.store.as_ref(), &record.thread_id)
+                .get(&record.run_id)
+                .await
+                .or_else(|e| match e {
+                    // As before the repositories: an unreadable record
+                    // counts as none.
+                    StoreError::Corrupt { .. } => Ok(None),
+                    e => Err(e),
+                })?;
             if meta.is_some_and(|m| !m.cancelled) {
                 return Ok(None);
             }

@@ -14,7 +14,7 @@ use deepfleet_proto::{
 use deepfleet_queue::Queue;
 use deepfleet_store::{CommitOutcome, StepCommit, Store};
 
-use crate::SchedulerError;
+use crate::error::SchedulerError;
 
 /// Applies `decisions` to the interrupted run `run_id` on `thread_id` and
 /// publishes its next step. Returns the run as it is now (running).

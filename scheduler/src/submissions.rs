@@ -15,15 +15,17 @@
 
 use std::sync::Arc;
 
+use deepfleet_proto::api::{MultitaskStrategy, RunCreateParams};
 use deepfleet_proto::{Submission, SubmissionInput};
 use deepfleet_queue::{Consumer, Delivery, Queue};
 use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
-use crate::SchedulerError;
-use crate::api::ApiState;
-use crate::api::runs::{RunCreate, create_run};
-use crate::replies::{Replier, ReplyRecord};
+use crate::api::run_create::create_run;
+use crate::api::state::ApiState;
+use crate::error::SchedulerError;
+use crate::replies::Replier;
+use crate::repo::replies::ReplyRecord;
 
 /// How long to wait after a consumer error before reading on.
 const CONSUMER_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
@@ -135,7 +137,7 @@ pub fn parse(payload: &[u8]) -> Result<Submission, String> {
 
 /// The HTTP API's run request for a submission: a named thread is made
 /// when missing, and runs queue behind a busy thread's active run.
-pub fn run_create(submission: &Submission) -> RunCreate {
+pub fn run_create(submission: &Submission) -> RunCreateParams {
     let messages = match &submission.input {
         SubmissionInput::Text(text) => vec![Value::String(text.clone())],
         SubmissionInput::Messages { messages } => messages.clone(),
@@ -144,15 +146,15 @@ pub fn run_create(submission: &Submission) -> RunCreate {
     if let Some(files) = &submission.files {
         input["files"] = json!(files);
     }
-    RunCreate {
+    RunCreateParams {
         assistant_id: submission.assistant_id.clone(),
         input: Some(input),
         metadata: submission.metadata.clone(),
         context: submission.context.clone().map(Value::Object),
-        multitask_strategy: Some("enqueue".into()),
+        multitask_strategy: Some(MultitaskStrategy::Enqueue),
         if_not_exists: submission.thread_id.as_ref().map(|_| "create".into()),
         rest: Map::new(),
-        ..RunCreate::default()
+        ..RunCreateParams::default()
     }
 }
 
@@ -204,7 +206,7 @@ mod tests {
         );
         assert_eq!(body.if_not_exists.as_deref(), Some("create"));
         assert_eq!(body.context, Some(json!({"user": "u"})));
-        assert_eq!(body.multitask_strategy.as_deref(), Some("enqueue"));
+        assert_eq!(body.multitask_strategy, Some(MultitaskStrategy::Enqueue));
         let fresh = run_create(&parse(br#"{"assistant_id": "a", "input": "hi"}"#).unwrap());
         assert_eq!(fresh.if_not_exists, None);
     }
@@ -214,13 +216,13 @@ mod tests {
     async fn fixture() -> (SubmissionIntake, Arc<MemoryQueue>, Arc<dyn Store>) {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
         let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
-        let intake = crate::Intake::new(Arc::clone(&store), steps);
+        let intake = crate::intake::Intake::new(Arc::clone(&store), steps);
         intake
             .register(&AgentSpec::from_yaml("name: helper\nmodel: openai:x\n").unwrap())
             .await
             .unwrap();
         let api = ApiState {
-            life: crate::Lifecycle::new(intake, Arc::new(|_| 1)),
+            life: crate::lifecycle::Lifecycle::new(intake, Arc::new(|_| 1)),
             graphs: Arc::new(vec!["helper".into()]),
             started_at: chrono::Utc::now(),
             metrics: None,
@@ -273,7 +275,7 @@ mod tests {
         assert_eq!(thread.files["/a.md"].content, "seed");
         let record: ReplyRecord = serde_json::from_value(
             store
-                .get_record(crate::replies::REPLIES, &run_id)
+                .get_record(deepfleet_proto::keys::records::REPLIES, &run_id)
                 .await
                 .unwrap()
                 .unwrap(),
@@ -307,7 +309,7 @@ mod tests {
         assert_eq!(dead[1].payload, unknown.to_vec());
         assert!(
             store
-                .list_records(crate::replies::REPLIES)
+                .list_records(deepfleet_proto::keys::records::REPLIES)
                 .await
                 .unwrap()
                 .is_empty()

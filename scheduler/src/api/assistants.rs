@@ -5,12 +5,12 @@ use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchParams};
+use serde_json::{Map, Value};
 
-use super::ApiState;
 use super::error::{ApiError, Body};
-use crate::lifecycle::ASSISTANTS;
+use super::state::ApiState;
+use crate::repo::assistants::assistants;
 
 /// The namespace of system assistant ids, the reference server's, so a
 /// graph's system assistant has the same id on both servers.
@@ -28,26 +28,10 @@ pub(super) fn routes() -> Router<ApiState> {
         .route("/assistants/{assistant_id}", get(get_one).delete(delete))
 }
 
-#[derive(Deserialize)]
-struct AssistantCreate {
-    graph_id: String,
-    assistant_id: Option<String>,
-    #[serde(default)]
-    config: Option<Value>,
-    #[serde(default)]
-    context: Option<Value>,
-    #[serde(default)]
-    metadata: Option<Map<String, Value>>,
-    #[serde(default)]
-    if_exists: Option<String>,
-    name: Option<String>,
-    description: Option<String>,
-}
-
 async fn create(
     State(state): State<ApiState>,
-    Body(body): Body<AssistantCreate>,
-) -> Result<Json<Value>, ApiError> {
+    Body(body): Body<AssistantCreateParams>,
+) -> Result<Json<Assistant>, ApiError> {
     if !state.graphs.contains(&body.graph_id) {
         return Err(unknown_graph(&state, &body.graph_id));
     }
@@ -55,20 +39,20 @@ async fn create(
         .assistant_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let now = Utc::now();
-    let assistant = json!({
-        "assistant_id": id,
-        "graph_id": body.graph_id,
-        "config": body.config.unwrap_or_else(|| json!({})),
-        "context": body.context.unwrap_or_else(|| json!({})),
-        "metadata": body.metadata.unwrap_or_default(),
-        "name": body.name.unwrap_or_else(|| "Untitled".into()),
-        "description": body.description,
-        "version": 1,
-        "created_at": now,
-        "updated_at": now,
-    });
-    let store = state.life.store();
-    if store.insert_record(ASSISTANTS, &id, &assistant).await? {
+    let empty = || Value::Object(Map::new());
+    let assistant = Assistant {
+        assistant_id: id.clone(),
+        graph_id: body.graph_id,
+        config: body.config.unwrap_or_else(empty),
+        context: body.context.unwrap_or_else(empty),
+        metadata: body.metadata.unwrap_or_default(),
+        name: body.name.unwrap_or_else(|| "Untitled".into()),
+        description: body.description,
+        version: 1,
+        created_at: now,
+        updated_at: now,
+    };
+    if assistants(state.store()).insert(&id, &assistant).await? {
         return Ok(Json(assistant));
     }
     match body.if_exists.as_deref() {
@@ -79,26 +63,18 @@ async fn create(
     }
 }
 
-#[derive(Deserialize, Default)]
-struct AssistantSearch {
-    graph_id: Option<String>,
-    metadata: Option<Map<String, Value>>,
-    limit: Option<usize>,
-    offset: Option<usize>,
-}
-
 async fn search(
     State(state): State<ApiState>,
-    Body(body): Body<AssistantSearch>,
-) -> Result<Json<Vec<Value>>, ApiError> {
-    let mut all: Vec<Value> = state.graphs.iter().map(|g| system(&state, g)).collect();
-    all.extend(state.life.store().list_records(ASSISTANTS).await?);
+    Body(body): Body<AssistantSearchParams>,
+) -> Result<Json<Vec<Assistant>>, ApiError> {
+    let mut all: Vec<Assistant> = state.graphs.iter().map(|g| system(&state, g)).collect();
+    all.extend(assistants(state.store()).list().await?);
     all.retain(|a| {
-        body.graph_id.as_ref().is_none_or(|g| a["graph_id"] == *g)
+        body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
             && body
                 .metadata
                 .as_ref()
-                .is_none_or(|m| m.iter().all(|(k, v)| a["metadata"].get(k) == Some(v)))
+                .is_none_or(|m| m.iter().all(|(k, v)| a.metadata.get(k) == Some(v)))
     });
     Ok(Json(
         all.into_iter()
@@ -111,16 +87,16 @@ async fn search(
 async fn get_one(
     State(state): State<ApiState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<Assistant>, ApiError> {
     find(&state, &id).await.map(Json)
 }
 
 async fn delete(
     State(state): State<ApiState>,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    if state.life.store().delete_record(ASSISTANTS, &id).await? {
-        Ok(Json(json!({})))
+) -> Result<Json<Map<String, Value>>, ApiError> {
+    if assistants(state.store()).delete(&id).await? {
+        Ok(Json(Map::new()))
     } else {
         Err(ApiError::not_found(format!("Assistant '{id}' not found.")))
     }
@@ -128,7 +104,7 @@ async fn delete(
 
 /// The assistant with this id, or the system assistant of the graph with
 /// this name (anywhere an assistant id is accepted, a graph name is too).
-pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Value, ApiError> {
+pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Assistant, ApiError> {
     if let Some(graph) = state
         .graphs
         .iter()
@@ -136,27 +112,25 @@ pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Value, ApiError
     {
         return Ok(system(state, graph));
     }
-    state
-        .life
-        .store()
-        .get_record(ASSISTANTS, id_or_graph)
+    assistants(state.store())
+        .get(id_or_graph)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Assistant '{id_or_graph}' not found.")))
 }
 
-fn system(state: &ApiState, graph: &str) -> Value {
-    json!({
-        "assistant_id": system_assistant_id(graph),
-        "graph_id": graph,
-        "config": {},
-        "context": {},
-        "metadata": {"created_by": "system"},
-        "name": graph,
-        "description": null,
-        "version": 1,
-        "created_at": state.started_at,
-        "updated_at": state.started_at,
-    })
+fn system(state: &ApiState, graph: &str) -> Assistant {
+    Assistant {
+        assistant_id: system_assistant_id(graph),
+        graph_id: graph.to_owned(),
+        config: Value::Object(Map::new()),
+        context: Value::Object(Map::new()),
+        metadata: Map::from_iter([("created_by".to_owned(), Value::from("system"))]),
+        name: graph.to_owned(),
+        description: None,
+        version: 1,
+        created_at: state.started_at,
+        updated_at: state.started_at,
+    }
 }
 
 fn unknown_graph(state: &ApiState, graph: &str) -> ApiError {
@@ -179,3 +153,7 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+#[path = "assistants_tests.rs"]
+mod router_tests;

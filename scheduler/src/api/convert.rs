@@ -4,57 +4,68 @@
 //! `tool_call_id`, `id`), and the thread `values` deepagents has:
 //! `messages`, `files`, `todos` and any custom state.
 
+use deepfleet_proto::api::message::{HumanKwargs, ResponseMetadata, UsageMetadata};
+use deepfleet_proto::api::{MessageContent, MessageDict, PendingInterrupt, ToolCallDict};
 use deepfleet_proto::message::joined_text;
-use deepfleet_proto::{ContentBlock, Message, ToolStatus};
+use deepfleet_proto::{ContentBlock, Message};
 use deepfleet_store::Checkpoint;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// The LangChain dict of `message`, the `index`-th of `thread_id`'s log.
 /// Its id is derived from both, so it is stable across reads.
-pub fn message_dict(thread_id: &str, index: usize, message: &Message) -> Value {
+pub fn message_dict(thread_id: &str, index: usize, message: &Message) -> MessageDict {
     let id = message_id(thread_id, index);
     let content = content_value(message.content());
     match message {
-        Message::System(_) => json!({"type": "system", "content": content, "id": id}),
-        Message::User(m) => {
-            let mut dict = json!({"type": "human", "content": content, "id": id});
-            if let Some(source) = &m.source {
-                dict["additional_kwargs"] = json!({"lc_source": source});
-            }
-            dict
-        }
-        Message::Assistant(m) => {
-            let tool_calls: Vec<Value> = m
+        Message::System(_) => MessageDict::System { content, id },
+        Message::User(m) => MessageDict::Human {
+            content,
+            id,
+            additional_kwargs: m.source.as_ref().map(|source| HumanKwargs {
+                lc_source: source.clone(),
+            }),
+        },
+        Message::Assistant(m) => MessageDict::Ai {
+            content,
+            id,
+            tool_calls: m
                 .tool_calls
                 .iter()
-                .map(|c| {
-                    // Broken argument JSON stays visible as a string.
-                    let args = serde_json::from_str::<Value>(&c.arguments)
-                        .unwrap_or_else(|_| Value::String(c.arguments.clone()));
-                    json!({"id": c.id, "name": c.name, "args": args, "type": "tool_call"})
-                })
-                .collect();
-            let mut dict = json!({
-                "type": "ai", "content": content, "id": id,
-                "tool_calls": tool_calls, "invalid_tool_calls": [],
-            });
-            if let Some(usage) = &m.usage {
-                dict["usage_metadata"] = json!({
-                    "input_tokens": usage.input_tokens,
-                    "output_tokens": usage.output_tokens,
-                    "total_tokens": usage.input_tokens + usage.output_tokens,
-                });
-            }
-            if let Some(model) = &m.model {
-                dict["response_metadata"] = json!({"model_name": model});
-            }
-            dict
-        }
-        Message::Tool(m) => json!({
-            "type": "tool", "content": content, "id": id,
-            "tool_call_id": m.tool_call_id, "name": m.name,
-            "status": match m.status { ToolStatus::Success => "success", ToolStatus::Error => "error" },
-        }),
+                .map(|c| tool_call(&c.id, &c.name, &c.arguments, Value::String))
+                .collect(),
+            invalid_tool_calls: Vec::new(),
+            usage_metadata: m.usage.map(|usage| UsageMetadata {
+                input_tokens: usage.input_tokens,
+                output_tokens: usage.output_tokens,
+                total_tokens: usage.input_tokens + usage.output_tokens,
+            }),
+            response_metadata: m.model.as_ref().map(|model| ResponseMetadata {
+                model_name: model.clone(),
+            }),
+        },
+        Message::Tool(m) => MessageDict::Tool {
+            content,
+            id,
+            tool_call_id: m.tool_call_id.clone(),
+            name: m.name.clone(),
+            status: m.status,
+        },
+    }
+}
+
+/// A tool call with its argument text parsed; text that is not JSON
+/// becomes `broken(text)`.
+pub fn tool_call(
+    id: &str,
+    name: &str,
+    arguments: &str,
+    broken: impl FnOnce(String) -> Value,
+) -> ToolCallDict {
+    ToolCallDict {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        args: serde_json::from_str::<Value>(arguments)
+            .unwrap_or_else(|_| broken(arguments.to_owned())),
     }
 }
 
@@ -69,43 +80,52 @@ pub fn message_id(thread_id: &str, index: usize) -> String {
 
 /// Text-only content is a plain string, as LangChain writes it; mixed
 /// content is a list of blocks.
-fn content_value(content: &[ContentBlock]) -> Value {
+fn content_value(content: &[ContentBlock]) -> MessageContent {
     if content
         .iter()
         .all(|b| matches!(b, ContentBlock::Text { .. }))
     {
-        Value::String(joined_text(content))
+        MessageContent::Text(joined_text(content))
     } else {
-        serde_json::to_value(content).unwrap_or(Value::Null)
+        MessageContent::Blocks(content.to_vec())
     }
+}
+
+/// Any wire type as JSON; the API's types always serialize.
+pub fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// The thread's `values` as deepagents shapes them.
 pub fn thread_values(thread_id: &str, checkpoint: &Checkpoint) -> Value {
     let mut values: Map<String, Value> = checkpoint.state.clone();
-    let messages: Vec<Value> = checkpoint
+    let messages: Vec<MessageDict> = checkpoint
         .messages
         .iter()
         .enumerate()
         .map(|(i, logged)| message_dict(thread_id, i, &logged.message))
         .collect();
-    values.insert("messages".into(), Value::Array(messages));
+    values.insert("messages".into(), to_json(&messages));
     values.insert(
         "files".into(),
-        serde_json::to_value(&checkpoint.files).unwrap_or_else(|_| json!({})),
+        serde_json::to_value(&checkpoint.files).unwrap_or_else(|_| Value::Object(Map::new())),
     );
-    values.entry("todos").or_insert_with(|| json!([]));
+    values
+        .entry("todos")
+        .or_insert_with(|| Value::Array(Vec::new()));
     Value::Object(values)
 }
 
-/// The `__interrupt__` list of a thread whose run waits for a human:
-/// `[{"value": {action_requests, review_configs}, "id": run_id}]`.
-pub fn interrupts(checkpoint: &Checkpoint, run_id: &str) -> Option<Value> {
+/// The `__interrupt__` list of a thread whose run waits for a human.
+pub fn interrupts(checkpoint: &Checkpoint, run_id: &str) -> Option<Vec<PendingInterrupt>> {
     let interrupt = checkpoint.pending.as_ref()?.interrupt.as_ref()?;
     if interrupt.decisions.is_some() {
         return None;
     }
-    Some(json!([{"value": interrupt, "id": run_id}]))
+    Some(vec![PendingInterrupt {
+        value: interrupt.clone(),
+        id: run_id.to_owned(),
+    }])
 }
 
 /// Why an input could not become messages.
@@ -197,8 +217,9 @@ pub fn input_files(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deepfleet_proto::{AssistantMessage, LoggedMessage, ToolCall};
+    use deepfleet_proto::{AssistantMessage, LoggedMessage, ToolCall, ToolStatus};
     use pretty_assertions::assert_eq;
+    use serde_json::json;
 
     #[test]
     fn input_files_take_text_or_file_objects_and_check_paths() {
@@ -229,7 +250,7 @@ mod tests {
             }],
             ..AssistantMessage::default()
         });
-        let dict = message_dict("t", 1, &m);
+        let dict = to_json(&message_dict("t", 1, &m));
         assert_eq!(dict["type"], "ai");
         assert_eq!(dict["content"], "let me look");
         assert_eq!(
@@ -240,8 +261,54 @@ mod tests {
     }
 
     #[test]
+    fn ai_usage_and_model_and_summary_sources_are_kept() {
+        let m = Message::Assistant(AssistantMessage {
+            content: vec![ContentBlock::text("ok")],
+            usage: Some(deepfleet_proto::Usage {
+                input_tokens: 3,
+                output_tokens: 2,
+                cached_input_tokens: 0,
+            }),
+            model: Some("gpt-x".into()),
+            ..AssistantMessage::default()
+        });
+        assert_eq!(
+            to_json(&message_dict("t", 0, &m)),
+            json!({"type": "ai", "content": "ok", "id": message_id("t", 0), "tool_calls": [],
+                "invalid_tool_calls": [],
+                "usage_metadata": {"input_tokens": 3, "output_tokens": 2, "total_tokens": 5},
+                "response_metadata": {"model_name": "gpt-x"}})
+        );
+        let summary = Message::User(deepfleet_proto::UserMessage {
+            content: vec![ContentBlock::text("summary")],
+            source: Some("summarization".into()),
+        });
+        assert_eq!(
+            to_json(&message_dict("t", 1, &summary)),
+            json!({"type": "human", "content": "summary", "id": message_id("t", 1),
+                "additional_kwargs": {"lc_source": "summarization"}})
+        );
+        let broken = Message::Assistant(AssistantMessage {
+            tool_calls: vec![ToolCall {
+                id: "c".into(),
+                name: "ls".into(),
+                arguments: "{nope".into(),
+            }],
+            ..AssistantMessage::default()
+        });
+        assert_eq!(
+            to_json(&message_dict("t", 2, &broken))["tool_calls"][0]["args"],
+            "{nope"
+        );
+    }
+
+    #[test]
     fn tool_and_human_messages() {
-        let tool = message_dict("t", 2, &Message::tool("c1", "ls", "[]", ToolStatus::Error));
+        let tool = to_json(&message_dict(
+            "t",
+            2,
+            &Message::tool("c1", "ls", "[]", ToolStatus::Error),
+        ));
         assert_eq!(
             (
                 tool["type"].clone(),
@@ -250,7 +317,10 @@ mod tests {
             ),
             (json!("tool"), json!("c1"), json!("error"))
         );
-        assert_eq!(message_dict("t", 0, &Message::user("hi"))["type"], "human");
+        assert_eq!(
+            to_json(&message_dict("t", 0, &Message::user("hi")))["type"],
+            "human"
+        );
     }
 
     #[test]

@@ -8,12 +8,12 @@ use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::ErrorCode;
+use deepfleet_proto::api::ErrorResponse;
 use deepfleet_store::StoreError;
 use serde::de::DeserializeOwned;
-use serde_json::json;
 use tracing::error;
 
-use crate::SchedulerError;
+use crate::error::SchedulerError;
 
 /// An API failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,7 +62,10 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"detail": self.detail, "code": self.code.as_str()});
+        let body = ErrorResponse {
+            detail: self.detail,
+            code: self.code,
+        };
         (self.status, Json(body)).into_response()
     }
 }
@@ -95,7 +98,12 @@ impl From<SchedulerError> for ApiError {
             SchedulerError::UnknownRun(run) => {
                 ApiError::not_found(format!("Run '{run}' not found."))
             }
-            e @ SchedulerError::NotInterrupted { .. } => ApiError::conflict(e.to_string()),
+            e @ (SchedulerError::NotInterrupted { .. } | SchedulerError::ThreadBusy) => {
+                ApiError::conflict(e.to_string())
+            }
+            SchedulerError::RunStillRunning(_) => {
+                ApiError::conflict("Run is still running; cancel it first.")
+            }
             SchedulerError::InvalidDecisions { reason, .. } => ApiError::unprocessable(reason),
             SchedulerError::UnknownAgent(name) => {
                 ApiError::not_found(format!("Graph '{name}' not found."))
@@ -148,6 +156,7 @@ fn rejection_error(rejection: &JsonRejection) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[tokio::test]
     async fn errors_answer_with_detail_and_code() {

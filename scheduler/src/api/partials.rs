@@ -23,14 +23,19 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use axum::response::sse::Event;
 use chrono::Utc;
-use deepfleet_proto::run_delta::{FOLLOWED, Followed};
+use deepfleet_proto::api::{
+    EventMetadata, MessageContent, MessageDict, MessageMetadata, ToolCallChunkDict,
+};
+use deepfleet_proto::run_delta::Followed;
 use deepfleet_proto::{DeltaSource, RunDelta};
 use deepfleet_store::{Store, StoreError};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-use super::convert::message_id;
-use super::stream::Modes;
-use crate::lifecycle::RunMeta;
+use super::convert::{message_id, to_json, tool_call};
+use super::modes::Modes;
+use crate::repo::follow_marks::follow_marks;
+use crate::repo::runs::RunMeta;
 
 /// How long a follow mark holds without a renewal; followers renew it at
 /// every heartbeat (5 s), so a follower that vanished stops streaming
@@ -46,8 +51,7 @@ pub async fn mark_followed(store: &dyn Store, run_id: &str) -> Result<(), StoreE
     let mark = Followed {
         until: Utc::now() + FOLLOW_MARK,
     };
-    let value = serde_json::to_value(mark).map_err(|e| StoreError::Invalid(e.to_string()))?;
-    store.put_record(FOLLOWED, run_id, &value).await
+    follow_marks(store).put(run_id, &mark).await
 }
 
 /// One message as its chunks accumulated.
@@ -78,7 +82,7 @@ impl Partials {
     /// A view for a follower of `meta` who came while the thread was at
     /// `min_step`; `None` unless `modes` asks for messages.
     pub fn new(modes: Modes, meta: &RunMeta, min_step: u64) -> Option<Self> {
-        (modes.messages || modes.messages_tuple).then(|| Partials {
+        modes.wants_tokens().then(|| Partials {
             modes,
             run_id: meta.run_id.clone(),
             thread_id: meta.thread_id.clone(),
@@ -140,11 +144,14 @@ impl Partials {
                 "SummarizationMiddleware.before_model",
             ),
         };
-        let mut metadata = json!({"run_id": self.run_id, "thread_id": self.thread_id,
-            "langgraph_node": node});
-        if delta.source == DeltaSource::Summarization {
-            metadata["lc_source"] = json!("summarization");
-        }
+        let metadata = EventMetadata {
+            run_id: self.run_id.clone(),
+            thread_id: self.thread_id.clone(),
+            langgraph_node: node.to_owned(),
+            lc_source: (delta.source == DeltaSource::Summarization)
+                .then(|| "summarization".to_owned()),
+            langgraph_checkpoint_ns: None,
+        };
         let first = !self.streamed.contains(&id);
         self.streamed.insert(id.clone());
         let message = self.messages.entry(id.clone()).or_default();
@@ -161,18 +168,18 @@ impl Partials {
         }
         if self.modes.messages {
             if first {
-                out.push(event(
-                    "messages/metadata",
-                    &json!({ id.clone(): {"metadata": metadata} }),
-                ));
+                let by_id = BTreeMap::from([(
+                    id.clone(),
+                    MessageMetadata {
+                        metadata: metadata.clone(),
+                    },
+                )]);
+                out.push(event("messages/metadata", &by_id));
             }
-            out.push(event(
-                "messages/partial",
-                &json!([accumulated(&id, message)]),
-            ));
+            out.push(event("messages/partial", &[accumulated(&id, message)]));
         }
         if self.modes.messages_tuple {
-            out.push(event("messages", &json!([chunk(&id, delta), metadata])));
+            out.push(event("messages", &(chunk(&id, delta), metadata)));
         }
     }
 }
@@ -180,37 +187,47 @@ impl Partials {
 /// The message so far, shaped as the complete message will be; argument
 /// JSON that is not whole yet shows as `{}` (LangChain parses partial
 /// JSON; the complete message has the real arguments).
-fn accumulated(id: &str, message: &Accumulated) -> Value {
-    let tool_calls: Vec<Value> = message
-        .calls
-        .values()
-        .map(|(call_id, name, arguments)| {
-            let args = serde_json::from_str::<Value>(arguments).unwrap_or_else(|_| json!({}));
-            json!({"id": call_id, "name": name, "args": args, "type": "tool_call"})
-        })
-        .collect();
-    json!({"type": "ai", "id": id, "content": message.text,
-        "tool_calls": tool_calls, "invalid_tool_calls": []})
+fn accumulated(id: &str, message: &Accumulated) -> MessageDict {
+    MessageDict::Ai {
+        content: MessageContent::Text(message.text.clone()),
+        id: id.to_owned(),
+        tool_calls: message
+            .calls
+            .values()
+            .map(|(call_id, name, arguments)| {
+                tool_call(call_id, name, arguments, |_| Value::Object(Map::new()))
+            })
+            .collect(),
+        invalid_tool_calls: Vec::new(),
+        usage_metadata: None,
+        response_metadata: None,
+    }
 }
 
 /// One delta as a LangChain `AIMessageChunk` dict.
-fn chunk(id: &str, delta: &RunDelta) -> Value {
-    let chunks: Vec<Value> = delta
-        .tool_calls
-        .iter()
-        .map(|c| {
-            json!({"index": c.index, "id": c.id, "name": c.name, "args": c.arguments,
-                "type": "tool_call_chunk"})
-        })
-        .collect();
-    json!({"type": "AIMessageChunk", "id": id, "content": delta.text,
-        "tool_call_chunks": chunks, "tool_calls": [], "invalid_tool_calls": []})
+fn chunk(id: &str, delta: &RunDelta) -> MessageDict {
+    MessageDict::AiChunk {
+        id: id.to_owned(),
+        content: delta.text.clone(),
+        tool_call_chunks: delta
+            .tool_calls
+            .iter()
+            .map(|c| ToolCallChunkDict {
+                index: c.index,
+                id: c.id.clone(),
+                name: c.name.clone(),
+                args: c.arguments.clone(),
+            })
+            .collect(),
+        tool_calls: Vec::new(),
+        invalid_tool_calls: Vec::new(),
+    }
 }
 
 /// Partial events carry no id: a reconnect resumes after the last
 /// commit, and the complete messages follow from there.
-fn event(name: &str, data: &Value) -> Event {
-    Event::default().event(name).data(data.to_string())
+fn event(name: &str, data: &impl Serialize) -> Event {
+    Event::default().event(name).data(to_json(data).to_string())
 }
 
 #[cfg(test)]
@@ -221,23 +238,7 @@ mod tests {
     use deepfleet_store::prelude::*;
     use pretty_assertions::assert_eq;
 
-    fn meta() -> RunMeta {
-        RunMeta {
-            run_id: "r".into(),
-            thread_id: "t".into(),
-            assistant_id: "a".into(),
-            graph_id: "g".into(),
-            metadata: Default::default(),
-            kwargs: Default::default(),
-            multitask_strategy: "enqueue".into(),
-            batch_id: None,
-            input: vec![],
-            files: Default::default(),
-            context: None,
-            cancelled: false,
-            created_at: Utc::now(),
-        }
-    }
+    use crate::api::test_support::sample_meta as meta;
 
     fn delta(step: u64, source: DeltaSource, text: &str) -> RunDelta {
         RunDelta {
@@ -328,9 +329,14 @@ mod tests {
     async fn the_follow_mark_holds_for_a_while() {
         let store = EmbeddedStore::new();
         mark_followed(&store, "r").await.unwrap();
-        let mark: Followed =
-            serde_json::from_value(store.get_record(FOLLOWED, "r").await.unwrap().unwrap())
-                .unwrap();
+        let mark: Followed = serde_json::from_value(
+            store
+                .get_record(deepfleet_proto::run_delta::FOLLOWED, "r")
+                .await
+                .unwrap()
+                .unwrap(),
+        )
+        .unwrap();
         assert!(mark.holds(Utc::now()));
         assert!(!mark.holds(Utc::now() + FOLLOW_MARK));
     }

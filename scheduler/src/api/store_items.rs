@@ -5,12 +5,15 @@ use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::routing::{post, put};
 use axum::{Json, Router};
+use deepfleet_proto::Item;
+use deepfleet_proto::api::{
+    ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
+    NamespaceListParams, NamespaceListResponse,
+};
 use deepfleet_proto::item::{ItemSearch, NamespaceQuery, validate_item_address, validate_prefix};
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
 
-use super::ApiState;
 use super::error::{ApiError, Body};
+use super::state::ApiState;
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -22,32 +25,17 @@ pub(super) fn routes() -> Router<ApiState> {
         .route("/store/namespaces", post(namespaces))
 }
 
-#[derive(Deserialize)]
-struct PutItem {
-    namespace: Vec<String>,
-    key: String,
-    value: Map<String, Value>,
-}
-
 async fn put_item(
     State(state): State<ApiState>,
-    Body(body): Body<PutItem>,
+    Body(body): Body<ItemPutParams>,
 ) -> Result<StatusCode, ApiError> {
     validate_item_address(&body.namespace, &body.key)
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     state
-        .life
         .store()
         .put_item(&body.namespace, &body.key, &body.value)
         .await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-#[derive(Deserialize)]
-struct GetItem {
-    /// Dot-joined, as the SDK sends it.
-    namespace: Option<String>,
-    key: String,
 }
 
 fn split_namespace(joined: Option<&str>) -> Vec<String> {
@@ -59,52 +47,32 @@ fn split_namespace(joined: Option<&str>) -> Vec<String> {
 
 async fn get_item(
     State(state): State<ApiState>,
-    Query(query): Query<GetItem>,
-) -> Result<Json<Value>, ApiError> {
+    Query(query): Query<ItemGetQuery>,
+) -> Result<Json<Option<Item>>, ApiError> {
     let namespace = split_namespace(query.namespace.as_deref());
     validate_item_address(&namespace, &query.key)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let item = state.life.store().get_item(&namespace, &query.key).await?;
-    Ok(Json(item.map(|i| json!(i)).unwrap_or(Value::Null)))
-}
-
-#[derive(Deserialize)]
-struct DeleteItem {
-    namespace: Vec<String>,
-    key: String,
+    let item = state.store().get_item(&namespace, &query.key).await?;
+    Ok(Json(item))
 }
 
 async fn delete_item(
     State(state): State<ApiState>,
-    Body(body): Body<DeleteItem>,
+    Body(body): Body<ItemDeleteParams>,
 ) -> Result<StatusCode, ApiError> {
     validate_item_address(&body.namespace, &body.key)
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     state
-        .life
         .store()
         .delete_item(&body.namespace, &body.key)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-#[derive(Deserialize)]
-struct SearchBody {
-    #[serde(default)]
-    namespace_prefix: Vec<String>,
-    #[serde(default)]
-    filter: Option<Map<String, Value>>,
-    limit: Option<usize>,
-    offset: Option<usize>,
-    /// Semantic search is not indexed here; a query is refused, not
-    /// silently ignored.
-    query: Option<String>,
-}
-
 async fn search(
     State(state): State<ApiState>,
-    Body(body): Body<SearchBody>,
-) -> Result<Json<Value>, ApiError> {
+    Body(body): Body<ItemSearchParams>,
+) -> Result<Json<ItemSearchResponse>, ApiError> {
     if body.query.is_some() {
         return Err(ApiError::unprocessable(
             "semantic `query` search is not supported by this store",
@@ -118,23 +86,14 @@ async fn search(
         limit: body.limit.unwrap_or(defaults.limit),
         offset: body.offset.unwrap_or(defaults.offset),
     };
-    let items = state.life.store().search_items(&search).await?;
-    Ok(Json(json!({"items": items})))
-}
-
-#[derive(Deserialize)]
-struct NamespacesBody {
-    prefix: Option<Vec<String>>,
-    suffix: Option<Vec<String>>,
-    max_depth: Option<usize>,
-    limit: Option<usize>,
-    offset: Option<usize>,
+    let items = state.store().search_items(&search).await?;
+    Ok(Json(ItemSearchResponse { items }))
 }
 
 async fn namespaces(
     State(state): State<ApiState>,
-    Body(body): Body<NamespacesBody>,
-) -> Result<Json<Value>, ApiError> {
+    Body(body): Body<NamespaceListParams>,
+) -> Result<Json<NamespaceListResponse>, ApiError> {
     let defaults = NamespaceQuery::default();
     let query = NamespaceQuery {
         prefix: body.prefix.unwrap_or_default(),
@@ -143,8 +102,8 @@ async fn namespaces(
         limit: body.limit.unwrap_or(defaults.limit),
         offset: body.offset.unwrap_or(defaults.offset),
     };
-    let namespaces = state.life.store().list_namespaces(&query).await?;
-    Ok(Json(json!({"namespaces": namespaces})))
+    let namespaces = state.store().list_namespaces(&query).await?;
+    Ok(Json(NamespaceListResponse { namespaces }))
 }
 
 #[cfg(test)]
@@ -157,3 +116,7 @@ mod tests {
         assert!(split_namespace(Some("")).is_empty());
     }
 }
+
+#[cfg(test)]
+#[path = "store_items_tests.rs"]
+mod router_tests;

@@ -1,86 +1,21 @@
-//! Server-sent events of a run, from the events workers publish.
+//! The server-sent events of a run's committed steps, per stream mode;
+//! the API's follower reads the run's event stream and sends these.
 //!
-//! After each commit a worker appends a [`RunEvent`] (the step and the
-//! range of messages it added) to the run's event stream, and to its
-//! parent's for a subagent (see `worker/src/step/announce.rs`). The
-//! scheduler reads that stream (every [`POLL`] while it is quiet) and
-//! turns each event into events of the requested modes, reading only the
-//! step's new messages, so any scheduler instance can serve any stream
-//! at a per-step cost that does not grow with the conversation. Event ids
-//! are `"{stream id}/{messages seen}:{kind}"`: a client that reconnects
-//! with `Last-Event-ID` gets only what came after, then the current
-//! `values`.
+//! Event ids are `"{stream id}/{messages seen}:{kind}"`: a client that
+//! reconnects with `Last-Event-ID` gets only what came after, then the
+//! current `values`.
 
-use std::collections::HashSet;
-use std::convert::Infallible;
-use std::time::Instant;
+use std::collections::{BTreeMap, HashSet};
 
-use axum::response::sse::{Event, Sse};
-use axum::response::{IntoResponse, Response};
-use deepfleet_proto::{Message, RunEvent, RunStatus};
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use axum::response::sse::Event;
+use deepfleet_proto::api::{EventMetadata, MessageDict, MessageMetadata, NodeUpdate};
+use deepfleet_proto::{Message, RunEvent};
+use serde::Serialize;
+use serde_json::Value;
 
-use super::ApiState;
-use super::convert::{message_dict, message_id, thread_values};
-use super::error::ApiError;
-use super::follow::{KEEP_ALIVE, POLL, final_body, finished};
-use super::partials::{Partials, mark_followed};
-use super::runs::run_headers;
-use crate::lifecycle::RunMeta;
-
-/// The stream modes a request asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Modes {
-    /// Full state after each step.
-    pub values: bool,
-    /// Each node's new messages.
-    pub updates: bool,
-    /// `messages/metadata` + `messages/complete` per new message.
-    pub messages: bool,
-    /// `messages` events of `[message, metadata]`.
-    pub messages_tuple: bool,
-    /// Tool-emitted custom data (none is produced yet).
-    pub custom: bool,
-    /// Subagents' events too, namespaced `mode|task:<tool_call_id>`
-    /// (`stream_subgraphs`).
-    pub subgraphs: bool,
-}
-
-impl Modes {
-    /// Parses `stream_mode` (a string or a list; default `values`).
-    pub fn parse(value: Option<&Value>) -> Result<Modes, ApiError> {
-        let names: Vec<&str> = match value {
-            None | Some(Value::Null) => vec!["values"],
-            Some(Value::String(s)) => vec![s.as_str()],
-            Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
-            Some(_) => {
-                return Err(ApiError::unprocessable(
-                    "stream_mode must be a string or a list",
-                ));
-            }
-        };
-        let mut modes = Modes::default();
-        for name in names {
-            match name {
-                "values" => modes.values = true,
-                "updates" => modes.updates = true,
-                "messages" => modes.messages = true,
-                "messages-tuple" => modes.messages_tuple = true,
-                "custom" => modes.custom = true,
-                // Accepted for compatibility; this server has no events of
-                // these kinds to send.
-                "events" | "debug" | "tasks" | "checkpoints" => {}
-                other => {
-                    return Err(ApiError::unprocessable(format!(
-                        "unknown stream_mode '{other}'"
-                    )));
-                }
-            }
-        }
-        Ok(modes)
-    }
-}
+use super::convert::{message_dict, message_id, to_json};
+use super::modes::Modes;
+use crate::repo::runs::RunMeta;
 
 /// The node a message belongs to in deepagents' graph.
 fn node_of(message: &Message) -> &'static str {
@@ -111,32 +46,33 @@ pub fn step_events(
         let index = from + offset;
         let dict = message_dict(&meta.thread_id, index, message);
         let node = node_of(message);
-        let mut metadata =
-            json!({"run_id": meta.run_id, "thread_id": meta.thread_id, "langgraph_node": node});
-        if let Message::User(m) = message
-            && let Some(source) = &m.source
-        {
-            metadata["lc_source"] = Value::String(source.clone());
-        }
+        let metadata = EventMetadata {
+            run_id: meta.run_id.clone(),
+            thread_id: meta.thread_id.clone(),
+            langgraph_node: node.to_owned(),
+            lc_source: match message {
+                Message::User(m) => m.source.clone(),
+                _ => None,
+            },
+            langgraph_checkpoint_ns: None,
+        };
         let id = |suffix: &str| format!("{cursor}/{}:{suffix}", index + 1);
         if modes.updates {
-            out.push(event(
-                "updates",
-                &json!({ node: {"messages": [dict]} }),
-                id("u"),
-            ));
+            out.push(event("updates", &update(node, &dict), id("u")));
         }
+        let message_id = message_id(&meta.thread_id, index);
         if modes.messages {
-            let message_id = message_id(&meta.thread_id, index);
-            out.push(event(
-                "messages/metadata",
-                &json!({ message_id: {"metadata": metadata} }),
-                id("mm"),
-            ));
-            out.push(event("messages/complete", &json!([dict]), id("mc")));
+            let by_id = BTreeMap::from([(
+                message_id.clone(),
+                MessageMetadata {
+                    metadata: metadata.clone(),
+                },
+            )]);
+            out.push(event("messages/metadata", &by_id, id("mm")));
+            out.push(event("messages/complete", &[&dict], id("mc")));
         }
-        if modes.messages_tuple && !streamed.contains(&message_id(&meta.thread_id, index)) {
-            out.push(event("messages", &json!([dict, metadata]), id("mt")));
+        if modes.messages_tuple && !streamed.contains(&message_id) {
+            out.push(event("messages", &(&dict, &metadata), id("mt")));
         }
     }
     if modes.values
@@ -164,16 +100,21 @@ pub fn subgraph_events(
         if modes.updates {
             out.push(event(
                 &format!("updates|{ns}"),
-                &json!({ node: {"messages": [dict]} }),
+                &update(node, &dict),
                 format!("{id}:u{offset}"),
             ));
         }
         if modes.messages_tuple {
-            let metadata = json!({"run_id": run_event.run_id, "thread_id": run_event.thread_id,
-                "langgraph_node": node, "langgraph_checkpoint_ns": ns});
+            let metadata = EventMetadata {
+                run_id: run_event.run_id.clone(),
+                thread_id: run_event.thread_id.clone(),
+                langgraph_node: node.to_owned(),
+                lc_source: None,
+                langgraph_checkpoint_ns: Some(ns.clone()),
+            };
             out.push(event(
                 &format!("messages|{ns}"),
-                &json!([dict, metadata]),
+                &(&dict, &metadata),
                 format!("{id}:t{offset}"),
             ));
         }
@@ -181,12 +122,25 @@ pub fn subgraph_events(
     out
 }
 
-fn event(name: &str, data: &Value, id: String) -> Event {
-    Event::default().event(name).data(data.to_string()).id(id)
+/// An `updates` payload: the node's new message.
+fn update(node: &str, dict: &MessageDict) -> BTreeMap<String, NodeUpdate> {
+    BTreeMap::from([(
+        node.to_owned(),
+        NodeUpdate {
+            messages: vec![dict.clone()],
+        },
+    )])
+}
+
+fn event(name: &str, data: &impl Serialize, id: String) -> Event {
+    Event::default()
+        .event(name)
+        .data(to_json(data).to_string())
+        .id(id)
 }
 
 /// The stream position before any event.
-const START: &str = "0-0";
+pub const START: &str = "0-0";
 
 /// Where a reconnecting client resumes, from its `Last-Event-ID`
 /// (`"{stream id}/{messages seen}:{kind}"`, or the older `"{seen}:{kind}"`):
@@ -199,269 +153,13 @@ pub fn resume_point(last_event_id: Option<&str>) -> Option<(String, usize)> {
     Some((cursor.to_owned(), seen))
 }
 
-/// A `text/event-stream` 200 following the run: `metadata` first, then the
-/// modes' events per committed step, `: heartbeat` comments every 5 s, an
-/// `error` event if the run fails; the stream closes when the run ends.
-pub fn sse_response(
-    state: ApiState,
-    meta: RunMeta,
-    modes: Modes,
-    last_event_id: Option<String>,
-) -> Response {
-    let headers = run_headers(&meta, Some("/stream"));
-    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
-    tokio::spawn(async move {
-        let _ = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
-        if modes.messages || modes.messages_tuple {
-            // Best effort: an unremoved mark lapses by itself.
-            let _ = state
-                .life
-                .store()
-                .delete_record(deepfleet_proto::run_delta::FOLLOWED, &meta.run_id)
-                .await;
-        }
-    });
-    let events =
-        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
-    (headers, Sse::new(events)).into_response()
-}
-
-/// Events read from the run's stream per store round trip.
-const EVENTS_PER_READ: usize = 256;
-
-/// Sends the run's events until it ends or the client goes away (`Err`).
-///
-/// Driven by the run's event stream, which workers append to after each
-/// commit: a quiet run costs one run-record read and one empty stream read
-/// per [`POLL`]; a step costs reading just its new messages (and, for
-/// `values`, the thread state that mode sends anyway).
-async fn follow(
-    state: &ApiState,
-    meta: &RunMeta,
-    modes: Modes,
-    last_event_id: Option<&str>,
-    tx: &mpsc::Sender<Result<Event, Infallible>>,
-) -> Result<(), ()> {
-    let send = |e: Event| async move { tx.send(Ok(e)).await.map_err(|_| ()) };
-    send(
-        Event::default()
-            .event("metadata")
-            .data(json!({"run_id": meta.run_id, "attempt": 1}).to_string()),
-    )
-    .await?;
-    // Messages already on the thread when the run was created (earlier
-    // runs, this run's input) are not news; a reconnect resumes after
-    // what the client had.
-    let (mut cursor, mut seen) = match resume_point(last_event_id) {
-        Some(point) => point,
-        None => (START.to_owned(), base_len(state, meta).await),
-    };
-    let store = state.life.store();
-    // Token streaming: mark the run followed, so workers stream its model
-    // calls, and take the deltas of steps not committed yet.
-    let mut partials = None;
-    if modes.messages || modes.messages_tuple {
-        mark_followed(store.as_ref(), &meta.run_id)
-            .await
-            .map_err(|_| ())?;
-        let at = store.load_thread(&meta.thread_id).await.map_err(|_| ())?;
-        partials = Partials::new(modes, meta, at.step);
-    }
-    let mut last_sent = Instant::now();
-    let mut last_mark = Instant::now();
-    loop {
-        // Status first: a run seen ended has appended all it will, but
-        // its last event may still be on the way, hence the catch-up.
-        let (done, status) = finished(state, meta).await.map_err(|_| ())?;
-        let batch = store
-            .run_events(&meta.run_id, Some(&cursor), EVENTS_PER_READ)
-            .await
-            .map_err(|_| ())?;
-        let caught_up = batch.len() < EVENTS_PER_READ;
-        // After the events: every delta of their steps is in by now.
-        if let Some(partials) = &mut partials {
-            partials.read(store.as_ref()).await.map_err(|_| ())?;
-        }
-        for (id, run_event) in batch {
-            if run_event.namespace.is_empty()
-                && let Some(partials) = &mut partials
-            {
-                for e in partials.until(Some(run_event.step)) {
-                    send(e).await?;
-                }
-            }
-            if run_event.namespace.is_empty() {
-                let to = usize::try_from(run_event.to).unwrap_or(usize::MAX);
-                if to > seen || modes.values {
-                    let streamed = partials.as_ref().map(Partials::streamed);
-                    for e in root_events(state, meta, modes, &cursor, seen, to, streamed).await? {
-                        send(e).await?;
-                    }
-                    seen = seen.max(to);
-                }
-            } else if modes.subgraphs {
-                let new = store
-                    .load_messages(&run_event.thread_id, run_event.from)
-                    .await
-                    .map_err(|_| ())?;
-                let count = usize::try_from(run_event.to.saturating_sub(run_event.from))
-                    .unwrap_or(usize::MAX);
-                let new: Vec<Message> = new.into_iter().take(count).map(|m| m.message).collect();
-                let at = format!("{id}/{seen}");
-                for e in subgraph_events(modes, &run_event, &at, &new) {
-                    send(e).await?;
-                }
-            }
-            cursor = id;
-            last_sent = Instant::now();
-        }
-        // The deltas of the step in progress.
-        if let Some(partials) = &mut partials {
-            for e in partials.until(None) {
-                send(e).await?;
-                last_sent = Instant::now();
-            }
-            if last_mark.elapsed() >= KEEP_ALIVE {
-                mark_followed(store.as_ref(), &meta.run_id)
-                    .await
-                    .map_err(|_| ())?;
-                last_mark = Instant::now();
-            }
-        }
-        if done && caught_up {
-            let len = store
-                .load_messages(&meta.thread_id, seen as u64)
-                .await
-                .map_err(|_| ())?
-                .len();
-            if len > 0 && status.is_some() {
-                let streamed = partials.as_ref().map(Partials::streamed);
-                for e in
-                    root_events(state, meta, modes, &cursor, seen, seen + len, streamed).await?
-                {
-                    send(e).await?;
-                }
-            }
-            if status == Some(RunStatus::Error) {
-                let body = final_body(state, meta).await.map_err(|_| ())?;
-                send(
-                    Event::default()
-                        .event("error")
-                        .data(body["__error__"].to_string()),
-                )
-                .await?;
-            }
-            return Ok(());
-        }
-        if last_sent.elapsed() >= KEEP_ALIVE {
-            send(Event::default().comment("heartbeat")).await?;
-            last_sent = Instant::now();
-        }
-        if caught_up {
-            tokio::time::sleep(POLL).await;
-        }
-    }
-}
-
-/// The followed run's events for its thread's messages `seen..to`, plus
-/// the state for `values`.
-async fn root_events(
-    state: &ApiState,
-    meta: &RunMeta,
-    modes: Modes,
-    cursor: &str,
-    seen: usize,
-    to: usize,
-    streamed: Option<&HashSet<String>>,
-) -> Result<Vec<Event>, ()> {
-    let store = state.life.store();
-    let new: Vec<Message> = store
-        .load_messages(&meta.thread_id, seen as u64)
-        .await
-        .map_err(|_| ())?
-        .into_iter()
-        .take(to.saturating_sub(seen))
-        .map(|m| m.message)
-        .collect();
-    let values = if modes.values {
-        let checkpoint = store.load_thread(&meta.thread_id).await.map_err(|_| ())?;
-        Some(thread_values(&meta.thread_id, &checkpoint))
-    } else {
-        None
-    };
-    Ok(step_events(
-        modes,
-        meta,
-        cursor,
-        &new,
-        seen,
-        values.as_ref(),
-        streamed.unwrap_or(&HashSet::new()),
-    ))
-}
-
-/// The thread's log length before this run's input: the run's own input
-/// messages are streamed as its first update, as LangGraph does.
-async fn base_len(state: &ApiState, meta: &RunMeta) -> usize {
-    let started = state
-        .life
-        .store()
-        .get_run(&meta.thread_id, &meta.run_id)
-        .await
-        .ok()
-        .flatten()
-        .is_some();
-    let len = state
-        .life
-        .store()
-        .load_thread(&meta.thread_id)
-        .await
-        .map(|c| c.messages.len())
-        .unwrap_or(0);
-    if started {
-        len.saturating_sub(meta.input.len())
-    } else {
-        len
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::Utc;
-    use serde_json::Map;
+    use deepfleet_proto::RunStatus;
+    use serde_json::json;
 
-    fn meta() -> RunMeta {
-        RunMeta {
-            run_id: "r".into(),
-            thread_id: "t".into(),
-            assistant_id: "a".into(),
-            graph_id: "g".into(),
-            metadata: Map::new(),
-            kwargs: Map::new(),
-            multitask_strategy: "enqueue".into(),
-            batch_id: None,
-            input: vec![],
-            files: Default::default(),
-            context: None,
-            cancelled: false,
-            created_at: Utc::now(),
-        }
-    }
-
-    #[test]
-    fn modes_default_to_values_and_reject_unknown() {
-        assert_eq!(
-            Modes::parse(None).unwrap(),
-            Modes {
-                values: true,
-                ..Modes::default()
-            }
-        );
-        let m = Modes::parse(Some(&json!(["updates", "messages-tuple"]))).unwrap();
-        assert!(m.updates && m.messages_tuple && !m.values);
-        assert!(Modes::parse(Some(&json!("nope"))).is_err());
-    }
+    use crate::api::test_support::sample_meta as meta;
 
     #[test]
     fn events_per_mode_with_resumable_ids() {

@@ -5,9 +5,9 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::{Value, json};
+use deepfleet_proto::api::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 
-use super::ApiState;
+use super::state::ApiState;
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -16,17 +16,24 @@ pub(super) fn routes() -> Router<ApiState> {
         .route("/metrics", get(metrics))
 }
 
-async fn ok() -> Json<Value> {
-    Json(json!({"ok": true}))
+async fn ok() -> Json<OkResponse> {
+    Json(OkResponse { ok: true })
 }
 
-async fn info(State(state): State<ApiState>) -> Json<Value> {
-    Json(json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "langgraph_py_version": null,
-        "flags": {"assistants": true, "crons": false, "langsmith": false},
-        "metadata": {"server": "deepfleet", "graphs": *state.graphs},
-    }))
+async fn info(State(state): State<ApiState>) -> Json<InfoResponse> {
+    Json(InfoResponse {
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        langgraph_py_version: None,
+        flags: InfoFlags {
+            assistants: true,
+            crons: false,
+            langsmith: false,
+        },
+        metadata: InfoMetadata {
+            server: "deepfleet".to_owned(),
+            graphs: state.graphs.to_vec(),
+        },
+    })
 }
 
 /// The Prometheus text format. Until the binary hands in a registry the
@@ -46,3 +53,7 @@ async fn metrics(State(state): State<ApiState>) -> Response {
     )
         .into_response()
 }
+
+#[cfg(test)]
+#[path = "system_tests.rs"]
+mod router_tests;

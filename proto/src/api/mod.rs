@@ -1,0 +1,38 @@
+//! The HTTP API's wire types: the LangGraph Agent Server protocol that
+//! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
+//!
+//! One module per resource. `*Params` are request bodies, `*Query` query
+//! strings, `*Response` answers that wrap a resource; the resources
+//! themselves ([`Run`], [`Thread`], [`Assistant`], [`ThreadState`]) carry
+//! the reference's names. `serde_json::Value` stays only where the
+//! protocol itself is free-form: `input`, `config`, `context`, `values`,
+//! `metadata` and a command's `resume`.
+
+pub mod assistant;
+pub mod batch;
+pub mod error;
+pub mod message;
+pub mod run;
+pub mod store_item;
+pub mod stream;
+pub mod system;
+pub mod thread;
+
+pub use assistant::{Assistant, AssistantCreateParams, AssistantSearchParams};
+pub use batch::{BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse};
+pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};
+pub use message::{MessageContent, MessageDict, ToolCallChunkDict, ToolCallDict};
+pub use run::{
+    MultitaskStrategy, ResumeDecisions, Run, RunCancelQuery, RunCommand, RunCreateParams,
+    RunListQuery, RunStatus, RunStreamQuery, StreamMode,
+};
+pub use store_item::{
+    ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
+    NamespaceListParams, NamespaceListResponse,
+};
+pub use stream::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
+pub use system::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
+pub use thread::{
+    CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCreateParams, ThreadSearchParams,
+    ThreadState, ThreadStatus,
+};

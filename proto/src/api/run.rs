@@ -1,0 +1,275 @@
+//! Runs: what creates one, the Run resource and the query strings of the
+//! run routes.
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::hitl::Decision;
+
+/// The body of every run-creating request (`/threads/{id}/runs`, `/runs`,
+/// their `/wait` and `/stream` forms, and each entry of `/runs/batch`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunCreateParams {
+    /// An assistant id or a graph name.
+    pub assistant_id: String,
+    /// `{"messages": [...], "files"?: {...}}`.
+    #[serde(default)]
+    pub input: Option<Value>,
+    /// Resumes the thread's interrupted run instead of starting one.
+    #[serde(default)]
+    pub command: Option<RunCommand>,
+    /// Caller metadata.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// `{configurable?, tags?, recursion_limit?}`.
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// Runtime context.
+    #[serde(default)]
+    pub context: Option<Value>,
+    /// What to do when the thread is busy (default `enqueue`).
+    #[serde(default)]
+    pub multitask_strategy: Option<MultitaskStrategy>,
+    /// `create` makes a missing thread; anything else (the default,
+    /// `reject`) answers 404.
+    #[serde(default)]
+    pub if_not_exists: Option<String>,
+    /// Stream modes for `/stream` (default `values`).
+    #[serde(default)]
+    pub stream_mode: Option<StreamMode>,
+    /// Namespaced subagent events.
+    #[serde(default)]
+    pub stream_subgraphs: Option<bool>,
+    /// Every other field, echoed in the run's `kwargs`.
+    #[serde(flatten)]
+    pub rest: Map<String, Value>,
+}
+
+/// A run request's `command`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunCommand {
+    /// The human's answer to the pending interrupt (see
+    /// [`ResumeDecisions`]).
+    #[serde(default)]
+    pub resume: Option<Value>,
+    /// State update (accepted, not applied).
+    #[serde(default)]
+    pub update: Option<Value>,
+    /// Node to go to (accepted, not applied).
+    #[serde(default)]
+    pub goto: Option<Value>,
+}
+
+/// A resume value: `{"decisions": [...]}`, also found under the
+/// interrupt's id (`{"<id>": {"decisions": [...]}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ResumeDecisions {
+    /// One decision per action request, in order.
+    pub decisions: Vec<Decision>,
+}
+
+/// Multitask strategies ("double texting"): what a new run on a thread
+/// does when the thread already has a run in flight.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MultitaskStrategy {
+    /// Refuse with 409 while the thread is busy.
+    Reject,
+    /// Wait for the runs ahead (the server default).
+    #[default]
+    Enqueue,
+    /// Cancel the runs ahead, keeping their work, then run.
+    Interrupt,
+    /// Cancel the runs ahead and drop them from the thread's run list.
+    Rollback,
+}
+
+impl MultitaskStrategy {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MultitaskStrategy::Reject => "reject",
+            MultitaskStrategy::Enqueue => "enqueue",
+            MultitaskStrategy::Interrupt => "interrupt",
+            MultitaskStrategy::Rollback => "rollback",
+        }
+    }
+}
+
+/// `stream_mode`: one mode or a list of them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum StreamMode {
+    /// One mode (`values`, `updates`, `messages`, `messages-tuple`, ...).
+    One(String),
+    /// Several modes.
+    Many(Vec<String>),
+}
+
+impl StreamMode {
+    /// The mode names.
+    pub fn names(&self) -> Vec<&str> {
+        match self {
+            StreamMode::One(name) => vec![name.as_str()],
+            StreamMode::Many(names) => names.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+/// The status of a run as the API reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Accepted, not started (queued behind its thread's run).
+    Pending,
+    /// Taking steps, or parked on subagents.
+    Running,
+    /// Finished, or parked on a human decision (its thread shows
+    /// `interrupted`).
+    Success,
+    /// Finished with an error.
+    Error,
+    /// Cancelled.
+    Interrupted,
+}
+
+impl RunStatus {
+    /// Every status, in the order batch counts list them.
+    pub const ALL: [RunStatus; 5] = [
+        RunStatus::Pending,
+        RunStatus::Running,
+        RunStatus::Success,
+        RunStatus::Error,
+        RunStatus::Interrupted,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Pending => "pending",
+            RunStatus::Running => "running",
+            RunStatus::Success => "success",
+            RunStatus::Error => "error",
+            RunStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The Run resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Run {
+    /// The run.
+    pub run_id: String,
+    /// Its thread.
+    pub thread_id: String,
+    /// The assistant it runs.
+    pub assistant_id: String,
+    /// When it was accepted.
+    pub created_at: DateTime<Utc>,
+    /// When its record last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Where it is.
+    pub status: RunStatus,
+    /// Caller metadata (with `assistant_id`, and `batch_id` in a batch).
+    pub metadata: Map<String, Value>,
+    /// The request's arguments (`input`, `config` without `configurable`,
+    /// `stream_mode`, and any others), never its context.
+    pub kwargs: Map<String, Value>,
+    /// The strategy it was created with.
+    pub multitask_strategy: MultitaskStrategy,
+}
+
+/// `GET /threads/{id}/runs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunListQuery {
+    /// At most this many (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Skipped first.
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Only runs with this status.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// `POST /threads/{id}/runs/{run_id}/cancel`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunCancelQuery {
+    /// `1`/`true` waits for the run to stop (the SDK sends numbers).
+    #[serde(default)]
+    pub wait: Option<String>,
+    /// `interrupt` (default) or `rollback` (also drop the run).
+    #[serde(default)]
+    pub action: Option<String>,
+}
+
+/// `GET /threads/{id}/runs/{run_id}/stream`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunStreamQuery {
+    /// One stream mode (default `values`).
+    #[serde(default)]
+    pub stream_mode: Option<String>,
+    /// `true`/`1` adds the subagents' events.
+    #[serde(default)]
+    pub stream_subgraphs: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn strategies_parse_with_enqueue_default() {
+        let parse = |v: Value| serde_json::from_value::<RunCreateParams>(v);
+        let plain = parse(json!({"assistant_id": "a"})).unwrap();
+        assert_eq!(
+            plain.multitask_strategy.unwrap_or_default(),
+            MultitaskStrategy::Enqueue
+        );
+        let rollback = parse(json!({"assistant_id": "a", "multitask_strategy": "rollback"}));
+        assert_eq!(
+            rollback
+                .unwrap()
+                .multitask_strategy
+                .map(MultitaskStrategy::as_str),
+            Some("rollback")
+        );
+        assert!(parse(json!({"assistant_id": "a", "multitask_strategy": "later"})).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_are_kept_for_kwargs_and_modes_take_both_shapes() {
+        let body: RunCreateParams = serde_json::from_value(json!({
+            "assistant_id": "a", "webhook": "w", "stream_mode": ["values", "updates"],
+        }))
+        .unwrap();
+        assert_eq!(
+            body.rest,
+            json!({"webhook": "w"}).as_object().cloned().unwrap()
+        );
+        assert_eq!(
+            body.stream_mode.as_ref().map(StreamMode::names),
+            Some(vec!["values", "updates"])
+        );
+        assert_eq!(StreamMode::One("values".into()).names(), vec!["values"]);
+        assert_eq!(
+            serde_json::to_value(&body.stream_mode).unwrap(),
+            json!(["values", "updates"])
+        );
+    }
+
+    #[test]
+    fn statuses_have_their_wire_names() {
+        for status in RunStatus::ALL {
+            assert_eq!(
+                serde_json::to_value(status).unwrap(),
+                json!(status.as_str())
+            );
+        }
+    }
+}

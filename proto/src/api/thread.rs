@@ -1,0 +1,140 @@
+//! Threads: the Thread resource, its state and the bodies that create and
+//! search them.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::hitl::Interrupt;
+
+/// `POST /threads`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCreateParams {
+    /// Its id; a new UUID when absent.
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    /// Caller metadata (searchable).
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// `do_nothing` answers the existing thread; anything else (the
+    /// default, `raise`) answers 409 on a duplicate id.
+    #[serde(default)]
+    pub if_exists: Option<String>,
+}
+
+/// `POST /threads/search`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadSearchParams {
+    /// Only threads whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// Only threads with this status.
+    #[serde(default)]
+    pub status: Option<String>,
+    /// At most this many (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Skipped first.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// Where a thread is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadStatus {
+    /// No run in flight or queued.
+    Idle,
+    /// A run in flight or queued.
+    Busy,
+    /// The last run waits for a human decision.
+    Interrupted,
+    /// The last run failed.
+    Error,
+}
+
+impl ThreadStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Idle => "idle",
+            ThreadStatus::Busy => "busy",
+            ThreadStatus::Interrupted => "interrupted",
+            ThreadStatus::Error => "error",
+        }
+    }
+}
+
+/// One pending interrupt: `{"value": {action_requests, review_configs},
+/// "id": run_id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PendingInterrupt {
+    /// What the human is asked.
+    pub value: Interrupt,
+    /// The interrupted run.
+    pub id: String,
+}
+
+/// The Thread resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Thread {
+    /// The thread.
+    pub thread_id: String,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When a run last started or the record changed.
+    pub updated_at: DateTime<Utc>,
+    /// Caller metadata.
+    pub metadata: Map<String, Value>,
+    /// Where it is.
+    pub status: ThreadStatus,
+    /// Its state (`messages`, `files`, `todos`, custom fields); null
+    /// before anything was written.
+    pub values: Option<Value>,
+    /// Pending interrupts by run id, while `interrupted`.
+    pub interrupts: BTreeMap<String, Vec<PendingInterrupt>>,
+}
+
+/// A checkpoint's address.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CheckpointRef {
+    /// The thread.
+    pub thread_id: String,
+    /// Always empty: the root graph.
+    pub checkpoint_ns: String,
+    /// The thread's step count.
+    pub checkpoint_id: String,
+    /// Always null.
+    pub checkpoint_map: Option<Map<String, Value>>,
+}
+
+/// A checkpoint's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct StateMetadata {
+    /// Steps committed on the thread.
+    pub step: u64,
+}
+
+/// The ThreadState resource (`/state`, and each entry of `/history`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadState {
+    /// The thread's state.
+    pub values: Value,
+    /// Nodes to run next; always empty.
+    pub next: Vec<String>,
+    /// This checkpoint.
+    pub checkpoint: CheckpointRef,
+    /// Its metadata.
+    pub metadata: StateMetadata,
+    /// When the thread last changed.
+    pub created_at: DateTime<Utc>,
+    /// Always null: earlier states are not kept as checkpoints.
+    pub parent_checkpoint: Option<CheckpointRef>,
+    /// Always empty.
+    pub tasks: Vec<Value>,
+    /// Always empty.
+    pub interrupts: Vec<Value>,
+}

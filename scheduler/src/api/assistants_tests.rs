@@ -1,0 +1,171 @@
+//! Router tests of `/assistants`.
+
+use axum::http::StatusCode;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::super::test_support::{GRAPH, api};
+use super::system_assistant_id;
+
+#[tokio::test]
+async fn a_created_assistant_reads_back_and_is_found_by_search() {
+    let api = api().await;
+    let body = json!({"graph_id": GRAPH, "assistant_id": "a1", "config": {"tags": ["x"]},
+        "context": {"user": "u"}, "metadata": {"team": "red"}, "name": "Helper"});
+    let created = api.send("POST", "/assistants", Some(body)).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    let assistant = created.json();
+    let now = assistant["created_at"].clone();
+    assert_eq!(
+        assistant,
+        json!({"assistant_id": "a1", "graph_id": GRAPH, "config": {"tags": ["x"]},
+            "context": {"user": "u"}, "metadata": {"team": "red"}, "name": "Helper",
+            "description": null, "version": 1, "created_at": now, "updated_at": now})
+    );
+    assert_eq!(
+        api.send("GET", "/assistants/a1", None).await.json(),
+        assistant
+    );
+    let found = api
+        .send(
+            "POST",
+            "/assistants/search",
+            Some(json!({"metadata": {"team": "red"}})),
+        )
+        .await;
+    assert_eq!(found.json(), json!([assistant]));
+    let all = api
+        .send("POST", "/assistants/search", Some(json!({})))
+        .await;
+    assert_eq!(all.json().as_array().map(Vec::len), Some(2));
+    let limited = api
+        .send(
+            "POST",
+            "/assistants/search",
+            Some(json!({"limit": 1, "offset": 1})),
+        )
+        .await;
+    assert_eq!(limited.json()[0]["assistant_id"], "a1");
+}
+
+#[tokio::test]
+async fn the_system_assistant_answers_by_graph_name_and_by_id() {
+    let api = api().await;
+    let by_name = api.send("GET", &format!("/assistants/{GRAPH}"), None).await;
+    let id = system_assistant_id(GRAPH);
+    let started = by_name.json()["created_at"].clone();
+    assert_eq!(
+        by_name.json(),
+        json!({"assistant_id": id, "graph_id": GRAPH, "config": {}, "context": {},
+            "metadata": {"created_by": "system"}, "name": GRAPH, "description": null,
+            "version": 1, "created_at": started, "updated_at": started})
+    );
+    let by_id = api.send("GET", &format!("/assistants/{id}"), None).await;
+    assert_eq!(by_id.json(), by_name.json());
+    let search = api
+        .send(
+            "POST",
+            "/assistants/search",
+            Some(json!({"graph_id": "other"})),
+        )
+        .await;
+    assert_eq!(search.json(), json!([]));
+}
+
+#[tokio::test]
+async fn duplicates_conflict_unless_asked_to_do_nothing() {
+    let api = api().await;
+    let body = json!({"graph_id": GRAPH, "assistant_id": "a1", "name": "first"});
+    api.send("POST", "/assistants", Some(body)).await;
+    let again = json!({"graph_id": GRAPH, "assistant_id": "a1", "name": "second"});
+    let conflict = api.send("POST", "/assistants", Some(again.clone())).await;
+    assert_eq!(
+        (conflict.status, conflict.json()),
+        (
+            StatusCode::CONFLICT,
+            json!({"detail": "Assistant 'a1' already exists.", "code": "conflict"})
+        )
+    );
+    let mut quiet = again;
+    quiet["if_exists"] = json!("do_nothing");
+    let existing = api.send("POST", "/assistants", Some(quiet)).await;
+    assert_eq!(
+        (existing.status, existing.json()["name"].clone()),
+        (StatusCode::OK, json!("first"))
+    );
+}
+
+#[tokio::test]
+async fn unknown_graphs_ids_and_bad_bodies_are_refused() {
+    let api = api().await;
+    let unknown_graph = api
+        .send("POST", "/assistants", Some(json!({"graph_id": "nope"})))
+        .await;
+    assert_eq!(unknown_graph.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        unknown_graph.json()["detail"],
+        format!("Graph 'nope' not found. Expected one of: [\"{GRAPH}\"]")
+    );
+    let missing = api.send("GET", "/assistants/nope", None).await;
+    assert_eq!(
+        (missing.status, missing.json()),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"detail": "Assistant 'nope' not found.", "code": "not_found"})
+        )
+    );
+    let no_graph = api
+        .send("POST", "/assistants", Some(json!({"name": "x"})))
+        .await;
+    assert_eq!(no_graph.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(no_graph.json()["code"], "invalid_request");
+    let bad_search = api
+        .send("POST", "/assistants/search", Some(json!({"limit": "ten"})))
+        .await;
+    assert_eq!(bad_search.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn bad_json_is_400_and_a_missing_content_type_415() {
+    let api = api().await;
+    let request = axum::http::Request::builder()
+        .method("POST")
+        .uri("/assistants")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from("{not json"))
+        .unwrap();
+    let syntax = api.raw(request).await;
+    assert_eq!(syntax.status, StatusCode::BAD_REQUEST);
+    assert_eq!(syntax.json()["code"], "invalid_request");
+    let request = axum::http::Request::builder()
+        .method("POST")
+        .uri("/assistants")
+        .body(axum::body::Body::from("{}"))
+        .unwrap();
+    assert_eq!(
+        api.raw(request).await.status,
+        StatusCode::UNSUPPORTED_MEDIA_TYPE
+    );
+}
+
+#[tokio::test]
+async fn deleting_answers_an_empty_object_then_404() {
+    let api = api().await;
+    api.send(
+        "POST",
+        "/assistants",
+        Some(json!({"graph_id": GRAPH, "assistant_id": "a1"})),
+    )
+    .await;
+    let deleted = api.send("DELETE", "/assistants/a1", None).await;
+    assert_eq!(
+        (deleted.status, deleted.json()),
+        (StatusCode::OK, json!({}))
+    );
+    let again = api.send("DELETE", "/assistants/a1", None).await;
+    assert_eq!(again.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        api.send("GET", "/assistants/a1", None).await.json()["code"],
+        Value::from("not_found")
+    );
+}

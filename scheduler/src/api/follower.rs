@@ -1,0 +1,305 @@
+//! Following a run as server-sent events, from the events workers
+//! publish.
+//!
+//! After each commit a worker appends a [`RunEvent`] (the step and the
+//! range of messages it added) to the run's event stream, and to its
+//! parent's for a subagent (see `worker/src/step/announce.rs`). A
+//! [`Follower`] reads that stream (every [`POLL`] while it is quiet) and
+//! sends each event as events of the requested modes (see
+//! [`super::stream`]), reading only the step's new messages, so any
+//! scheduler instance can serve any stream at a per-step cost that does
+//! not grow with the conversation. Token deltas come from
+//! [`super::partials`].
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::time::Instant;
+
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use deepfleet_proto::api::StreamMetadata;
+use deepfleet_proto::{Message, RunEvent, RunStatus};
+use deepfleet_store::Store;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::convert::{thread_values, to_json};
+use super::modes::Modes;
+use super::partials::{Partials, mark_followed};
+use super::run_resource::run_headers;
+use super::state::ApiState;
+use super::stream::{START, resume_point, step_events, subgraph_events};
+use super::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
+use crate::repo::follow_marks::follow_marks;
+use crate::repo::runs::RunMeta;
+
+/// Events read from the run's stream per store round trip.
+const EVENTS_PER_READ: usize = 256;
+
+/// Where an event stream goes.
+type Sink = mpsc::Sender<Result<Event, Infallible>>;
+
+/// A `text/event-stream` 200 following the run: `metadata` first, then the
+/// modes' events per committed step, `: heartbeat` comments every 5 s, an
+/// `error` event if the run fails; the stream closes when the run ends.
+pub fn sse_response(
+    state: ApiState,
+    meta: RunMeta,
+    modes: Modes,
+    last_event_id: Option<String>,
+) -> Response {
+    let headers = run_headers(&meta, Some("/stream"));
+    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
+    tokio::spawn(async move {
+        let _ = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
+        if modes.wants_tokens() {
+            // Best effort: an unremoved mark lapses by itself.
+            let _ = follow_marks(state.store()).delete(&meta.run_id).await;
+        }
+    });
+    let events =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+    (headers, Sse::new(events)).into_response()
+}
+
+/// Sends the run's events until it ends or the client goes away (`Err`).
+///
+/// Driven by the run's event stream, which workers append to after each
+/// commit: a quiet run costs one run-record read and one empty stream read
+/// per [`POLL`]; a step costs reading just its new messages (and, for
+/// `values`, the thread state that mode sends anyway).
+async fn follow(
+    state: &ApiState,
+    meta: &RunMeta,
+    modes: Modes,
+    last_event_id: Option<&str>,
+    tx: &Sink,
+) -> Result<(), ()> {
+    let mut follower = Follower::start(state, meta, modes, last_event_id, tx).await?;
+    let store = state.store();
+    loop {
+        // Status first: a run seen ended has appended all it will, but
+        // its last event may still be on the way, hence the catch-up.
+        let (done, status) = state.life.finished(meta).await.map_err(|_| ())?;
+        let batch = store
+            .run_events(&meta.run_id, Some(&follower.cursor), EVENTS_PER_READ)
+            .await
+            .map_err(|_| ())?;
+        let caught_up = batch.len() < EVENTS_PER_READ;
+        // After the events: every delta of their steps is in by now.
+        if let Some(partials) = &mut follower.partials {
+            partials.read(store).await.map_err(|_| ())?;
+        }
+        for (id, run_event) in batch {
+            follower.on_event(id, &run_event).await?;
+        }
+        follower.in_progress().await?;
+        if done && caught_up {
+            return follower.finish(status).await;
+        }
+        if follower.last_sent.elapsed() >= KEEP_ALIVE {
+            follower.send(Event::default().comment("heartbeat")).await?;
+        }
+        if caught_up {
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// One follower's position in a run's streams.
+struct Follower<'a> {
+    state: &'a ApiState,
+    meta: &'a RunMeta,
+    modes: Modes,
+    tx: &'a Sink,
+    /// The event stream position read so far.
+    cursor: String,
+    /// How many of the thread's messages the client has.
+    seen: usize,
+    /// Token deltas, when a mode asks for them.
+    partials: Option<Partials>,
+    last_sent: Instant,
+    last_mark: Instant,
+}
+
+impl<'a> Follower<'a> {
+    /// Sends `metadata` and finds where the client is: messages already on
+    /// the thread when the run was created (earlier runs, this run's
+    /// input) are not news; a reconnect resumes after what it had.
+    async fn start(
+        state: &'a ApiState,
+        meta: &'a RunMeta,
+        modes: Modes,
+        last_event_id: Option<&str>,
+        tx: &'a Sink,
+    ) -> Result<Follower<'a>, ()> {
+        let head = StreamMetadata {
+            run_id: meta.run_id.clone(),
+            attempt: 1,
+        };
+        let metadata = Event::default()
+            .event("metadata")
+            .data(to_json(&head).to_string());
+        tx.send(Ok(metadata)).await.map_err(|_| ())?;
+        let (cursor, seen) = match resume_point(last_event_id) {
+            Some(point) => point,
+            None => (START.to_owned(), base_len(state, meta).await),
+        };
+        // Token streaming: mark the run followed, so workers stream its
+        // model calls, and take the deltas of steps not committed yet.
+        let mut partials = None;
+        if modes.wants_tokens() {
+            let store = state.store();
+            mark_followed(store, &meta.run_id).await.map_err(|_| ())?;
+            let at = store.load_thread(&meta.thread_id).await.map_err(|_| ())?;
+            partials = Partials::new(modes, meta, at.step);
+        }
+        Ok(Follower {
+            state,
+            meta,
+            modes,
+            tx,
+            cursor,
+            seen,
+            partials,
+            last_sent: Instant::now(),
+            last_mark: Instant::now(),
+        })
+    }
+
+    async fn send(&mut self, event: Event) -> Result<(), ()> {
+        self.tx.send(Ok(event)).await.map_err(|_| ())?;
+        self.last_sent = Instant::now();
+        Ok(())
+    }
+
+    async fn send_all(&mut self, events: Vec<Event>) -> Result<(), ()> {
+        for event in events {
+            self.send(event).await?;
+        }
+        Ok(())
+    }
+
+    /// One committed step of the run (or, namespaced, of a subagent):
+    /// its deltas first, then its messages.
+    async fn on_event(&mut self, id: String, run_event: &RunEvent) -> Result<(), ()> {
+        if run_event.namespace.is_empty() {
+            if let Some(partials) = &mut self.partials {
+                let deltas = partials.until(Some(run_event.step));
+                self.send_all(deltas).await?;
+            }
+            let to = usize::try_from(run_event.to).unwrap_or(usize::MAX);
+            if to > self.seen || self.modes.values {
+                let events = self.root_events(to).await?;
+                self.send_all(events).await?;
+                self.seen = self.seen.max(to);
+            }
+        } else if self.modes.subgraphs {
+            let store = self.state.store();
+            let new = store
+                .load_messages(&run_event.thread_id, run_event.from)
+                .await
+                .map_err(|_| ())?;
+            let count =
+                usize::try_from(run_event.to.saturating_sub(run_event.from)).unwrap_or(usize::MAX);
+            let new: Vec<Message> = new.into_iter().take(count).map(|m| m.message).collect();
+            let at = format!("{id}/{}", self.seen);
+            let events = subgraph_events(self.modes, run_event, &at, &new);
+            self.send_all(events).await?;
+        }
+        self.cursor = id;
+        self.last_sent = Instant::now();
+        Ok(())
+    }
+
+    /// The deltas of the step in progress, and the follow mark's renewal.
+    async fn in_progress(&mut self) -> Result<(), ()> {
+        let Some(partials) = &mut self.partials else {
+            return Ok(());
+        };
+        let deltas = partials.until(None);
+        self.send_all(deltas).await?;
+        if self.last_mark.elapsed() >= KEEP_ALIVE {
+            mark_followed(self.state.store(), &self.meta.run_id)
+                .await
+                .map_err(|_| ())?;
+            self.last_mark = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// The run ended and its stream is read: what its last event may not
+    /// have carried yet, then the failure if it failed.
+    async fn finish(&mut self, status: Option<RunStatus>) -> Result<(), ()> {
+        let len = self
+            .state
+            .store()
+            .load_messages(&self.meta.thread_id, self.seen as u64)
+            .await
+            .map_err(|_| ())?
+            .len();
+        if len > 0 && status.is_some() {
+            let events = self.root_events(self.seen + len).await?;
+            self.send_all(events).await?;
+        }
+        if status == Some(RunStatus::Error) {
+            let body = final_body(self.state, self.meta).await.map_err(|_| ())?;
+            let data = match &body {
+                FinalBody::Failed(failure) => to_json(failure),
+                FinalBody::Values(_) => Value::Null,
+            };
+            self.send(Event::default().event("error").data(data.to_string()))
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The events for the thread's messages `seen..to`, plus the state
+    /// for `values`.
+    async fn root_events(&self, to: usize) -> Result<Vec<Event>, ()> {
+        let store: &dyn Store = self.state.store();
+        let thread_id = &self.meta.thread_id;
+        let new: Vec<Message> = store
+            .load_messages(thread_id, self.seen as u64)
+            .await
+            .map_err(|_| ())?
+            .into_iter()
+            .take(to.saturating_sub(self.seen))
+            .map(|m| m.message)
+            .collect();
+        let values = if self.modes.values {
+            let checkpoint = store.load_thread(thread_id).await.map_err(|_| ())?;
+            Some(thread_values(thread_id, &checkpoint))
+        } else {
+            None
+        };
+        let none = HashSet::new();
+        let streamed = self.partials.as_ref().map_or(&none, Partials::streamed);
+        Ok(step_events(
+            self.modes,
+            self.meta,
+            &self.cursor,
+            &new,
+            self.seen,
+            values.as_ref(),
+            streamed,
+        ))
+    }
+}
+
+/// The thread's log length before this run's input: the run's own input
+/// messages are streamed as its first update, as LangGraph does.
+async fn base_len(state: &ApiState, meta: &RunMeta) -> usize {
+    let started = state.life.run_record(meta).await.ok().flatten().is_some();
+    let len = state
+        .store()
+        .load_thread(&meta.thread_id)
+        .await
+        .map(|c| c.messages.len())
+        .unwrap_or(0);
+    if started {
+        len.saturating_sub(meta.input.len())
+    } else {
+        len
+    }
+}

@@ -1,0 +1,74 @@
+//! The stream modes a follower asked for.
+
+use deepfleet_proto::api::StreamMode;
+
+use super::error::ApiError;
+
+/// The stream modes a request asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Modes {
+    /// Full state after each step.
+    pub values: bool,
+    /// Each node's new messages.
+    pub updates: bool,
+    /// `messages/metadata` + `messages/complete` per new message.
+    pub messages: bool,
+    /// `messages` events of `[message, metadata]`.
+    pub messages_tuple: bool,
+    /// Tool-emitted custom data (none is produced yet).
+    pub custom: bool,
+    /// Subagents' events too, namespaced `mode|task:<tool_call_id>`
+    /// (`stream_subgraphs`).
+    pub subgraphs: bool,
+}
+
+impl Modes {
+    /// Parses `stream_mode` (default `values`).
+    pub fn parse(value: Option<&StreamMode>) -> Result<Modes, ApiError> {
+        let names = value.map_or_else(|| vec!["values"], StreamMode::names);
+        let mut modes = Modes::default();
+        for name in names {
+            match name {
+                "values" => modes.values = true,
+                "updates" => modes.updates = true,
+                "messages" => modes.messages = true,
+                "messages-tuple" => modes.messages_tuple = true,
+                "custom" => modes.custom = true,
+                // Accepted for compatibility; this server has no events of
+                // these kinds to send.
+                "events" | "debug" | "tasks" | "checkpoints" => {}
+                other => {
+                    return Err(ApiError::unprocessable(format!(
+                        "unknown stream_mode '{other}'"
+                    )));
+                }
+            }
+        }
+        Ok(modes)
+    }
+
+    /// Whether token streaming is asked for.
+    pub fn wants_tokens(&self) -> bool {
+        self.messages || self.messages_tuple
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_default_to_values_and_reject_unknown() {
+        assert_eq!(
+            Modes::parse(None).unwrap(),
+            Modes {
+                values: true,
+                ..Modes::default()
+            }
+        );
+        let many = StreamMode::Many(vec!["updates".into(), "messages-tuple".into()]);
+        let m = Modes::parse(Some(&many)).unwrap();
+        assert!(m.updates && m.messages_tuple && !m.values);
+        assert!(Modes::parse(Some(&StreamMode::One("nope".into()))).is_err());
+    }
+}

@@ -1,0 +1,52 @@
+//! The Run resource: a run's metadata and status as the API shows it,
+//! and the headers that point at it.
+
+use axum::http::{HeaderMap, HeaderValue, header};
+use deepfleet_proto::api::Run;
+
+use super::error::ApiError;
+use super::state::ApiState;
+use crate::repo::runs::{RunMeta, runs_of};
+
+/// The Run resource of `meta`.
+pub async fn run_resource(state: &ApiState, meta: &RunMeta) -> Result<Run, ApiError> {
+    let (status, updated_at) = state.life.run_status(meta).await?;
+    Ok(Run {
+        run_id: meta.run_id.clone(),
+        thread_id: meta.thread_id.clone(),
+        assistant_id: meta.assistant_id.clone(),
+        created_at: meta.created_at,
+        updated_at,
+        status,
+        metadata: meta.metadata.clone(),
+        kwargs: meta.kwargs.clone(),
+        multitask_strategy: meta.multitask_strategy,
+    })
+}
+
+/// `Content-Location` (and `Location`, when given) of a run response.
+pub fn run_headers(meta: &RunMeta, location_suffix: Option<&str>) -> HeaderMap {
+    let base = format!("/threads/{}/runs/{}", meta.thread_id, meta.run_id);
+    let mut headers = HeaderMap::new();
+    if let Ok(v) = HeaderValue::from_str(&base) {
+        headers.insert(header::CONTENT_LOCATION, v);
+    }
+    if let Some(suffix) = location_suffix
+        && let Ok(v) = HeaderValue::from_str(&format!("{base}{suffix}"))
+    {
+        headers.insert(header::LOCATION, v);
+    }
+    headers
+}
+
+/// Loads a run's metadata or answers 404.
+pub async fn load_run(
+    state: &ApiState,
+    thread_id: &str,
+    run_id: &str,
+) -> Result<RunMeta, ApiError> {
+    runs_of(state.store(), thread_id)
+        .get(run_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Run '{run_id}' not found.")))
+}

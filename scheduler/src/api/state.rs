@@ -1,0 +1,31 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use deepfleet_store::Store;
+
+use crate::lifecycle::Lifecycle;
+
+/// Renders the process's Prometheus metrics for `/metrics`.
+pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;
+
+/// What every handler shares.
+#[derive(Clone)]
+pub struct ApiState {
+    /// Run lifecycle over the store and queue.
+    pub life: Lifecycle,
+    /// The registered graphs (agent spec names), sorted.
+    pub graphs: Arc<Vec<String>>,
+    /// When this scheduler started: the system assistants' timestamps.
+    pub started_at: DateTime<Utc>,
+    /// The metrics registry's renderer, when the binary has one.
+    pub metrics: Option<MetricsRender>,
+}
+
+impl ApiState {
+    /// The store, for the repositories.
+    pub fn store(&self) -> &dyn Store {
+        self.life.store().as_ref()
+    }
+}

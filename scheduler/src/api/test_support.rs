@@ -1,0 +1,234 @@
+//! The router tests' fixture: the whole API router over the embedded
+//! store and the in-process queue, called with tower's `oneshot` (no
+//! servers), and a stand-in worker that ends runs the way a step commit
+//! does.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body as HttpBody;
+use axum::http::{HeaderMap, Request, StatusCode, header};
+use chrono::Utc;
+use deepfleet_proto::api::MultitaskStrategy;
+use deepfleet_proto::hitl::{ActionRequest, DecisionType, Interrupt, ReviewConfig};
+use deepfleet_proto::{
+    AgentSpec, Envelope, Job, LoggedMessage, Message, PendingTools, RunError, RunEvent, RunStatus,
+    StepJob,
+};
+use deepfleet_queue::Queue;
+use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_store::embedded::EmbeddedStore;
+use deepfleet_store::sealed::ContextKey;
+use deepfleet_store::{StepCommit, Store};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use super::{ApiState, router};
+use crate::intake::Intake;
+use crate::lifecycle::Lifecycle;
+use crate::repo::runs::RunMeta;
+
+/// The graph the fixture serves.
+pub const GRAPH: &str = "agent";
+
+/// The API under test and what it runs on.
+pub struct TestApi {
+    /// The router with its layers.
+    pub router: Router,
+    /// What handlers share.
+    pub state: ApiState,
+    /// The store behind it.
+    pub store: Arc<dyn Store>,
+    /// The step queue runs are published to.
+    pub queue: Arc<MemoryQueue>,
+}
+
+/// A response, read whole.
+#[derive(Debug)]
+pub struct Answer {
+    /// The status.
+    pub status: StatusCode,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub text: String,
+}
+
+impl Answer {
+    /// The body as JSON (`Null` when it is not JSON).
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.text).unwrap_or(Value::Null)
+    }
+
+    /// A header's value.
+    pub fn header(&self, name: header::HeaderName) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+/// The API serving [`GRAPH`], on fresh embedded back ends.
+pub async fn api() -> TestApi {
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+    let queue = Arc::new(MemoryQueue::new());
+    let steps: Arc<dyn Queue> = queue.clone();
+    let intake = Intake::new(Arc::clone(&store), steps).with_context_key(ContextKey::generate());
+    let spec = AgentSpec::from_yaml(&format!("name: {GRAPH}\nmodel: openai:x\n")).unwrap();
+    intake.register(&spec).await.unwrap();
+    let state = ApiState {
+        life: Lifecycle::new(intake, Arc::new(|_| 1)),
+        graphs: Arc::new(vec![GRAPH.to_owned()]),
+        started_at: Utc::now(),
+        metrics: None,
+    };
+    TestApi {
+        router: router(state.clone()),
+        state,
+        store,
+        queue,
+    }
+}
+
+/// A run `r` on thread `t`, for the units that take run metadata.
+pub fn sample_meta() -> RunMeta {
+    RunMeta {
+        run_id: "r".into(),
+        thread_id: "t".into(),
+        assistant_id: "a".into(),
+        graph_id: "g".into(),
+        metadata: Default::default(),
+        kwargs: Default::default(),
+        multitask_strategy: MultitaskStrategy::Enqueue,
+        batch_id: None,
+        input: vec![],
+        files: Default::default(),
+        context: None,
+        cancelled: false,
+        created_at: Utc::now(),
+    }
+}
+
+/// A JSON run request for [`GRAPH`] saying `text`.
+pub fn run_body(text: &str) -> Value {
+    json!({"assistant_id": GRAPH, "input": {"messages": [{"role": "user", "content": text}]}})
+}
+
+impl TestApi {
+    /// Sends a request with an optional JSON body.
+    pub async fn send(&self, method: &str, uri: &str, body: Option<Value>) -> Answer {
+        let builder = Request::builder().method(method).uri(uri);
+        let request = match body {
+            Some(body) => builder
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(HttpBody::from(body.to_string())),
+            None => builder.body(HttpBody::empty()),
+        };
+        self.raw(request.unwrap()).await
+    }
+
+    /// Sends a prepared request.
+    pub async fn raw(&self, request: Request<HttpBody>) -> Answer {
+        let response = self.router.clone().oneshot(request).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        Answer {
+            status,
+            headers,
+            text: String::from_utf8(bytes.to_vec()).unwrap(),
+        }
+    }
+
+    /// Creates a thread and returns its id.
+    pub async fn thread(&self) -> String {
+        let answer = self.send("POST", "/threads", Some(json!({}))).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        answer.json()["thread_id"].as_str().unwrap().to_owned()
+    }
+
+    /// Starts a background run on `thread_id` and returns the Run.
+    pub async fn run_on(&self, thread_id: &str, body: Value) -> Value {
+        let answer = self
+            .send("POST", &format!("/threads/{thread_id}/runs"), Some(body))
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+        answer.json()
+    }
+
+    /// Takes the next step job off the queue, as a worker would, and ends
+    /// its run with `status`.
+    pub async fn work_one(&self, status: RunStatus) -> StepJob {
+        let mut consumer = self.queue.consume(1).await.unwrap();
+        let delivery = consumer.next().await.unwrap().unwrap();
+        let envelope: Envelope = serde_json::from_slice(delivery.payload()).unwrap();
+        delivery.ack().await.unwrap();
+        let Job::Step(job) = envelope.job;
+        finish(self.store.as_ref(), &job.thread_id, &job.run_id, status).await;
+        job
+    }
+}
+
+/// Ends a started run as its last step's commit does: the model's answer
+/// `done` joins the log, the run gets `status` (a failure for `Error`, a
+/// pending review for `Interrupted`) and its followers an event.
+pub async fn finish(store: &dyn Store, thread_id: &str, run_id: &str, status: RunStatus) {
+    let mut run = store.get_run(thread_id, run_id).await.unwrap().unwrap();
+    let checkpoint = store.load_thread(thread_id).await.unwrap();
+    run.status = status;
+    run.steps = 1;
+    run.output = Some("done".into());
+    run.updated_at = Utc::now();
+    run.error = (status == RunStatus::Error).then(|| RunError {
+        code: deepfleet_proto::ErrorCode::ModelUnavailable,
+        message: "the model is down".into(),
+    });
+    let pending = (status == RunStatus::Interrupted).then(|| PendingTools {
+        calls: Vec::new(),
+        children: Vec::new(),
+        interrupt: Some(review()),
+    });
+    let from = checkpoint.messages.len() as u64;
+    let commit = StepCommit {
+        thread_id: thread_id.to_owned(),
+        step: checkpoint.step,
+        messages: vec![LoggedMessage {
+            message: Message::assistant("done"),
+            tokens: 1,
+        }],
+        files: Default::default(),
+        state: None,
+        pending,
+        run,
+        fan_in_expected: None,
+        context: None,
+    };
+    store.commit_step(&commit).await.unwrap();
+    let event = RunEvent {
+        run_id: run_id.to_owned(),
+        thread_id: thread_id.to_owned(),
+        step: checkpoint.step,
+        status,
+        from,
+        to: from + 1,
+        namespace: Vec::new(),
+    };
+    store.append_run_event(run_id, &event).await.unwrap();
+}
+
+/// The review a run parked by [`finish`] waits on.
+pub fn review() -> Interrupt {
+    Interrupt {
+        action_requests: vec![ActionRequest {
+            name: "write_file".into(),
+            args: json!({"path": "/a.md"}),
+            description: "Write /a.md".into(),
+            tool_call_id: "call-1".into(),
+        }],
+        review_configs: vec![ReviewConfig {
+            action_name: "write_file".into(),
+            allowed_decisions: DecisionType::ALL.to_vec(),
+        }],
+        decisions: None,
+    }
+}

@@ -1,0 +1,230 @@
+//! Router tests of `/threads`.
+
+use axum::http::StatusCode;
+use deepfleet_proto::RunStatus;
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::super::convert::message_id;
+use super::super::test_support::{api, finish, review, run_body};
+
+#[tokio::test]
+async fn a_new_thread_is_idle_and_empty() {
+    let api = api().await;
+    let body = json!({"thread_id": "t1", "metadata": {"user": "u1"}});
+    let created = api.send("POST", "/threads", Some(body)).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    let thread = created.json();
+    let at = thread["created_at"].clone();
+    assert_eq!(
+        thread,
+        json!({"thread_id": "t1", "created_at": at, "updated_at": at,
+            "metadata": {"user": "u1"}, "status": "idle", "values": null, "interrupts": {}})
+    );
+    assert_eq!(api.send("GET", "/threads/t1", None).await.json(), thread);
+    let fresh = api.send("POST", "/threads", Some(json!({}))).await.json();
+    assert_eq!(fresh["thread_id"].as_str().map(str::len), Some(36));
+}
+
+#[tokio::test]
+async fn duplicates_conflict_unless_asked_to_do_nothing() {
+    let api = api().await;
+    api.send("POST", "/threads", Some(json!({"thread_id": "t1"})))
+        .await;
+    let conflict = api
+        .send("POST", "/threads", Some(json!({"thread_id": "t1"})))
+        .await;
+    assert_eq!(
+        (conflict.status, conflict.json()),
+        (
+            StatusCode::CONFLICT,
+            json!({"detail": "Thread 't1' already exists.", "code": "conflict"})
+        )
+    );
+    let quiet = api
+        .send(
+            "POST",
+            "/threads",
+            Some(json!({"thread_id": "t1", "if_exists": "do_nothing"})),
+        )
+        .await;
+    assert_eq!(
+        (quiet.status, quiet.json()["thread_id"].clone()),
+        (StatusCode::OK, json!("t1"))
+    );
+}
+
+#[tokio::test]
+async fn searches_filter_by_metadata_and_status_newest_first() {
+    let api = api().await;
+    for (id, team) in [("t1", "red"), ("t2", "blue"), ("t3", "red")] {
+        let body = json!({"thread_id": id, "metadata": {"team": team}});
+        api.send("POST", "/threads", Some(body)).await;
+    }
+    api.run_on("t3", run_body("hi")).await;
+    // A stateless run's temporary thread never shows.
+    api.send("POST", "/runs", Some(run_body("hi"))).await;
+    let ids = |answer: &super::super::test_support::Answer| {
+        answer
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["thread_id"].as_str().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let red = api
+        .send(
+            "POST",
+            "/threads/search",
+            Some(json!({"metadata": {"team": "red"}})),
+        )
+        .await;
+    assert_eq!(ids(&red), ["t3", "t1"]);
+    let busy = api
+        .send("POST", "/threads/search", Some(json!({"status": "busy"})))
+        .await;
+    assert_eq!(ids(&busy), ["t3"]);
+    let page = api
+        .send(
+            "POST",
+            "/threads/search",
+            Some(json!({"limit": 1, "offset": 1})),
+        )
+        .await;
+    assert_eq!(ids(&page), ["t2"]);
+    let bad = api
+        .send("POST", "/threads/search", Some(json!({"metadata": [1]})))
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn state_and_history_show_the_current_checkpoint() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let run = api.run_on(&thread_id, run_body("hi")).await;
+    finish(
+        api.store.as_ref(),
+        &thread_id,
+        run["run_id"].as_str().unwrap(),
+        RunStatus::Success,
+    )
+    .await;
+    let state = api
+        .send("GET", &format!("/threads/{thread_id}/state"), None)
+        .await;
+    assert_eq!(state.status, StatusCode::OK, "{}", state.text);
+    let body = state.json();
+    assert_eq!(
+        body,
+        json!({
+            "values": {
+                "messages": [
+                    {"type": "human", "content": "hi", "id": message_id(&thread_id, 0)},
+                    {"type": "ai", "content": "done", "id": message_id(&thread_id, 1),
+                        "tool_calls": [], "invalid_tool_calls": []},
+                ],
+                "files": {},
+                "todos": [],
+            },
+            "next": [],
+            "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "",
+                "checkpoint_id": "1", "checkpoint_map": null},
+            "metadata": {"step": 1},
+            "created_at": body["created_at"],
+            "parent_checkpoint": null,
+            "tasks": [],
+            "interrupts": [],
+        })
+    );
+    for method in ["GET", "POST"] {
+        let history = api
+            .send(method, &format!("/threads/{thread_id}/history"), None)
+            .await;
+        assert_eq!(history.json(), json!([body]));
+    }
+    let thread = api
+        .send("GET", &format!("/threads/{thread_id}"), None)
+        .await;
+    assert_eq!(thread.json()["status"], "idle");
+    assert_eq!(thread.json()["values"], body["values"]);
+}
+
+#[tokio::test]
+async fn an_interrupted_thread_shows_its_pending_review() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let run = api.run_on(&thread_id, run_body("hi")).await;
+    let run_id = run["run_id"].as_str().unwrap();
+    finish(
+        api.store.as_ref(),
+        &thread_id,
+        run_id,
+        RunStatus::Interrupted,
+    )
+    .await;
+    let thread = api
+        .send("GET", &format!("/threads/{thread_id}"), None)
+        .await
+        .json();
+    assert_eq!(thread["status"], "interrupted");
+    assert_eq!(
+        thread["interrupts"],
+        json!({ run_id: [{"value": review(), "id": run_id}] })
+    );
+}
+
+#[tokio::test]
+async fn a_failed_run_leaves_its_thread_in_error() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let run = api.run_on(&thread_id, run_body("hi")).await;
+    finish(
+        api.store.as_ref(),
+        &thread_id,
+        run["run_id"].as_str().unwrap(),
+        RunStatus::Error,
+    )
+    .await;
+    let thread = api
+        .send("GET", &format!("/threads/{thread_id}"), None)
+        .await;
+    assert_eq!(thread.json()["status"], "error");
+}
+
+#[tokio::test]
+async fn deleting_cancels_the_active_run_and_unknown_threads_are_404() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let run = api.run_on(&thread_id, run_body("hi")).await;
+    let deleted = api
+        .send("DELETE", &format!("/threads/{thread_id}"), None)
+        .await;
+    assert_eq!(
+        (deleted.status, deleted.json()),
+        (StatusCode::OK, json!({}))
+    );
+    assert!(
+        api.store
+            .cancel_requested(&thread_id, run["run_id"].as_str().unwrap())
+            .await
+            .unwrap()
+    );
+    for (method, path) in [
+        ("GET", format!("/threads/{thread_id}")),
+        ("DELETE", format!("/threads/{thread_id}")),
+        ("GET", format!("/threads/{thread_id}/state")),
+        ("GET", format!("/threads/{thread_id}/history")),
+    ] {
+        let answer = api.send(method, &path, None).await;
+        assert_eq!(
+            (answer.status, answer.json()),
+            (
+                StatusCode::NOT_FOUND,
+                json!({"detail": format!("Thread '{thread_id}' not found."), "code": "not_found"})
+            ),
+            "{method} {path}"
+        );
+    }
+}

@@ -1,0 +1,74 @@
+//! The API's run lifecycle around the step protocol: the status the API
+//! reports, the per-thread run queue that keeps one active run per
+//! thread, and the multitask strategies that decide what a new run does
+//! to the runs ahead of it. Handlers call these; they write nothing about
+//! runs themselves.
+//!
+//! A run created while its thread is busy is recorded as *queued* (its
+//! input is not applied to the thread yet); [`Lifecycle::start_queued`]
+//! starts the oldest queued run of every thread whose active run has
+//! ended. Every scheduler instance may run it: starting is idempotent
+//! ([`Intake::start`] creates a run once), and the queue lives in the
+//! store, so a scheduler restart loses nothing.
+
+pub mod cancel;
+pub mod multitask;
+pub mod queue;
+pub mod status;
+pub mod threads;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use deepfleet_proto::Message;
+use deepfleet_store::Store;
+use tracing::warn;
+
+use crate::intake::Intake;
+
+/// Counts a message's tokens once, when it enters a thread.
+pub type TokenCounter = Arc<dyn Fn(&Message) -> u32 + Send + Sync>;
+
+/// The lifecycle operations the API needs, over one store and intake.
+#[derive(Clone)]
+pub struct Lifecycle {
+    intake: Intake,
+    count_tokens: TokenCounter,
+}
+
+impl Lifecycle {
+    /// A lifecycle over `intake`'s store and queue.
+    pub fn new(intake: Intake, count_tokens: TokenCounter) -> Self {
+        Lifecycle {
+            intake,
+            count_tokens,
+        }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn Store> {
+        self.intake.store()
+    }
+
+    /// The intake.
+    pub fn intake(&self) -> &Intake {
+        &self.intake
+    }
+
+    /// Runs [`Lifecycle::start_queued`] every `every` until the task is
+    /// dropped; errors are logged and retried on the next round.
+    pub async fn run_starter(self, every: Duration) {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(e) = self.start_queued().await {
+                warn!(error = %e, "starting queued runs");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "lifecycle_tests.rs"]
+mod tests;

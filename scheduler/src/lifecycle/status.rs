@@ -1,0 +1,124 @@
+//! Where runs and threads are, as the Agent Server API reports them.
+
+use chrono::{DateTime, Utc};
+use deepfleet_proto::api::{self, ThreadStatus};
+use deepfleet_proto::{RunRecord, RunStatus};
+
+use super::Lifecycle;
+use crate::error::SchedulerError;
+use crate::repo::runs::RunMeta;
+use crate::repo::threads::ThreadRecord;
+
+/// The run status the Agent Server API reports.
+pub fn api_status(status: RunStatus) -> api::RunStatus {
+    match status {
+        RunStatus::Pending => api::RunStatus::Pending,
+        RunStatus::Running | RunStatus::Waiting => api::RunStatus::Running,
+        // A run parked on a human decision ends `success`; its thread shows
+        // `interrupted` (reference §1.4).
+        RunStatus::Success | RunStatus::Interrupted => api::RunStatus::Success,
+        RunStatus::Error => api::RunStatus::Error,
+        // A user cancel is `interrupted` on the API.
+        RunStatus::Cancelled => api::RunStatus::Interrupted,
+    }
+}
+
+/// Whether a run still occupies its thread (a run parked on a human
+/// decision does not: the thread is `interrupted`, and a new run resumes
+/// or replaces it).
+pub fn occupies_thread(status: RunStatus) -> bool {
+    match status {
+        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => true,
+        RunStatus::Interrupted | RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
+            false
+        }
+    }
+}
+
+impl Lifecycle {
+    /// The run record of `meta`, once it started.
+    pub async fn run_record(&self, meta: &RunMeta) -> Result<Option<RunRecord>, SchedulerError> {
+        Ok(self.store().get_run(&meta.thread_id, &meta.run_id).await?)
+    }
+
+    /// A run's API status and when it last changed; a run that never
+    /// started is `pending`, or `interrupted` once cancelled.
+    pub async fn run_status(
+        &self,
+        meta: &RunMeta,
+    ) -> Result<(api::RunStatus, DateTime<Utc>), SchedulerError> {
+        Ok(match self.run_record(meta).await? {
+            Some(run) => (api_status(run.status), run.updated_at),
+            None if meta.cancelled => (api::RunStatus::Interrupted, meta.created_at),
+            None => (api::RunStatus::Pending, meta.created_at),
+        })
+    }
+
+    /// Whether the run has ended (as the API sees it: a run parked on a
+    /// human decision has ended too), and its status if it started.
+    pub async fn finished(
+        &self,
+        meta: &RunMeta,
+    ) -> Result<(bool, Option<RunStatus>), SchedulerError> {
+        Ok(match self.run_record(meta).await? {
+            Some(run) => (!occupies_thread(run.status), Some(run.status)),
+            None => (meta.cancelled, None),
+        })
+    }
+
+    /// The run that occupies `thread` now, if any.
+    pub async fn active_run(
+        &self,
+        thread: &ThreadRecord,
+    ) -> Result<Option<RunRecord>, SchedulerError> {
+        let Some(run_id) = &thread.active_run else {
+            return Ok(None);
+        };
+        let run = self.store().get_run(&thread.thread_id, run_id).await?;
+        Ok(run.filter(|r| occupies_thread(r.status)))
+    }
+
+    /// `idle`, `busy` (a run in flight or queued), `interrupted` (the last
+    /// run waits for a human) or `error`.
+    pub async fn thread_status(
+        &self,
+        record: &ThreadRecord,
+    ) -> Result<ThreadStatus, SchedulerError> {
+        let Some(run_id) = &record.active_run else {
+            let queued = self.queued(&record.thread_id).await?;
+            return Ok(if queued.is_empty() {
+                ThreadStatus::Idle
+            } else {
+                ThreadStatus::Busy
+            });
+        };
+        let run = self.store().get_run(&record.thread_id, run_id).await?;
+        let status = run.map(|r| r.status);
+        if status.is_some_and(occupies_thread) || !self.queued(&record.thread_id).await?.is_empty()
+        {
+            return Ok(ThreadStatus::Busy);
+        }
+        Ok(match status {
+            Some(RunStatus::Interrupted) => ThreadStatus::Interrupted,
+            Some(RunStatus::Error) => ThreadStatus::Error,
+            _ => ThreadStatus::Idle,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_follow_the_reference() {
+        assert_eq!(api_status(RunStatus::Waiting), api::RunStatus::Running);
+        assert_eq!(api_status(RunStatus::Interrupted), api::RunStatus::Success);
+        assert_eq!(
+            api_status(RunStatus::Cancelled),
+            api::RunStatus::Interrupted
+        );
+        assert!(occupies_thread(RunStatus::Waiting));
+        assert!(!occupies_thread(RunStatus::Interrupted));
+    }
+}

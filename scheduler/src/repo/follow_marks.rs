@@ -1,0 +1,13 @@
+//! Follow marks: which runs someone streams, so workers stream their
+//! model calls (see `worker/src/step/deltas.rs`, which reads them).
+
+use deepfleet_proto::keys::records::FOLLOWED;
+use deepfleet_proto::run_delta::Followed;
+use deepfleet_store::Store;
+
+use super::Records;
+
+/// Follow marks, by run id.
+pub fn follow_marks(store: &dyn Store) -> Records<'_, Followed> {
+    Records::new(store, FOLLOWED)
+}

@@ -1,0 +1,13 @@
+//! The run queue: runs created while their thread was busy, waiting to
+//! start (their input is not applied to the thread yet).
+
+use deepfleet_proto::keys::records::QUEUED;
+use deepfleet_store::Store;
+
+use super::Records;
+use super::runs::RunMeta;
+
+/// Queued runs, by run id; each is also in its thread's run metadata.
+pub fn queued(store: &dyn Store) -> Records<'_, RunMeta> {
+    Records::new(store, QUEUED)
+}

@@ -1,0 +1,50 @@
+//! Thread records: what the API keeps about a thread beside its
+//! checkpoint.
+
+use chrono::{DateTime, Utc};
+use deepfleet_proto::keys::records::THREADS;
+use deepfleet_store::Store;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::Records;
+
+/// What the API keeps about a thread beside its checkpoint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadRecord {
+    /// The thread.
+    pub thread_id: String,
+    /// When it was created.
+    pub created_at: DateTime<Utc>,
+    /// When a run last started or the record changed.
+    pub updated_at: DateTime<Utc>,
+    /// Caller metadata (searchable).
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+    /// The run that last started on the thread.
+    #[serde(default)]
+    pub active_run: Option<String>,
+    /// Made for a stateless run; hidden from searches.
+    #[serde(default)]
+    pub temporary: bool,
+}
+
+impl ThreadRecord {
+    /// A new, idle thread.
+    pub fn new(thread_id: String, metadata: Map<String, Value>) -> Self {
+        let now = Utc::now();
+        ThreadRecord {
+            thread_id,
+            created_at: now,
+            updated_at: now,
+            metadata,
+            active_run: None,
+            temporary: false,
+        }
+    }
+}
+
+/// The thread records, by thread id.
+pub fn threads(store: &dyn Store) -> Records<'_, ThreadRecord> {
+    Records::new(store, THREADS)
+}
