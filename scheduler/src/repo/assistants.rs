@@ -2,11 +2,11 @@
 
 use deepfleet_proto::api::Assistant;
 use deepfleet_proto::keys::records::ASSISTANTS;
-use deepfleet_store::Store;
+use deepfleet_store::Records;
 
-use super::Records;
+use super::Repository;
 
 /// Created assistants, by assistant id (system assistants are not stored).
-pub fn assistants(store: &dyn Store) -> Records<'_, Assistant> {
-    Records::new(store, ASSISTANTS)
+pub fn assistants(store: &dyn Records) -> Repository<'_, Assistant> {
+    Repository::new(store, ASSISTANTS)
 }

@@ -2,10 +2,10 @@
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::keys::records::{BATCHES, batch_members};
-use deepfleet_store::Store;
+use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 
-use super::Records;
+use super::Repository;
 
 /// A batch's header: that it exists and how big it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,11 +30,11 @@ pub struct BatchMember {
 }
 
 /// Batch headers, by batch id.
-pub fn batches(store: &dyn Store) -> Records<'_, BatchHeader> {
-    Records::new(store, BATCHES)
+pub fn batches(store: &dyn Records) -> Repository<'_, BatchHeader> {
+    Repository::new(store, BATCHES)
 }
 
 /// The members of `batch_id`, by run id.
-pub fn members<'a>(store: &'a dyn Store, batch_id: &str) -> Records<'a, BatchMember> {
-    Records::new(store, batch_members(batch_id))
+pub fn members<'a>(store: &'a dyn Records, batch_id: &str) -> Repository<'a, BatchMember> {
+    Repository::new(store, batch_members(batch_id))
 }

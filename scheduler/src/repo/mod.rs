@@ -1,8 +1,8 @@
 //! Typed repositories of the scheduler's records.
 //!
 //! The store keeps small JSON records by kind and id
-//! ([`Store::put_record`] and friends); every kind holds one record type.
-//! A [`Records`] binds a kind to its type, so callers read and write
+//! ([`Records::put_record`] and friends); every kind holds one record type.
+//! A [`Repository`] binds a kind to its type, so callers read and write
 //! typed values and the JSON (and the kind names, from
 //! [`deepfleet_proto::keys::records`]) stay in one place: what is stored
 //! is exactly the type's serde form.
@@ -18,22 +18,22 @@ pub mod threads;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
-use deepfleet_store::{Store, StoreError};
+use deepfleet_store::{Records, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::warn;
 
 /// The records of one kind, as values of `T`.
-pub struct Records<'a, T> {
-    store: &'a dyn Store,
+pub struct Repository<'a, T> {
+    store: &'a dyn Records,
     kind: Cow<'static, str>,
     record: PhantomData<fn() -> T>,
 }
 
-impl<'a, T: Serialize + DeserializeOwned> Records<'a, T> {
+impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
     /// The records of `kind` in `store`.
-    pub fn new(store: &'a dyn Store, kind: impl Into<Cow<'static, str>>) -> Self {
-        Records {
+    pub fn new(store: &'a dyn Records, kind: impl Into<Cow<'static, str>>) -> Self {
+        Repository {
             store,
             kind: kind.into(),
             record: PhantomData,
@@ -113,7 +113,7 @@ mod tests {
     #[tokio::test]
     async fn records_round_trip_as_their_serde_form() {
         let store = EmbeddedStore::new();
-        let notes = Records::<Note>::new(&store, "notes");
+        let notes = Repository::<Note>::new(&store, "notes");
         let note = Note { text: "hi".into() };
         assert!(notes.insert("a", &note).await.unwrap());
         assert!(!notes.insert("a", &note).await.unwrap());

@@ -1,10 +1,10 @@
 //! Reply addresses of submitted runs that are not answered yet.
 
 use deepfleet_proto::keys::records::REPLIES;
-use deepfleet_store::Store;
+use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 
-use super::Records;
+use super::Repository;
 
 /// Where and how to answer one submitted run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,6 +25,6 @@ pub struct ReplyRecord {
 }
 
 /// Reply addresses, by run id.
-pub fn replies(store: &dyn Store) -> Records<'_, ReplyRecord> {
-    Records::new(store, REPLIES)
+pub fn replies(store: &dyn Records) -> Repository<'_, ReplyRecord> {
+    Repository::new(store, REPLIES)
 }

@@ -2,14 +2,14 @@
 //! writes them back byte for byte: the kinds and the JSON are unchanged,
 //! so no migration is needed.
 
-use deepfleet_store::Store;
+use deepfleet_store::prelude::*;
 use deepfleet_store::embedded::EmbeddedStore;
 use pretty_assertions::assert_eq;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use super::Records;
+use super::Repository;
 use super::assistants::assistants;
 use super::batches::{batches, members};
 use super::follow_marks::follow_marks;
@@ -24,7 +24,7 @@ const AT: &str = "2026-01-02T03:04:05.123456789Z";
 /// did, reads it typed, writes it back under another id, and compares.
 async fn round_trip<T: Serialize + DeserializeOwned>(
     store: &EmbeddedStore,
-    repo: Records<'_, T>,
+    repo: Repository<'_, T>,
     kind: &str,
     stored: Value,
 ) {

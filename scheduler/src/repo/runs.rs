@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::keys::records::thread_runs;
 use deepfleet_proto::{FileData, Message, SealedContext};
-use deepfleet_store::Store;
+use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Records;
+use super::Repository;
 
 /// What the API keeps about a run beside its run record: the request
 /// that made it, so a queued run can start later and `GET` shows it.
@@ -61,6 +61,6 @@ impl RunMeta {
 }
 
 /// The run metadata of `thread_id`, by run id.
-pub fn runs_of<'a>(store: &'a dyn Store, thread_id: &str) -> Records<'a, RunMeta> {
-    Records::new(store, thread_runs(thread_id))
+pub fn runs_of<'a>(store: &'a dyn Records, thread_id: &str) -> Repository<'a, RunMeta> {
+    Repository::new(store, thread_runs(thread_id))
 }

@@ -3,11 +3,11 @@
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::keys::records::THREADS;
-use deepfleet_store::Store;
+use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Records;
+use super::Repository;
 
 /// What the API keeps about a thread beside its checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,6 @@ impl ThreadRecord {
 }
 
 /// The thread records, by thread id.
-pub fn threads(store: &dyn Store) -> Records<'_, ThreadRecord> {
-    Records::new(store, THREADS)
+pub fn threads(store: &dyn Records) -> Repository<'_, ThreadRecord> {
+    Repository::new(store, THREADS)
 }
