@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use deepfleet_proto::{FileData, LoggedMessage, Message, RunRecord, RunStatus, SealedContext};
+use deepfleet_fleet::tokens::logged;
+use deepfleet_proto::{FileData, Message, RunRecord, RunStatus, SealedContext};
 use deepfleet_store::{Store, ThreadSeed};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -33,9 +34,6 @@ pub const QUEUED: &str = "queued";
 pub fn thread_runs(thread_id: &str) -> String {
     format!("runs/{thread_id}")
 }
-
-/// Counts a message's tokens once, when it enters a thread.
-pub type TokenCounter = Arc<dyn Fn(&Message) -> u32 + Send + Sync>;
 
 /// What the API keeps about a thread beside its checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,16 +141,12 @@ pub fn occupies_thread(status: RunStatus) -> bool {
 #[derive(Clone)]
 pub struct Lifecycle {
     intake: Intake,
-    count_tokens: TokenCounter,
 }
 
 impl Lifecycle {
     /// A lifecycle over `intake`'s store and queue.
-    pub fn new(intake: Intake, count_tokens: TokenCounter) -> Self {
-        Lifecycle {
-            intake,
-            count_tokens,
-        }
+    pub fn new(intake: Intake) -> Self {
+        Lifecycle { intake }
     }
 
     /// The store.
@@ -254,14 +248,7 @@ impl Lifecycle {
             )
         };
         let seed = ThreadSeed {
-            messages: meta
-                .input
-                .iter()
-                .map(|m| LoggedMessage {
-                    tokens: (self.count_tokens)(m),
-                    message: m.clone(),
-                })
-                .collect(),
+            messages: meta.input.iter().cloned().map(logged).collect(),
             files: meta.files.clone(),
             state: Map::new(),
         };

@@ -12,12 +12,11 @@ pub mod backend;
 pub mod compress;
 mod error;
 pub mod events;
-pub mod metrics;
+mod metrics;
 pub mod middleware;
 pub mod prompt;
 pub mod runtime;
 pub mod step;
-pub mod tokens;
 pub mod tools;
 pub mod trace;
 

@@ -4,6 +4,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use deepfleet_fleet::tokens::{count_text, logged};
 use deepfleet_model::{ModelError, ToolSpec};
 use deepfleet_proto::{
     ContentBlock, ContextCursor, EvictedMessage, LoggedMessage, Message, UserMessage,
@@ -17,7 +18,6 @@ use crate::compress::offload::{eviction_path, user_message_stub};
 use crate::compress::summarize::{Summarizer, SummaryInput, stored_tokens};
 use crate::compress::truncate::truncate_old_arguments;
 use crate::events::{CompactionKind, Event};
-use crate::tokens::{count_text, logged};
 
 /// The parts of a step compression works on.
 pub struct Thread<'a> {

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chrono::Utc;
+use deepfleet_fleet::tokens::logged;
 use deepfleet_model::{CallPurpose, ModelRequest};
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, ContentBlock, ErrorCode, FileData, LoggedMessage, Message,
@@ -27,7 +28,6 @@ use crate::step::deltas::{self, DeltaForwarder};
 use crate::step::guard::turn_errors;
 use crate::step::hitl;
 use crate::step::spans;
-use crate::tokens::logged;
 use crate::tools::{ToolCtx, ToolError, ToolOutput};
 
 /// A step's result: what to commit, and the files after it (the seed of
