@@ -9,19 +9,16 @@
 //! `CI=true`, like a missing RabbitMQ or Redis.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
+use deepfleet_testkit::fleet::services;
 use tokio::process::Command;
 
-use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL};
+use crate::queue_intake::{listening, start_scheduler};
+use crate::support::{distributed, fleet};
 
 pub(crate) fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/agent_server")
-}
-
-pub(crate) fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 /// A venv with `langgraph-sdk` and `pika`; `None` (skip) when pip cannot
@@ -54,7 +51,7 @@ pub(crate) async fn python() -> Option<PathBuf> {
         return Some(python);
     }
     let hint = "cannot install langgraph-sdk and pika into target/e2e-venv (is PyPI reachable?)";
-    assert!(!in_ci(), "{hint}");
+    assert!(!services::in_ci(), "{hint}");
     eprintln!("skipping: {hint}");
     None
 }
@@ -69,44 +66,16 @@ pub(crate) fn free_port() -> u16 {
 
 #[tokio::test]
 async fn langgraph_sdk_drives_the_scheduler() {
-    let Some(fleet) = Fleet::distributed(2).await else {
+    let Some(fleet) = distributed(fleet(), 2).await else {
         return;
     };
     let Some(python) = python().await else {
-        fleet.shutdown().await;
+        fleet.shutdown().await.unwrap();
         return;
     };
-    let addr = format!("127.0.0.1:{}", free_port());
-    let mut scheduler = Command::new(env!("CARGO_BIN_EXE_deepfleet"))
-        .args([
-            "scheduler",
-            "--queue",
-            AMQP_URL,
-            "--store",
-            REDIS_URL,
-            "--listen",
-            &addr,
-        ])
-        .arg("--agents")
-        .arg(fixtures().join("agents"))
-        .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
-        .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
-        .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let (mut scheduler, addr) = start_scheduler(&fleet, &fixtures().join("agents"), &[]);
     let url = format!("http://{addr}");
-    let mut up = false;
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(&addr).await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let up = listening(&addr).await;
     let outcome = if up {
         tokio::time::timeout(
             Duration::from_secs(180),
@@ -122,7 +91,7 @@ async fn langgraph_sdk_drives_the_scheduler() {
     let _ = scheduler.kill().await;
     crate::queue_intake::delete_submission_queues(&format!("{}.submissions", fleet.queue_name))
         .await;
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
     assert!(up, "the scheduler did not listen on {addr}");
     let status = outcome.expect("sdk flows timed out").unwrap();
     assert!(status.success(), "sdk flows failed: {status}");

@@ -61,7 +61,10 @@ scenario!(background_tasks_run_while_the_parent_works, |fleet| {
         &replay_model(dir.path(), BACKGROUND),
         ASYNC_WORKER,
     );
-    let r = &fleet.run(&spec, &[task("t1", "Run the fleet")]).await[0];
+    let r = &fleet
+        .run(&spec, &[task("t1", "Run the fleet")])
+        .await
+        .unwrap()[0];
     assert_eq!(r.error, None);
     assert_eq!(r.status, ResultStatus::Success);
     let mut lines: Vec<&str> = r
@@ -90,6 +93,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     use std::sync::Arc;
 
     use chrono::Utc;
+    use deepfleet_fleet::publish_step;
     use deepfleet_model::Providers;
     use deepfleet_proto::{Envelope, Job, RunRecord, RunStatus, StepJob};
     use deepfleet_queue::Queue;
@@ -137,9 +141,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
         thread_id: thread_id.into(),
         step,
     };
-    let envelope = Envelope::new("m1", Job::Step(job("parent-run", "parent-thread", 0)));
-    queue
-        .publish(serde_json::to_vec(&envelope).unwrap(), None)
+    publish_step(queue.as_ref(), job("parent-run", "parent-thread", 0), None)
         .await
         .unwrap();
     let mut consumer = queue.consume(10).await.unwrap();

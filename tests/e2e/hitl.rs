@@ -12,19 +12,9 @@ use deepfleet_scheduler::resume::resume;
 use deepfleet_scheduler::{BatchFollower, SchedulerError};
 use serde_json::json;
 
-use crate::support::{Fleet, replay_model, scenario, spec, task};
-
-const TWO_WRITES_AND_LS: &str = r##"
-rules:
-  - when: {input: '^Write two files$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: /a.txt, content: alpha}}
-        - {name: write_file, args: {file_path: /b.txt, content: beta}}
-        - {name: ls, args: {path: /}}
-  - when: {input: '^Write two files$', turn: 1}
-    reply: {text: "done: {{last_tool}}"}
-"##;
+use crate::support::{
+    Fleet, delegating_one_write, replay_model, scenario, spec, task, two_writes_and_ls,
+};
 
 const GATED: &str = "interrupt_on:\n  write_file: true\n";
 
@@ -38,10 +28,10 @@ async fn interrupted(
 ) -> (ResultLine, RunRecord) {
     let spec = spec(
         "hitl",
-        &replay_model(dir.path(), TWO_WRITES_AND_LS),
+        &replay_model(dir.path(), &two_writes_and_ls("done: {{last_tool}}")),
         spec_yaml,
     );
-    let mut batch = fleet.run_batch(&spec, &[task("t1", input)]).await;
+    let mut batch = fleet.run_batch(&spec, &[task("t1", input)]).await.unwrap();
     (batch.results.remove(0), batch.runs.remove(0))
 }
 
@@ -256,34 +246,19 @@ scenario!(allowed_decisions_are_enforced, |fleet| {
     assert_eq!(done.files.keys().collect::<Vec<_>>(), ["/a.txt"]);
 });
 
-const DELEGATES_A_WRITE: &str = r##"
-rules:
-  - when: {input: '^Delegate the write$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: task, args: {subagent_type: general-purpose, description: "Write gamma to /g.txt"}}
-  - when: {input: '^Delegate the write$', turn: 1}
-    reply: {text: "{{last_tool}}"}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: '{{path}}', content: '{{word}}'}}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 1}
-    reply: {text: 'wrote {{word}}'}
-"##;
-
 // Subagents inherit the parent's interrupt_on; the top-level line reports
 // the subagent's review, and resuming the subagent finishes the parent.
 scenario!(a_subagent_inherits_interrupt_on, |fleet| {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         "hitlsub",
-        &replay_model(dir.path(), DELEGATES_A_WRITE),
+        &replay_model(dir.path(), &delegating_one_write("^Delegate the write$")),
         GATED,
     );
     let batch = fleet
         .run_batch(&spec, &[task("t1", "Delegate the write")])
-        .await;
+        .await
+        .unwrap();
     let (line, run) = (&batch.results[0], &batch.runs[0]);
     assert_eq!(line.status, ResultStatus::Interrupted);
     let review = line.review.clone().unwrap();

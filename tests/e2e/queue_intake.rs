@@ -15,7 +15,7 @@ use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use tokio::process::{Child, Command};
 
 use crate::agent_server::{fixtures, free_port, python};
-use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL};
+use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL, distributed, fleet};
 
 /// Deletes a submission queue's topology (queue, dead letters, results).
 pub async fn delete_submission_queues(name: &str) {
@@ -61,11 +61,11 @@ pub async fn listening(addr: &str) -> bool {
 
 #[tokio::test]
 async fn pika_submits_jobs_and_reads_answers_and_dead_letters() {
-    let Some(fleet) = Fleet::distributed(2).await else {
+    let Some(fleet) = distributed(fleet(), 2).await else {
         return;
     };
     let Some(python) = python().await else {
-        fleet.shutdown().await;
+        fleet.shutdown().await.unwrap();
         return;
     };
     let submissions = format!("{}.submissions", fleet.queue_name);
@@ -92,7 +92,7 @@ async fn pika_submits_jobs_and_reads_answers_and_dead_letters() {
     };
     let _ = scheduler.kill().await;
     delete_submission_queues(&submissions).await;
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
     assert!(up, "the scheduler did not listen on {addr}");
     let status = outcome.expect("pika flows timed out").unwrap();
     assert!(status.success(), "pika flows failed: {status}");
@@ -103,7 +103,7 @@ async fn pika_submits_jobs_and_reads_answers_and_dead_letters() {
 /// answered by the next one.
 #[tokio::test]
 async fn the_answer_survives_a_scheduler_restart() {
-    let Some(mut fleet) = Fleet::distributed(0).await else {
+    let Some(mut fleet) = distributed(fleet(), 0).await else {
         return;
     };
     let submissions = format!("{}.submissions", fleet.queue_name);
@@ -159,7 +159,7 @@ async fn the_answer_survives_a_scheduler_restart() {
     let _ = first.kill().await;
     let (mut second, addr) = start_scheduler(&fleet, &agents, &extra);
     let second_up = listening(&addr).await;
-    fleet.spawn_worker();
+    fleet.spawn_worker().unwrap();
     let mut answer = None;
     for _ in 0..300 {
         let got = channel
@@ -179,7 +179,7 @@ async fn the_answer_survives_a_scheduler_restart() {
     let left = fleet.store.list_records("replies").await.unwrap().len();
     let _ = client.close(200, "done".into()).await;
     delete_submission_queues(&submissions).await;
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
     assert!(
         recorded && second_up,
         "recorded: {recorded}, second scheduler up: {second_up}"

@@ -12,13 +12,15 @@ use deepfleet_queue::{DeadLetters, Queue};
 use deepfleet_scheduler::Intake;
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
+use deepfleet_testkit::fleet::Service;
+use deepfleet_testkit::script::{ScriptBuilder, When};
 use deepfleet_worker::{RetryConfig, StepRunner};
 
 use crate::support::{AMQP_URL, replay_model, require, spec, task};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_delivery_ends_the_run_instead_of_hanging() {
-    if !require("RabbitMQ", "127.0.0.1:5672").await {
+    if !require(&[Service::RabbitMq]).await {
         return;
     }
     let config = AmqpConfig {
@@ -33,18 +35,16 @@ async fn the_last_delivery_ends_the_run_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         "crashy",
-        &replay_model(dir.path(), "rules:\n  - when: {}\n    reply: {text: ok}\n"),
+        &replay_model(
+            dir.path(),
+            &ScriptBuilder::new().answer(When::always(), "ok").build(),
+        ),
         "",
     );
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(&spec).await.unwrap();
     let run = intake
-        .submit(
-            &spec.name,
-            &task("t1", "go"),
-            None,
-            deepfleet_worker::tokens::count_message,
-        )
+        .submit(&spec.name, &task("t1", "go"), None)
         .await
         .unwrap();
 

@@ -14,15 +14,15 @@ use tokio::process::Command;
 
 use crate::agent_server::python;
 use crate::queue_intake::{delete_submission_queues, listening, start_scheduler};
-use crate::support::Fleet;
+use crate::support::{distributed, fleet};
 
 #[tokio::test]
 async fn subagent_events_and_resumed_streams_over_the_sdk() {
-    let Some(fleet) = Fleet::distributed(2).await else {
+    let Some(fleet) = distributed(fleet(), 2).await else {
         return;
     };
     let Some(python) = python().await else {
-        fleet.shutdown().await;
+        fleet.shutdown().await.unwrap();
         return;
     };
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/streaming");
@@ -47,7 +47,7 @@ async fn subagent_events_and_resumed_streams_over_the_sdk() {
     };
     let _ = scheduler.kill().await;
     delete_submission_queues(&submissions).await;
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
     assert!(up, "the scheduler did not listen on {addr}");
     let status = outcome.expect("stream flows timed out").unwrap();
     assert!(status.success(), "stream flows failed: {status}");
