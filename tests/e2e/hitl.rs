@@ -2,14 +2,12 @@
 //! with decisions continues it to the end (deepagents conformance §13.2
 //! item 25: two gated `write_file` calls and an ungated `ls` in one turn).
 
-use std::time::Duration;
-
 use deepfleet_proto::{
     Decision, DecisionType, EditedAction, Message, ResultLine, ResultStatus, RunRecord,
     ToolMessage, ToolStatus,
 };
+use deepfleet_scheduler::SchedulerError;
 use deepfleet_scheduler::resume::resume;
-use deepfleet_scheduler::{BatchFollower, SchedulerError};
 use serde_json::json;
 
 use crate::support::{
@@ -33,23 +31,6 @@ async fn interrupted(
     );
     let mut batch = fleet.run_batch(&spec, &[task("t1", input)]).await.unwrap();
     (batch.results.remove(0), batch.runs.remove(0))
-}
-
-/// Follows `run`'s batch until it reports `run` again.
-async fn follow(fleet: &Fleet, run: &RunRecord) -> ResultLine {
-    let mut follower = BatchFollower::new(fleet.store.clone(), run.batch_id.as_deref().unwrap());
-    follower.track(run);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the resumed run did not finish"
-        );
-        if let Some(line) = follower.poll().await.unwrap().pop() {
-            return line;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The tool messages of the run's thread, in order.
@@ -148,7 +129,7 @@ scenario!(edit_and_reject_then_the_turn_finishes, |fleet| {
         "{again}"
     );
 
-    let done = follow(&fleet, &run).await;
+    let done = fleet.follow_run(&run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.files.get("/a2.txt").map(String::as_str), Some("alpha"));
     assert!(!done.files.contains_key("/a.txt") && !done.files.contains_key("/b.txt"));
@@ -196,7 +177,7 @@ scenario!(approve_and_respond, |fleet| {
     )
     .await
     .unwrap();
-    let done = follow(&fleet, &run).await;
+    let done = fleet.follow_run(&run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.files.get("/a.txt").map(String::as_str), Some("alpha"));
     assert!(!done.files.contains_key("/b.txt"));
@@ -241,7 +222,7 @@ scenario!(allowed_decisions_are_enforced, |fleet| {
     )
     .await
     .unwrap();
-    let done = follow(&fleet, &run).await;
+    let done = fleet.follow_run(&run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.files.keys().collect::<Vec<_>>(), ["/a.txt"]);
 });
@@ -272,7 +253,7 @@ scenario!(a_subagent_inherits_interrupt_on, |fleet| {
     )
     .await
     .unwrap();
-    let done = follow(&fleet, run).await;
+    let done = fleet.follow_run(run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.output, "wrote gamma");
     assert_eq!(done.files.get("/g.txt").map(String::as_str), Some("gamma"));

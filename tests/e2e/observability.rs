@@ -16,7 +16,7 @@ use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::agent_server::free_port;
+use crate::live_scheduler::free_port;
 use crate::support::{distributed, fleet, replay_model, spec, task};
 
 /// Two parallel subagents, each writing a file; the parent then lists the

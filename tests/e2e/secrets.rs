@@ -5,10 +5,8 @@
 //! half of this check is in `resume_cli.rs`.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use deepfleet_proto::{Decision, ResultStatus, TaskLine};
-use deepfleet_scheduler::BatchFollower;
 use deepfleet_scheduler::resume::resume;
 use redis::AsyncCommands;
 use tokio::io::AsyncReadExt;
@@ -114,19 +112,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
     )
     .await
     .unwrap();
-    let mut follower = BatchFollower::new(fleet.store.clone(), run.batch_id.as_deref().unwrap());
-    follower.track(run);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    let done = loop {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the run did not finish"
-        );
-        if let Some(line) = follower.poll().await.unwrap().pop() {
-            break line;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let done = fleet.follow_run(run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.output, "wrote gamma");
 

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::ensure;
+use anyhow::{Context, ensure};
 use deepfleet_proto::{AgentSpec, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::DeadLetter;
 use deepfleet_scheduler::{BatchFollower, Intake};
@@ -77,6 +77,21 @@ impl Fleet {
     /// limit; returns their result lines in completion order.
     pub async fn follow(&mut self, follower: BatchFollower) -> anyhow::Result<Vec<ResultLine>> {
         self.follow_killing(follower, &mut Killer::new(None)).await
+    }
+
+    /// Follows `run`'s batch until it reports `run` again: a run resumed
+    /// after a human review ends on the batch it started in.
+    pub async fn follow_run(&mut self, run: &RunRecord) -> anyhow::Result<ResultLine> {
+        let batch = run
+            .batch_id
+            .as_deref()
+            .context("the run belongs to no batch")?;
+        let mut follower = BatchFollower::new(self.store.clone(), batch);
+        follower.track(run);
+        self.follow(follower)
+            .await?
+            .pop()
+            .context("the batch reported no line for the run")
     }
 
     /// Waits until at least `n` messages were dead-lettered; returns them.
