@@ -9,7 +9,7 @@
 use deepfleet_proto::{Envelope, Job, StepJob};
 use deepfleet_queue::Queue;
 
-use crate::PublishError;
+use crate::error::PublishError;
 
 /// The envelope of a first delivery of `job`, published now, carrying
 /// `traceparent` (W3C trace context) when given. Without one, the worker

@@ -11,8 +11,6 @@
 
 mod record;
 
-pub use record::Caller;
-
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
@@ -60,6 +58,29 @@ pub const METRIC_NAMES: &[&str] = &[
     "deepfleet_queue_depth",
     "deepfleet_queue_consumers",
 ];
+
+/// Who made a model call or ran a run: summaries are their own line
+/// item, whatever run asked for them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    /// A top-level run.
+    Main,
+    /// A delegated run.
+    Subagent,
+    /// A summarization call compressing some run's context.
+    Summarization,
+}
+
+impl Caller {
+    /// The `caller` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Caller::Main => "main",
+            Caller::Subagent => "subagent",
+            Caller::Summarization => "summarization",
+        }
+    }
+}
 
 /// The metrics of one process. Cheap to update from any thread; share it
 /// behind an `Arc` (the worker reports its harness events into it).

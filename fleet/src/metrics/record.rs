@@ -5,30 +5,7 @@ use std::time::Duration;
 
 use deepfleet_proto::{ErrorCode, RunStatus, ToolStatus, Usage};
 
-use super::Metrics;
-
-/// Who made a model call or ran a run: summaries are their own line
-/// item, whatever run asked for them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    /// A top-level run.
-    Main,
-    /// A delegated run.
-    Subagent,
-    /// A summarization call compressing some run's context.
-    Summarization,
-}
-
-impl Caller {
-    /// The `caller` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Caller::Main => "main",
-            Caller::Subagent => "subagent",
-            Caller::Summarization => "summarization",
-        }
-    }
-}
+use super::{Caller, Metrics};
 
 impl Metrics {
     /// A model call of `agent` on `model`: its usage when it succeeded

@@ -12,7 +12,7 @@ use deepfleet_store::sealed::ContextKey;
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use super::Fleet;
+use super::handle::Fleet;
 
 /// Runs submitted at once: enough to keep a fleet busy while the broker
 /// confirms each publish.
@@ -206,5 +206,16 @@ impl Killer {
             self.last = Instant::now();
         }
         Ok(())
+    }
+}
+
+/// A task with no seed files, context or state.
+pub fn task(id: &str, input: &str) -> TaskLine {
+    TaskLine {
+        id: id.into(),
+        input: input.into(),
+        context: None,
+        files: None,
+        state: None,
     }
 }

@@ -17,13 +17,9 @@ use deepfleet_worker::events::{EventSink, NoopSink};
 use deepfleet_worker::{RetryConfig, StepRunner, Worker};
 use tokio_util::sync::CancellationToken;
 
+use super::handle::{Fleet, Remote};
 use super::services::{self, AMQP_URL, REDIS_URL, Service};
-use super::workers::{FAST_RETRY_BASE, FAST_RETRY_MAX, WorkerCommand, Workers};
-use super::{Fleet, Remote};
-
-/// The API key the fleet's `openai:` models send (the scripted server
-/// takes any).
-pub const API_KEY: &str = "test-key";
+use super::workers::{API_KEY, FAST_RETRY_BASE, FAST_RETRY_MAX, WorkerCommand, Workers};
 
 /// How long a stopping worker may finish what it holds.
 const GRACE: Duration = Duration::from_secs(1);
@@ -208,7 +204,7 @@ impl FleetBuilder {
         Ok(fleet)
     }
 
-    fn provider_configs(&self) -> HashMap<String, ProviderConfig> {
+    pub(super) fn provider_configs(&self) -> HashMap<String, ProviderConfig> {
         let mut providers = self.providers.clone();
         if let Some(url) = &self.worker.model_url {
             let openai = ProviderConfig {
@@ -222,7 +218,7 @@ impl FleetBuilder {
         providers
     }
 
-    fn retries(&self) -> RetryConfig {
+    pub(super) fn retries(&self) -> RetryConfig {
         if self.worker.fast_retries {
             RetryConfig {
                 max_attempts: 5,
