@@ -9,15 +9,14 @@
 use std::sync::Arc;
 
 use anyhow::Context;
-use deepfleet_model::Providers;
 use deepfleet_proto::{AgentSpec, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_scheduler::Intake;
 use deepfleet_store::redis::RedisStore;
-use deepfleet_worker::{RetryConfig, StepRunner};
 
 use crate::fleet::REDIS_URL;
+use crate::runner::replay_runner;
 
 /// Runs `task` of `spec` (a `replay:` model: no provider is configured)
 /// on the local Redis under a fresh key prefix, removed afterwards;
@@ -48,13 +47,7 @@ async fn drive(
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(spec).await?;
     intake.submit(&spec.name, task, None).await?;
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
-    let runner = StepRunner::new(
-        queue.clone(),
-        store.clone(),
-        providers,
-        RetryConfig::default(),
-    );
+    let runner = replay_runner(queue.clone(), store.clone());
     let mut consumer = queue.consume(1).await?;
     let mut per_step = Vec::with_capacity(last + 1);
     for step in 0..=last {

@@ -29,6 +29,7 @@ pub mod fleet;
 mod gemini;
 pub mod growth;
 mod openai;
+pub mod runner;
 pub mod script;
 
 use std::net::SocketAddr;

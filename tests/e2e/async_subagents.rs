@@ -94,14 +94,13 @@ async fn a_redelivered_step_starts_its_background_tasks() {
 
     use chrono::Utc;
     use deepfleet_fleet::publish_step;
-    use deepfleet_model::Providers;
     use deepfleet_proto::{Envelope, Job, RunRecord, RunStatus, StepJob};
     use deepfleet_queue::Queue;
     use deepfleet_queue::memory::MemoryQueue;
     use deepfleet_store::embedded::EmbeddedStore;
     use deepfleet_store::{StepCommit, Store, ThreadSeed};
+    use deepfleet_testkit::runner::replay_runner;
     use deepfleet_worker::tools::async_tasks::{record_started, spawned_child};
-    use deepfleet_worker::{RetryConfig, StepRunner};
 
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(EmbeddedStore::new());
@@ -146,15 +145,9 @@ async fn a_redelivered_step_starts_its_background_tasks() {
         .unwrap();
     let mut consumer = queue.consume(10).await.unwrap();
     let delivery = consumer.next().await.unwrap().unwrap();
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
-    StepRunner::new(
-        queue.clone(),
-        store.clone(),
-        providers,
-        RetryConfig::default(),
-    )
-    .handle(delivery)
-    .await;
+    replay_runner(queue.clone(), store.clone())
+        .handle(delivery)
+        .await;
 
     let started = store
         .get_run(&child.thread_id, &child.run_id)

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepfleet_model::Providers;
 use deepfleet_proto::RunStatus;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{DeadLetters, Queue};
@@ -13,8 +12,8 @@ use deepfleet_scheduler::Intake;
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_testkit::fleet::Service;
+use deepfleet_testkit::runner::replay_runner;
 use deepfleet_testkit::script::{ScriptBuilder, When};
-use deepfleet_worker::{RetryConfig, StepRunner};
 
 use crate::support::{AMQP_URL, replay_model, require, spec, task};
 
@@ -56,15 +55,9 @@ async fn the_last_delivery_ends_the_run_instead_of_hanging() {
 
     let last = consumer.next().await.unwrap().unwrap();
     assert_eq!(last.deliveries_left(), Some(0));
-    let providers = Arc::new(Providers::with_env(Default::default(), |_| None));
-    StepRunner::new(
-        queue.clone(),
-        store.clone(),
-        providers,
-        RetryConfig::default(),
-    )
-    .handle(last)
-    .await;
+    replay_runner(queue.clone(), store.clone())
+        .handle(last)
+        .await;
 
     let ended = store
         .get_run(&run.thread_id, &run.run_id)

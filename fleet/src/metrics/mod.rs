@@ -11,6 +11,8 @@
 
 mod record;
 
+use std::collections::BTreeSet;
+
 use prometheus::{
     Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
     TextEncoder,
@@ -245,6 +247,30 @@ impl Metrics {
         let mut out = Vec::new();
         TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
         String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+    }
+
+    /// The sample lines of `family` in the text format, comments left
+    /// out: what tests compare.
+    pub fn samples(&self, family: &str) -> Result<Vec<String>, prometheus::Error> {
+        let labelled = format!("{family}{{");
+        let plain = format!("{family} ");
+        Ok(self
+            .render()?
+            .lines()
+            .filter(|l| l.starts_with(&labelled) || l.starts_with(&plain))
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// The families that have samples now. A labelled family appears once
+    /// it is first updated, so after one update of each this is
+    /// [`METRIC_NAMES`].
+    pub fn exported_families(&self) -> BTreeSet<String> {
+        self.registry
+            .gather()
+            .iter()
+            .map(|f| f.name().to_owned())
+            .collect()
     }
 }
 

@@ -6,15 +6,6 @@ use pretty_assertions::assert_eq;
 
 use super::{Caller, METRIC_NAMES, Metrics};
 
-/// The exposition lines of `family` (samples only, no comments).
-fn samples(text: &str, family: &str) -> Vec<String> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// One update of every family, so each has a sample.
 fn record_all(m: &Metrics) {
     let usage = Usage {
@@ -41,13 +32,12 @@ fn record_all(m: &Metrics) {
 fn a_failed_model_call_counts_without_tokens() {
     let m = Metrics::new().unwrap();
     m.model_call("m", "a", Caller::Subagent, None, Duration::from_millis(5));
-    let text = m.render().unwrap();
     assert_eq!(
-        samples(&text, "deepfleet_model_calls_total"),
+        m.samples("deepfleet_model_calls_total").unwrap(),
         vec![r#"deepfleet_model_calls_total{caller="subagent",model="m",outcome="error"} 1"#]
     );
     assert_eq!(
-        samples(&text, "deepfleet_model_tokens_total"),
+        m.samples("deepfleet_model_tokens_total").unwrap(),
         Vec::<String>::new()
     );
 }
@@ -59,16 +49,15 @@ fn runs_count_by_agent_caller_and_status() {
     m.run_finished("a", Caller::Main, RunStatus::Success, took);
     m.run_finished("a", Caller::Subagent, RunStatus::Interrupted, took);
     m.run_finished("a", Caller::Subagent, RunStatus::Interrupted, took);
-    let text = m.render().unwrap();
     assert_eq!(
-        samples(&text, "deepfleet_runs_finished_total"),
+        m.samples("deepfleet_runs_finished_total").unwrap(),
         vec![
             r#"deepfleet_runs_finished_total{agent="a",caller="main",status="success"} 1"#,
             r#"deepfleet_runs_finished_total{agent="a",caller="subagent",status="interrupted"} 2"#,
         ]
     );
     assert_eq!(
-        samples(&text, "deepfleet_run_duration_seconds_count"),
+        m.samples("deepfleet_run_duration_seconds_count").unwrap(),
         vec![
             r#"deepfleet_run_duration_seconds_count{status="interrupted"} 2"#,
             r#"deepfleet_run_duration_seconds_count{status="success"} 1"#,
@@ -82,13 +71,12 @@ fn queue_gauges_hold_the_last_sample() {
     m.set_queue_depth(7);
     m.set_queue_depth(9);
     m.set_queue_consumers(2);
-    let text = m.render().unwrap();
     assert_eq!(
-        samples(&text, "deepfleet_queue_depth"),
+        m.samples("deepfleet_queue_depth").unwrap(),
         vec!["deepfleet_queue_depth 9"]
     );
     assert_eq!(
-        samples(&text, "deepfleet_queue_consumers"),
+        m.samples("deepfleet_queue_consumers").unwrap(),
         vec!["deepfleet_queue_consumers 2"]
     );
 }
@@ -99,14 +87,8 @@ fn queue_gauges_hold_the_last_sample() {
 fn metric_names_list_every_exported_family() {
     let m = Metrics::new().unwrap();
     record_all(&m);
-    let exported: BTreeSet<String> = m
-        .registry()
-        .gather()
-        .iter()
-        .map(|f| f.name().to_owned())
-        .collect();
     let listed: BTreeSet<String> = METRIC_NAMES.iter().map(|s| (*s).to_owned()).collect();
-    assert_eq!(exported, listed);
+    assert_eq!(m.exported_families(), listed);
     // For `scripts/check-observability.sh`: a full scrape to lint with
     // `promtool check metrics`.
     if let Ok(path) = std::env::var("DEEPFLEET_METRICS_SAMPLE") {

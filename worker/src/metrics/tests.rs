@@ -18,15 +18,6 @@ fn scope(subagent: Option<&str>) -> EventScope {
     }
 }
 
-/// The exposition lines of `family` (samples only, no comments).
-fn samples(text: &str, family: &str) -> Vec<String> {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// One of every event, so every family has a sample.
 fn emit_all(m: &Metrics) {
     let main = scope(None);
@@ -122,9 +113,8 @@ fn emit_all(m: &Metrics) {
 fn compaction_events_count_by_kind_with_tokens_removed() {
     let m = Metrics::new().unwrap();
     emit_all(&m);
-    let text = m.render().unwrap();
     assert_eq!(
-        samples(&text, "deepfleet_compactions_total"),
+        m.samples("deepfleet_compactions_total").unwrap(),
         vec![
             r#"deepfleet_compactions_total{kind="argument_truncation"} 1"#,
             r#"deepfleet_compactions_total{kind="offload"} 1"#,
@@ -132,7 +122,8 @@ fn compaction_events_count_by_kind_with_tokens_removed() {
         ]
     );
     assert_eq!(
-        samples(&text, "deepfleet_compaction_tokens_removed_total"),
+        m.samples("deepfleet_compaction_tokens_removed_total")
+            .unwrap(),
         vec![
             r#"deepfleet_compaction_tokens_removed_total{kind="argument_truncation"} 2000"#,
             r#"deepfleet_compaction_tokens_removed_total{kind="offload"} 29500"#,
@@ -145,8 +136,7 @@ fn compaction_events_count_by_kind_with_tokens_removed() {
 fn tokens_split_by_caller_and_type() {
     let m = Metrics::new().unwrap();
     emit_all(&m);
-    let text = m.render().unwrap();
-    let tokens = samples(&text, "deepfleet_model_tokens_total");
+    let tokens = m.samples("deepfleet_model_tokens_total").unwrap();
     let line = |caller: &str, kind: &str, n: u64| {
         format!(
             r#"deepfleet_model_tokens_total{{agent="briefer",caller="{caller}",model="gpt-4.1",type="{kind}"}} {n}"#
@@ -160,7 +150,7 @@ fn tokens_split_by_caller_and_type() {
     }
     assert_eq!(tokens, expected);
     assert_eq!(
-        samples(&text, "deepfleet_model_calls_total"),
+        m.samples("deepfleet_model_calls_total").unwrap(),
         vec![
             r#"deepfleet_model_calls_total{caller="main",model="gpt-4.1",outcome="error"} 1"#,
             r#"deepfleet_model_calls_total{caller="main",model="gpt-4.1",outcome="ok"} 1"#,
@@ -169,7 +159,7 @@ fn tokens_split_by_caller_and_type() {
         ]
     );
     assert_eq!(
-        samples(&text, "deepfleet_provider_errors_total"),
+        m.samples("deepfleet_provider_errors_total").unwrap(),
         vec![r#"deepfleet_provider_errors_total{class="rate_limited",model="gpt-4.1"} 1"#]
     );
 }
@@ -181,13 +171,12 @@ fn steps_in_flight_go_up_and_down() {
     m.emit(&s, &Event::StepStarted { queue_wait: None });
     m.emit(&s, &Event::StepStarted { queue_wait: None });
     m.emit(&s, &Event::StepEnded);
-    let text = m.render().unwrap();
     assert_eq!(
-        samples(&text, "deepfleet_steps_in_flight"),
+        m.samples("deepfleet_steps_in_flight").unwrap(),
         vec!["deepfleet_steps_in_flight 1"]
     );
     assert_eq!(
-        samples(&text, "deepfleet_queue_wait_seconds_count"),
+        m.samples("deepfleet_queue_wait_seconds_count").unwrap(),
         vec!["deepfleet_queue_wait_seconds_count 0"],
         "no wait is observed when the envelope has no publication time"
     );
@@ -199,12 +188,6 @@ fn steps_in_flight_go_up_and_down() {
 fn events_fill_every_exported_family() {
     let m = Metrics::new().unwrap();
     emit_all(&m);
-    let exported: BTreeSet<String> = m
-        .registry()
-        .gather()
-        .iter()
-        .map(|f| f.name().to_owned())
-        .collect();
     let listed: BTreeSet<String> = METRIC_NAMES.iter().map(|s| (*s).to_owned()).collect();
-    assert_eq!(exported, listed);
+    assert_eq!(m.exported_families(), listed);
 }
