@@ -4,10 +4,11 @@
 //!
 //! One [`Metrics`] owns its own registry (no global state), so a process
 //! can serve exactly what it measured and tests can run side by side.
-//! The families are updated through typed methods ([`Metrics::model_call`],
-//! [`Metrics::run_finished`], ...), and every label set is bounded: models and agents come from configured
-//! specs, tools from the registry, callers, kinds and statuses from
-//! closed enums; run, thread and message ids never become labels.
+//! The families are updated through typed methods
+//! ([`Metrics::model_call`], [`Metrics::run_finished`], ...), and every
+//! label set is bounded: models and agents come from configured specs,
+//! tools from the registry, callers, kinds and statuses from closed
+//! enums; run, thread and message ids never become labels.
 
 mod record;
 
