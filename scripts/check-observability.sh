@@ -27,7 +27,7 @@ promtool test rules deploy/prometheus/*_test.yml
 
 echo "== metrics exposition"
 DEEPFLEET_METRICS_SAMPLE="$work/scrape.txt" \
-  ${CARGO:-cargo} test -q -p deepfleet-worker --lib metrics::tests::metric_names_list_every_exported_family >/dev/null
+  ${CARGO:-cargo} test -q -p deepfleet-fleet --lib metrics::tests::metric_names_list_every_exported_family >/dev/null
 promtool check metrics < "$work/scrape.txt"
 
 echo "== dashboards"

@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use deepfleet_testkit::ScriptedServer;
 
-use crate::fleet::{Fleet, check};
+use deepfleet_testkit::fleet::Fleet;
+
+use crate::fleet::{builder, check};
 use crate::python::{Python, PythonReport};
 use crate::scenario::{Intervals, engine, gaps, intervals, sample_request, scenario_task, spec};
 use serde_json::Value;
@@ -28,10 +30,10 @@ pub struct Passes {
 
 const RUN_LIMIT: Duration = Duration::from_secs(60);
 
-async fn one_at_a_time(fleet: &Fleet, passes: Passes) -> anyhow::Result<()> {
+async fn one_at_a_time(fleet: &mut Fleet, passes: Passes) -> anyhow::Result<()> {
     let spec = spec("bench-overhead")?;
     for n in 0..passes.warmup + passes.runs {
-        check(&fleet.run(&spec, &[scenario_task(n)], RUN_LIMIT).await?)?;
+        check(&fleet.run(&spec, &[scenario_task(n)]).await?)?;
     }
     Ok(())
 }
@@ -40,10 +42,11 @@ async fn one_at_a_time(fleet: &Fleet, passes: Passes) -> anyhow::Result<()> {
 /// returns a mid-run request body for [`transport_floor`].
 pub async fn embedded(passes: Passes) -> anyhow::Result<(Intervals, Option<Value>)> {
     let server = ScriptedServer::start(Arc::new(engine()?), Duration::ZERO).await?;
-    let fleet = Fleet::embedded(&server.url(), 32)?;
-    let ran = one_at_a_time(&fleet, passes).await;
-    fleet.shutdown().await;
+    let mut fleet = builder(&server.url(), 32, RUN_LIMIT).embedded()?;
+    let ran = one_at_a_time(&mut fleet, passes).await;
+    let stopped = fleet.shutdown().await;
     ran?;
+    stopped?;
     let log = server.timed_requests();
     Ok((
         intervals(&log, passes.warmup),
@@ -79,14 +82,14 @@ pub async fn transport_floor(body: &Value, calls: usize) -> anyhow::Result<Vec<f
 /// deepfleet distributed: two worker processes on RabbitMQ and Redis.
 pub async fn distributed(binary: &Path, passes: Passes) -> anyhow::Result<Intervals> {
     let server = ScriptedServer::start(Arc::new(engine()?), Duration::ZERO).await?;
-    let mut fleet = Fleet::distributed().await?;
-    let ran = async {
-        fleet.spawn_workers(binary, 2, 32, &server.url())?;
-        one_at_a_time(&fleet, passes).await
-    }
-    .await;
-    fleet.shutdown().await;
+    let mut fleet = builder(&server.url(), 32, RUN_LIMIT)
+        .binary(binary)
+        .distributed(2)
+        .await?;
+    let ran = one_at_a_time(&mut fleet, passes).await;
+    let stopped = fleet.shutdown().await;
     ran?;
+    stopped?;
     Ok(intervals(&server.timed_requests(), passes.warmup))
 }
 

@@ -14,6 +14,7 @@ use std::time::Instant;
 use anyhow::Context;
 use deepfleet_proto::{AgentSpec, TaskLine};
 use deepfleet_replay::{ReplayEngine, Script};
+use deepfleet_testkit::fleet::task;
 use serde_json::Value;
 
 /// The replay script shared by deepfleet and deepagents.
@@ -44,27 +45,17 @@ pub fn spec(name: &str) -> anyhow::Result<AgentSpec> {
     ))?)
 }
 
-fn task(id: String, input: String) -> TaskLine {
-    TaskLine {
-        id,
-        input,
-        context: None,
-        files: None,
-        state: None,
-    }
-}
-
 /// The `n`-th run of the full scenario.
 pub fn scenario_task(n: usize) -> TaskLine {
     task(
-        format!("bench-{n}"),
-        format!("Bench run {n}: prepare the report."),
+        &format!("bench-{n}"),
+        &format!("Bench run {n}: prepare the report."),
     )
 }
 
 /// The `n`-th short run (write, read, answer).
 pub fn quick_task(n: usize) -> TaskLine {
-    task(format!("quick-{n}"), format!("Quick run {n}"))
+    task(&format!("quick-{n}"), &format!("Quick run {n}"))
 }
 
 /// Whether a run's answer is the scenario's: it names the report the

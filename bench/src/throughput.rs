@@ -14,7 +14,7 @@ use deepfleet_proto::TaskLine;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
-use crate::fleet::{Fleet, check, follow, peak_rss};
+use crate::fleet::{builder, check, peak_rss};
 use crate::python::Python;
 use crate::scenario::{QUICK_CALLS, engine, quick_task, scenario_task, spec};
 
@@ -80,12 +80,15 @@ async fn run_on_workers(
     concurrency: u16,
     limit: Duration,
 ) -> anyhow::Result<(f64, u64)> {
-    let mut fleet = Fleet::distributed().await?;
+    let mut fleet = builder(url, concurrency, limit)
+        .binary(binary)
+        .distributed(0)
+        .await?;
     let ran = async {
-        let follower = fleet.submit(&spec("bench-fleet")?, tasks).await?;
+        let (follower, _) = fleet.submit(&spec("bench-fleet")?, tasks).await?;
         let started = tokio::time::Instant::now();
-        fleet.spawn_workers(binary, workers, concurrency, url)?;
-        let results = follow(follower, started + limit).await?;
+        fleet.spawn_workers(workers)?;
+        let results = fleet.follow(follower).await?;
         let wall = started.elapsed().as_secs_f64();
         check(&results)?;
         let mut rss = 0;
@@ -95,8 +98,10 @@ async fn run_on_workers(
         Ok::<_, anyhow::Error>((wall, rss))
     }
     .await;
-    fleet.shutdown().await;
-    ran
+    let stopped = fleet.shutdown().await;
+    let measured = ran?;
+    stopped?;
+    Ok(measured)
 }
 
 /// Item 3: `runs` scenario runs with 1 and with 2 worker processes.

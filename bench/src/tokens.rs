@@ -12,8 +12,8 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use deepfleet_fleet::tokens::{count_message, logged};
 use deepfleet_proto::{AssistantMessage, LoggedMessage, Message, ToolCall, ToolStatus};
-use deepfleet_worker::tokens::{count_message, logged};
 
 /// Conversation sizes measured.
 pub const SIZES: [usize; 7] = [10, 20, 50, 100, 200, 500, 1_000];

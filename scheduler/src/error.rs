@@ -1,3 +1,4 @@
+use deepfleet_fleet::PublishError;
 use deepfleet_proto::SpecError;
 use deepfleet_queue::QueueError;
 use deepfleet_store::StoreError;
@@ -54,4 +55,19 @@ pub enum SchedulerError {
     /// The queue failed.
     #[error(transparent)]
     Queue(#[from] QueueError),
+}
+
+/// A step that could not be published: the queue's failure as it is; an
+/// envelope that does not encode names its run (it cannot happen for the
+/// ids the scheduler makes, but is not hidden either).
+impl From<PublishError> for SchedulerError {
+    fn from(e: PublishError) -> Self {
+        match e {
+            PublishError::Queue(e) => SchedulerError::Queue(e),
+            PublishError::Encode { run_id, source } => SchedulerError::InvalidTask {
+                id: run_id,
+                reason: format!("cannot encode its step: {source}"),
+            },
+        }
+    }
 }

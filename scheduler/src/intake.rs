@@ -4,10 +4,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use deepfleet_fleet::publish_step;
+use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::SealedContext;
-use deepfleet_proto::{
-    AgentSpec, Envelope, FileData, Job, LoggedMessage, Message, RunRecord, StepJob, TaskLine,
-};
+use deepfleet_proto::{AgentSpec, FileData, Message, RunRecord, StepJob, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
@@ -73,14 +73,13 @@ impl Intake {
     }
 
     /// Starts a run of `agent` for `task`, part of `batch_id` if given.
-    /// `count_tokens` gives the input message's token count, stored with
-    /// it so no step ever counts it again.
+    /// The input message is stored with its token count, so no step ever
+    /// counts it again.
     pub async fn submit(
         &self,
         agent: &str,
         task: &TaskLine,
         batch_id: Option<&str>,
-        count_tokens: impl Fn(&Message) -> u32,
     ) -> Result<RunRecord, SchedulerError> {
         let files = validate_task(task)?;
         let Some(spec) = self.store.get_spec(agent).await? else {
@@ -100,12 +99,8 @@ impl Intake {
                 now,
             )
         };
-        let input = Message::user(task.input.clone());
         let seed = ThreadSeed {
-            messages: vec![LoggedMessage {
-                tokens: count_tokens(&input),
-                message: input,
-            }],
+            messages: vec![logged(Message::user(task.input.clone()))],
             files: files
                 .into_iter()
                 .map(|(path, content)| (path, FileData::text(content, now)))
@@ -127,19 +122,12 @@ impl Intake {
             Some(step) => step,
             None => return Ok(false),
         };
-        let envelope = Envelope::new(
-            uuid::Uuid::now_v7().to_string(),
-            Job::Step(StepJob {
-                run_id: run.run_id.clone(),
-                thread_id: run.thread_id.clone(),
-                step,
-            }),
-        );
-        let payload = serde_json::to_vec(&envelope).map_err(|e| SchedulerError::InvalidTask {
-            id: run.run_id.clone(),
-            reason: format!("cannot encode: {e}"),
-        })?;
-        self.queue.publish(payload, None).await?;
+        let job = StepJob {
+            run_id: run.run_id.clone(),
+            thread_id: run.thread_id.clone(),
+            step,
+        };
+        publish_step(self.queue.as_ref(), job, None).await?;
         Ok(true)
     }
 

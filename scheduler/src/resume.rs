@@ -8,9 +8,8 @@
 //! decisions in order.
 
 use chrono::Utc;
-use deepfleet_proto::{
-    Decision, Envelope, Interrupt, Job, RunRecord, RunStatus, StepJob, hitl::DecisionType,
-};
+use deepfleet_fleet::publish_step;
+use deepfleet_proto::{Decision, Interrupt, RunRecord, RunStatus, StepJob, hitl::DecisionType};
 use deepfleet_queue::Queue;
 use deepfleet_store::{CommitOutcome, StepCommit, Store};
 
@@ -66,19 +65,12 @@ pub async fn resume(
         return Err(not_interrupted(now.map_or(run.status, |r| r.status)));
     }
     let step = checkpoint.step + 1;
-    let envelope = Envelope::new(
-        uuid::Uuid::now_v7().to_string(),
-        Job::Step(StepJob {
-            run_id: run_id.to_owned(),
-            thread_id: thread_id.to_owned(),
-            step,
-        }),
-    );
-    let payload = serde_json::to_vec(&envelope).map_err(|e| SchedulerError::InvalidDecisions {
+    let job = StepJob {
         run_id: run_id.to_owned(),
-        reason: format!("cannot encode the step: {e}"),
-    })?;
-    queue.publish(payload, None).await?;
+        thread_id: thread_id.to_owned(),
+        step,
+    };
+    publish_step(queue, job, None).await?;
     store.mark_published(thread_id, step).await?;
     Ok(run)
 }

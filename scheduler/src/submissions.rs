@@ -222,7 +222,7 @@ mod tests {
             .await
             .unwrap();
         let api = ApiState {
-            life: crate::lifecycle::Lifecycle::new(intake, Arc::new(|_| 1)),
+            life: crate::lifecycle::Lifecycle::new(intake),
             graphs: Arc::new(vec!["helper".into()]),
             started_at: chrono::Utc::now(),
             metrics: None,

@@ -66,14 +66,7 @@ pub async fn run_batch(
     );
     progress.set_message("submitting");
     for task in tasks {
-        let run = intake
-            .submit(
-                &spec.name,
-                task,
-                Some(&batch_id),
-                deepfleet_worker::tokens::count_message,
-            )
-            .await?;
+        let run = intake.submit(&spec.name, task, Some(&batch_id)).await?;
         follower.track(&run);
     }
     progress.set_message("running");

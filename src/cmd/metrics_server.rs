@@ -10,8 +10,8 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use deepfleet_fleet::Metrics;
 use deepfleet_queue::Queue;
-use deepfleet_worker::metrics::Metrics;
 
 #[derive(Clone)]
 struct Scrape {

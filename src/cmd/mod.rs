@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use deepfleet_fleet::Metrics;
 use deepfleet_model::Providers;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{Queue, QueueError};
@@ -23,7 +24,6 @@ use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
-use deepfleet_worker::metrics::Metrics;
 use deepfleet_worker::{StepRunner, Worker};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;

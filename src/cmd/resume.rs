@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use deepfleet_fleet::publish_step;
 use deepfleet_proto::StepJob;
 use deepfleet_proto::{Decision, RunRecord};
 use deepfleet_queue::Queue;
@@ -25,7 +26,6 @@ use deepfleet_scheduler::resume::{resume, root_of};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_worker::step::follow_up::publish_step;
 
 use crate::cmd::batch::write_results;
 use crate::settings::Settings;
@@ -156,6 +156,7 @@ async fn embedded(
                 thread_id: pending.thread_id.clone(),
                 step,
             },
+            None,
         )
         .await?;
     }

@@ -6,12 +6,12 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use deepfleet_fleet::Metrics;
 use deepfleet_proto::TaskLine;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
-use deepfleet_worker::metrics::Metrics;
 
 use crate::batch_io::{load_spec, read_tasks};
 use crate::settings::Settings;

@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use deepfleet_fleet::Metrics;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
 use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
 use deepfleet_store::Store;
-use deepfleet_worker::metrics::Metrics;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
@@ -67,7 +67,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         intake = intake.with_context_key(key);
     }
     let graphs = register_graphs(&intake, &args.agents).await?;
-    let life = Lifecycle::new(intake, Arc::new(deepfleet_worker::tokens::count_message));
+    let life = Lifecycle::new(intake);
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
     let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
     let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use deepfleet_fleet::Metrics;
 use deepfleet_worker::Worker;
 use deepfleet_worker::events::EventSink;
-use deepfleet_worker::metrics::Metrics;
 use tracing::info;
 
 use super::health::{Probes, WatchedQueue};

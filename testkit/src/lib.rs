@@ -16,12 +16,21 @@
 //! small pieces, so clients really assemble them. Every request body is
 //! recorded for assertions. [`serve`] runs the same endpoints on a
 //! listener of the caller's (this crate's `scripted-server` binary).
+//!
+//! [`fleet`] is the fleet under test, embedded or on RabbitMQ and Redis,
+//! shared by the e2e suite and the benchmarks; [`script`] builds the
+//! replay scripts they run; [`growth`] measures what each step of a long
+//! run writes to Redis.
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod anthropic;
+pub mod fleet;
 mod gemini;
+pub mod growth;
 mod openai;
+pub mod runner;
+pub mod script;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};

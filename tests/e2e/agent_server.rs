@@ -4,126 +4,25 @@
 //! (assistants, threads, run + wait, stream, background run + join,
 //! batch, store, interrupt + resume, multitask reject/enqueue, cancel).
 //!
-//! The client is installed into a venv under `target/` the first time.
-//! Without PyPI the test is skipped with a note, and fails under
-//! `CI=true`, like a missing RabbitMQ or Redis.
+//! Skipped with a note without PyPI, failed under `CI=true`, like a
+//! missing RabbitMQ or Redis (see `live_scheduler`).
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
-use tokio::process::Command;
-
-use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL};
-
-pub(crate) fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/agent_server")
-}
-
-pub(crate) fn in_ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-/// A venv with `langgraph-sdk` and `pika`; `None` (skip) when pip cannot
-/// install them outside CI.
-pub(crate) async fn python() -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-venv");
-    let python = venv.join("bin/python");
-    let ready = python.exists()
-        && Command::new(&python)
-            .args(["-c", "import langgraph_sdk, pika"])
-            .status()
-            .await
-            .is_ok_and(|s| s.success());
-    if ready {
-        return Some(python);
-    }
-    let made = Command::new("python3")
-        .args(["-m", "venv"])
-        .arg(&venv)
-        .status()
-        .await
-        .is_ok_and(|s| s.success());
-    let installed = made
-        && Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "langgraph-sdk", "pika"])
-            .status()
-            .await
-            .is_ok_and(|s| s.success());
-    if installed {
-        return Some(python);
-    }
-    let hint = "cannot install langgraph-sdk and pika into target/e2e-venv (is PyPI reachable?)";
-    assert!(!in_ci(), "{hint}");
-    eprintln!("skipping: {hint}");
-    None
-}
-
-/// A free local port for the scheduler.
-pub(crate) fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
-}
+use crate::live_scheduler::{fixtures, run_flows};
+use crate::support::{distributed, fleet};
 
 #[tokio::test]
 async fn langgraph_sdk_drives_the_scheduler() {
-    let Some(fleet) = Fleet::distributed(2).await else {
+    let Some(fleet) = distributed(fleet(), 2).await else {
         return;
     };
-    let Some(python) = python().await else {
-        fleet.shutdown().await;
-        return;
-    };
-    let addr = format!("127.0.0.1:{}", free_port());
-    let mut scheduler = Command::new(env!("CARGO_BIN_EXE_deepfleet"))
-        .args([
-            "scheduler",
-            "--queue",
-            AMQP_URL,
-            "--store",
-            REDIS_URL,
-            "--listen",
-            &addr,
-        ])
-        .arg("--agents")
-        .arg(fixtures().join("agents"))
-        .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
-        .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
-        .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let url = format!("http://{addr}");
-    let mut up = false;
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(&addr).await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let outcome = if up {
-        tokio::time::timeout(
-            Duration::from_secs(180),
-            Command::new(&python)
-                .arg(fixtures().join("sdk_flows.py"))
-                .arg(&url)
-                .status(),
-        )
-        .await
-    } else {
-        Ok(Ok(std::process::ExitStatus::default()))
-    };
-    let _ = scheduler.kill().await;
-    crate::queue_intake::delete_submission_queues(&format!("{}.submissions", fleet.queue_name))
-        .await;
-    fleet.shutdown().await;
-    assert!(up, "the scheduler did not listen on {addr}");
-    let status = outcome.expect("sdk flows timed out").unwrap();
-    assert!(status.success(), "sdk flows failed: {status}");
+    run_flows(
+        fleet,
+        &fixtures().join("agents"),
+        &fixtures().join("sdk_flows.py"),
+        |url, _| vec![url.to_owned()],
+        Duration::from_secs(180),
+    )
+    .await;
 }

@@ -61,7 +61,10 @@ scenario!(background_tasks_run_while_the_parent_works, |fleet| {
         &replay_model(dir.path(), BACKGROUND),
         ASYNC_WORKER,
     );
-    let r = &fleet.run(&spec, &[task("t1", "Run the fleet")]).await[0];
+    let r = &fleet
+        .run(&spec, &[task("t1", "Run the fleet")])
+        .await
+        .unwrap()[0];
     assert_eq!(r.error, None);
     assert_eq!(r.status, ResultStatus::Success);
     let mut lines: Vec<&str> = r
@@ -90,15 +93,15 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     use std::sync::Arc;
 
     use chrono::Utc;
-    use deepfleet_model::Providers;
+    use deepfleet_fleet::publish_step;
     use deepfleet_proto::{Envelope, Job, RunRecord, RunStatus, StepJob};
     use deepfleet_queue::Queue;
     use deepfleet_queue::memory::MemoryQueue;
     use deepfleet_store::embedded::EmbeddedStore;
     use deepfleet_store::prelude::*;
     use deepfleet_store::{StepCommit, ThreadSeed};
+    use deepfleet_testkit::runner::replay_runner;
     use deepfleet_worker::step::background::{record_started, spawned_child};
-    use deepfleet_worker::{RetryConfig, StepRunner};
 
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(EmbeddedStore::new());
@@ -138,25 +141,14 @@ async fn a_redelivered_step_starts_its_background_tasks() {
         thread_id: thread_id.into(),
         step,
     };
-    let envelope = Envelope::new("m1", Job::Step(job("parent-run", "parent-thread", 0)));
-    queue
-        .publish(serde_json::to_vec(&envelope).unwrap(), None)
+    publish_step(queue.as_ref(), job("parent-run", "parent-thread", 0), None)
         .await
         .unwrap();
     let mut consumer = queue.consume(10).await.unwrap();
     let delivery = consumer.next().await.unwrap().unwrap();
-    let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
-        Default::default(),
-        |_| None,
-    )));
-    StepRunner::new(
-        queue.clone(),
-        store.clone(),
-        providers,
-        RetryConfig::default(),
-    )
-    .handle(delivery)
-    .await;
+    replay_runner(queue.clone(), store.clone())
+        .handle(delivery)
+        .await;
 
     let started = store
         .get_run(&child.thread_id, &child.run_id)

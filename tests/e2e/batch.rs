@@ -29,7 +29,7 @@ pub fn expected_briefing(i: usize) -> String {
 
 scenario!(fifty_briefings, |fleet| {
     let spec = briefings_spec();
-    let results = fleet.run(&spec, &briefing_tasks(50)).await;
+    let results = fleet.run(&spec, &briefing_tasks(50)).await.unwrap();
     assert_eq!(results.len(), 50);
     for (i, r) in results.iter().enumerate() {
         assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use deepfleet_proto::{ContentBlock, Message, ResultStatus};
+use deepfleet_testkit::script::{Call, Failure, ScriptBuilder, When};
 
 use crate::support::{replay_model, scenario, spec, task};
 
@@ -20,24 +21,11 @@ fn large_report() -> String {
 /// The main agent delegates; the subagent answers with the large report;
 /// the main agent repeats what it got back.
 fn offload_script() -> String {
-    let mut report = String::new();
-    for line in large_report().lines() {
-        writeln!(report, "        {line}").unwrap();
-    }
-    format!(
-        r##"
-rules:
-  - when: {{input: "^go", turn: 0}}
-    reply:
-      tool_calls:
-        - {{name: task, args: {{description: "produce the report", subagent_type: general-purpose}}}}
-  - when: {{input: "^go", turn: 1}}
-    reply: {{text: "{{{{last_tool}}}}"}}
-  - when: {{input: "^produce"}}
-    reply:
-      text: |
-{report}"##
-    )
+    ScriptBuilder::new()
+        .delegating("^go", &["produce the report"])
+        // The report as a file holds it: ending in a newline.
+        .answer(When::input("^produce"), &format!("{}\n", large_report()))
+        .build()
 }
 
 // deepagents conformance §13.2 item 10 through the fleet: the task
@@ -45,7 +33,7 @@ rules:
 scenario!(a_large_result_is_offloaded, |fleet| {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec("offload", &replay_model(dir.path(), &offload_script()), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
     assert!(
         r.output.starts_with(
@@ -88,26 +76,26 @@ fn chain_files() -> BTreeMap<String, String> {
         .collect()
 }
 
-const SUMMARY_REPLY: &str = "## SESSION INTENT\\nFollow the chain of step files to the answer.\\n## SUMMARY\\nRead the step files in order; each names the next.\\n## ARTIFACTS\\nNone\\n## NEXT STEPS\\nKeep reading the step file named by the last one.";
+/// What the summarization call answers.
+const SUMMARY_REPLY: &str = "## SESSION INTENT\nFollow the chain of step files to the answer.\n## SUMMARY\nRead the step files in order; each names the next.\n## ARTIFACTS\nNone\n## NEXT STEPS\nKeep reading the step file named by the last one.";
 
+/// The summarization call's input.
+const CONDENSE: &str = "^Condense the conversation";
+
+/// Reads the step file each one names, until one holds the answer.
 fn chain_script() -> String {
-    format!(
-        r##"
-rules:
-  - when: {{input: "^Condense the conversation"}}
-    reply: {{text: "{SUMMARY_REPLY}"}}
-  - when: {{last_tool: "FINAL ANSWER: (?P<a>\\d+)"}}
-    reply: {{text: "The answer is {{{{a}}}}."}}
-  - when: {{last_tool: "next: (?P<n>\\d+)"}}
-    reply:
-      tool_calls:
-        - {{name: read_file, args: {{file_path: "/steps/{{{{n}}}}.md"}}}}
-  - when: {{turn: 0}}
-    reply:
-      tool_calls:
-        - {{name: read_file, args: {{file_path: /steps/01.md}}}}
-"##
-    )
+    ScriptBuilder::new()
+        .answer(When::input(CONDENSE), SUMMARY_REPLY)
+        .answer(
+            When::after_tool(r"FINAL ANSWER: (?P<a>\d+)"),
+            "The answer is {{a}}.",
+        )
+        .call(
+            When::after_tool(r"next: (?P<n>\d+)"),
+            [Call::read_file("/steps/{{n}}.md")],
+        )
+        .call(When::at_turn(0), [Call::read_file("/steps/01.md")])
+        .build()
 }
 
 // Issue #4, done-when: a 60-step run in a 16k-token window completes,
@@ -122,7 +110,7 @@ scenario!(sixty_steps_in_a_16k_window, |fleet| {
     );
     let mut t = task("t1", "Follow the step files to the answer.");
     t.files = Some(chain_files().into_iter().collect());
-    let batch = fleet.run_batch(&spec, &[t]).await;
+    let batch = fleet.run_batch(&spec, &[t]).await.unwrap();
     let r = &batch.results[0];
     assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
     assert_eq!(r.output, "The answer is 4242.");
@@ -169,23 +157,31 @@ scenario!(sixty_steps_in_a_16k_window, |fleet| {
     }
 });
 
-const OVERFLOW: &str = r###"
-rules:
-  - when: {input: "^Condense the conversation"}
-    reply: {text: "## SESSION INTENT\nread\n## SUMMARY\nread a-d\n## ARTIFACTS\nNone\n## NEXT STEPS\nanswer"}
-  - when: {last_tool: "OVERFLOW"}
-    error: {status: 400, message: "This model's maximum context length is 100 tokens", times: 1}
-  - when: {last_tool: "OVERFLOW"}
-    reply: {text: "recovered with {{turn}} turns in view"}
-  - when: {last_tool: "go (?P<f>\\w)"}
-    reply:
-      tool_calls:
-        - {name: read_file, args: {file_path: "/{{f}}.md"}}
-  - when: {turn: 0}
-    reply:
-      tool_calls:
-        - {name: read_file, args: {file_path: /a.md}}
-"###;
+/// Follows `go X` from file to file until one says `OVERFLOW`; the
+/// request after it overflows the context, `overflows` times (every time
+/// when `None`), then gets an answer.
+fn overflow_script(overflows: Option<u32>) -> String {
+    let mut overflow = Failure::new(400, "This model's maximum context length is 100 tokens");
+    if let Some(n) = overflows {
+        overflow = overflow.times(n);
+    }
+    ScriptBuilder::new()
+        .answer(
+            When::input(CONDENSE),
+            "## SESSION INTENT\nread\n## SUMMARY\nread a-d\n## ARTIFACTS\nNone\n## NEXT STEPS\nanswer",
+        )
+        .fail(When::after_tool("OVERFLOW"), overflow)
+        .answer(
+            When::after_tool("OVERFLOW"),
+            "recovered with {{turn}} turns in view",
+        )
+        .call(
+            When::after_tool(r"go (?P<f>\w)"),
+            [Call::read_file("/{{f}}.md")],
+        )
+        .call(When::at_turn(0), [Call::read_file("/a.md")])
+        .build()
+}
 
 fn overflow_task() -> deepfleet_proto::TaskLine {
     let mut t = task("t1", "read the files");
@@ -205,8 +201,12 @@ fn overflow_task() -> deepfleet_proto::TaskLine {
 // step is retried once, with fewer turns in view.
 scenario!(an_overflow_is_recovered_once, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("overflow", &replay_model(dir.path(), OVERFLOW), "");
-    let r = &fleet.run(&spec, &[overflow_task()]).await[0];
+    let spec = spec(
+        "overflow",
+        &replay_model(dir.path(), &overflow_script(Some(1))),
+        "",
+    );
+    let r = &fleet.run(&spec, &[overflow_task()]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
     // 4 turns were in the log; keeping 6 messages leaves 3 in view.
     assert_eq!(r.output, "recovered with 3 turns in view");
@@ -223,9 +223,9 @@ scenario!(an_overflow_is_recovered_once, |fleet| {
 // `context_overflow`.
 scenario!(a_second_overflow_fails_the_run, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let script = OVERFLOW.replace(", times: 1", "");
+    let script = overflow_script(None);
     let spec = spec("overflow-twice", &replay_model(dir.path(), &script), "");
-    let r = &fleet.run(&spec, &[overflow_task()]).await[0];
+    let r = &fleet.run(&spec, &[overflow_task()]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Error);
     let error = r.error.as_deref().unwrap_or_default();
     assert!(error.contains("context_overflow"), "{error}");

@@ -7,11 +7,11 @@ use deepfleet_proto::{Message, ResultStatus};
 use pretty_assertions::assert_eq;
 
 use crate::batch::{briefing_tasks, briefings_spec, expected_briefing};
-use crate::support::Fleet;
+use crate::support::{distributed, fleet};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigkilled_workers_lose_and_repeat_nothing() {
-    let Some(mut fleet) = Fleet::distributed(2).await else {
+    let Some(mut fleet) = distributed(fleet(), 2).await else {
         return;
     };
     let spec = briefings_spec();
@@ -24,7 +24,8 @@ async fn sigkilled_workers_lose_and_repeat_nothing() {
             &briefing_tasks(400),
             std::time::Duration::from_millis(1000),
         )
-        .await;
+        .await
+        .unwrap();
     assert!(batch.kills >= 3, "only {} kills happened", batch.kills);
     for (i, r) in batch.results.iter().enumerate() {
         assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
@@ -65,5 +66,5 @@ async fn sigkilled_workers_lose_and_repeat_nothing() {
             .collect();
         assert_eq!(calls, answered);
     }
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
 }

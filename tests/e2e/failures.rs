@@ -2,23 +2,26 @@
 //! read, or a run error with a clear reason, never a stuck run.
 
 use deepfleet_proto::ResultStatus;
+use deepfleet_testkit::script::{Call, Failure, ScriptBuilder, When};
+use serde_json::json;
 
 use crate::support::{replay_model, scenario, spec, task};
 
-const BROKEN_JSON: &str = r##"
-rules:
-  - when: {turn: 0}
-    reply:
-      tool_calls:
-        - {name: ls, raw_args: '{"path": '}
-  - when: {turn: 1, last_tool: "^Error: invalid arguments"}
-    reply: {text: "recovered: {{last_tool}}"}
-"##;
+/// A call whose arguments are not JSON; the model reads the error.
+fn broken_json() -> String {
+    ScriptBuilder::new()
+        .call(When::at_turn(0), [Call::raw("ls", r#"{"path": "#)])
+        .answer(
+            When::at_turn(1).last_tool("^Error: invalid arguments"),
+            "recovered: {{last_tool}}",
+        )
+        .build()
+}
 
 scenario!(broken_tool_json_becomes_a_tool_error, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("broken", &replay_model(dir.path(), BROKEN_JSON), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let spec = spec("broken", &replay_model(dir.path(), &broken_json()), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Success);
     assert!(
         r.output
@@ -28,20 +31,18 @@ scenario!(broken_tool_json_becomes_a_tool_error, |fleet| {
     );
 });
 
-const UNKNOWN_TOOL: &str = r##"
-rules:
-  - when: {turn: 0}
-    reply:
-      tool_calls:
-        - {name: frobnicate, args: {}}
-  - when: {turn: 1}
-    reply: {text: "{{last_tool}}"}
-"##;
+/// A call of a tool that does not exist.
+fn unknown_tool() -> String {
+    let call = Call::new("frobnicate", json!({}));
+    ScriptBuilder::new()
+        .calls_then_answer(When::always(), [call], "{{last_tool}}")
+        .build()
+}
 
 scenario!(unknown_tool_becomes_a_tool_error, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("unknown", &replay_model(dir.path(), UNKNOWN_TOOL), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let spec = spec("unknown", &replay_model(dir.path(), &unknown_tool()), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert!(
         r.output
             .starts_with("Error: frobnicate is not a valid tool, try one of [`ls`, `read_file`"),
@@ -50,22 +51,21 @@ scenario!(unknown_tool_becomes_a_tool_error, |fleet| {
     );
 });
 
-const FOREVER: &str = r##"
-rules:
-  - when: {}
-    reply:
-      tool_calls:
-        - {name: ls, args: {path: /}}
-"##;
+/// Lists the root on every turn, never answering.
+fn forever() -> String {
+    ScriptBuilder::new()
+        .call(When::always(), [Call::ls("/")])
+        .build()
+}
 
 scenario!(max_steps_ends_the_run, |fleet| {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         "loop",
-        &replay_model(dir.path(), FOREVER),
+        &replay_model(dir.path(), &forever()),
         "limits: {max_steps: 3}\n",
     );
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Error);
     assert_eq!(r.steps, 3);
     assert_eq!(
@@ -74,16 +74,17 @@ scenario!(max_steps_ends_the_run, |fleet| {
     );
 });
 
-const AUTH: &str = r##"
-rules:
-  - when: {}
-    error: {status: 401, message: "invalid api key"}
-"##;
+/// Every call fails: the key is refused.
+fn auth() -> String {
+    ScriptBuilder::new()
+        .fail(When::always(), Failure::new(401, "invalid api key"))
+        .build()
+}
 
 scenario!(auth_errors_fail_the_run_at_once, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("auth", &replay_model(dir.path(), AUTH), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let spec = spec("auth", &replay_model(dir.path(), &auth()), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Error);
     let error = r.error.as_deref().unwrap_or_default();
     assert!(error.starts_with("model_auth: "), "{error}");
@@ -91,32 +92,34 @@ scenario!(auth_errors_fail_the_run_at_once, |fleet| {
     assert_eq!(r.steps, 0);
 });
 
-const FLAKY: &str = r##"
-rules:
-  - when: {turn: 0}
-    error: {status: 429, message: "slow down", retry_after: 0, times: 2}
-  - when: {turn: 0}
-    reply: {text: "made it"}
-"##;
+/// Rate-limited twice, then an answer.
+fn flaky() -> String {
+    let limited = Failure::new(429, "slow down").retry_after(0).times(2);
+    ScriptBuilder::new()
+        .fail(When::at_turn(0), limited)
+        .answer(When::at_turn(0), "made it")
+        .build()
+}
 
 scenario!(rate_limits_are_retried, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("flaky", &replay_model(dir.path(), FLAKY), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let spec = spec("flaky", &replay_model(dir.path(), &flaky()), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Success);
     assert_eq!(r.output, "made it");
 });
 
-const NO_RULE: &str = r##"
-rules:
-  - when: {input: "^never"}
-    reply: {text: "x"}
-"##;
+/// A script with no rule for the task's input.
+fn no_rule() -> String {
+    ScriptBuilder::new()
+        .answer(When::input("^never"), "x")
+        .build()
+}
 
 scenario!(unscripted_requests_fail_clearly, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("norule", &replay_model(dir.path(), NO_RULE), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let spec = spec("norule", &replay_model(dir.path(), &no_rule()), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Error);
     assert!(
         r.error
@@ -134,7 +137,7 @@ scenario!(malformed_jobs_are_dead_lettered, |fleet| {
         .publish(b"{not json".to_vec(), None)
         .await
         .unwrap();
-    let dead = fleet.wait_dead_letters(1).await;
+    let dead = fleet.wait_dead_letters(1).await.unwrap();
     assert_eq!(dead[0].payload, b"{not json");
     assert!(
         dead[0].reason.starts_with("malformed job: "),
@@ -143,21 +146,23 @@ scenario!(malformed_jobs_are_dead_lettered, |fleet| {
     );
 });
 
-const DOWN: &str = r##"
-rules:
-  - when: {}
-    error: {status: 503, message: "upstream unavailable", retry_after: 0}
-"##;
+/// The provider is down for good.
+fn down() -> String {
+    let unavailable = Failure::new(503, "upstream unavailable").retry_after(0);
+    ScriptBuilder::new()
+        .fail(When::always(), unavailable)
+        .build()
+}
 
 scenario!(exhausted_retries_fail_the_run_and_dead_letter, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("down", &replay_model(dir.path(), DOWN), "");
-    let r = &fleet.run(&spec, &[task("t1", "go")]).await[0];
+    let spec = spec("down", &replay_model(dir.path(), &down()), "");
+    let r = &fleet.run(&spec, &[task("t1", "go")]).await.unwrap()[0];
     assert_eq!(r.status, ResultStatus::Error);
     let error = r.error.as_deref().unwrap_or_default();
     assert!(error.starts_with("attempts_exhausted: "), "{error}");
     assert!(error.contains("upstream unavailable"), "{error}");
-    let dead = fleet.wait_dead_letters(1).await;
+    let dead = fleet.wait_dead_letters(1).await.unwrap();
     assert!(
         dead[0].reason.starts_with("attempts_exhausted: "),
         "{}",

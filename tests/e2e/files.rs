@@ -1,31 +1,39 @@
 //! File tools inside real runs: write, edit, ls, read, and the guard
 //! against two mutations of one path in a turn.
 
+use deepfleet_testkit::script::{Call, ScriptBuilder, When};
+use serde_json::json;
+
 use crate::support::{replay_model, scenario, spec, task};
 
-const SCRIPT: &str = r##"
-rules:
-  - when: {turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: /notes.md, content: "# Notes\nalpha\nbeta\ngamma\n"}}
-  - when: {turn: 1}
-    reply:
-      tool_calls:
-        - {name: edit_file, args: {file_path: /notes.md, old_string: beta, new_string: "beta (edited)"}}
-        - {name: ls, args: {path: /}}
-  - when: {turn: 2, last_tool: "notes"}
-    reply:
-      tool_calls:
-        - {name: read_file, args: {file_path: /notes.md}}
-  - when: {turn: 3}
-    reply: {text: "{{last_tool}}"}
-"##;
+/// Write, then edit and list, then read back (once the listing shows
+/// the file), then answer with what was read.
+fn notes() -> String {
+    let edit = Call::new(
+        "edit_file",
+        json!({"file_path": "/notes.md", "old_string": "beta", "new_string": "beta (edited)"}),
+    );
+    ScriptBuilder::new()
+        .call(
+            When::at_turn(0),
+            [Call::write_file(
+                "/notes.md",
+                "# Notes\nalpha\nbeta\ngamma\n",
+            )],
+        )
+        .call(When::at_turn(1), [edit, Call::ls("/")])
+        .call(
+            When::at_turn(2).last_tool("notes"),
+            [Call::read_file("/notes.md")],
+        )
+        .answer(When::at_turn(3), "{{last_tool}}")
+        .build()
+}
 
 scenario!(write_edit_ls_read, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("files", &replay_model(dir.path(), SCRIPT), "");
-    let results = fleet.run(&spec, &[task("t1", "take notes")]).await;
+    let spec = spec("files", &replay_model(dir.path(), &notes()), "");
+    let results = fleet.run(&spec, &[task("t1", "take notes")]).await.unwrap();
     let r = &results[0];
     assert_eq!(r.error, None);
     assert_eq!(
@@ -39,23 +47,26 @@ scenario!(write_edit_ls_read, |fleet| {
     );
 });
 
-const SAME_PATH: &str = r##"
-rules:
-  - when: {turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: /same.txt, content: first}}
-        - {name: write_file, args: {file_path: /other.txt, content: other}}
-        - {name: write_file, args: {file_path: ./same.txt, content: second}}
-  - when: {turn: 1}
-    reply: {text: "{{last_tool}}"}
-"##;
+/// Three writes in one turn, two of them to one path.
+fn same_path() -> String {
+    let writes = [
+        Call::write_file("/same.txt", "first"),
+        Call::write_file("/other.txt", "other"),
+        Call::write_file("./same.txt", "second"),
+    ];
+    ScriptBuilder::new()
+        .calls_then_answer(When::always(), writes, "{{last_tool}}")
+        .build()
+}
 
 // deepagents conformance §13.2 item 8.
 scenario!(parallel_mutations_of_one_path, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("same-path", &replay_model(dir.path(), SAME_PATH), "");
-    let results = fleet.run(&spec, &[task("t1", "write twice")]).await;
+    let spec = spec("same-path", &replay_model(dir.path(), &same_path()), "");
+    let results = fleet
+        .run(&spec, &[task("t1", "write twice")])
+        .await
+        .unwrap();
     let r = &results[0];
     assert_eq!(
         r.output,
@@ -65,19 +76,17 @@ scenario!(parallel_mutations_of_one_path, |fleet| {
     assert_eq!(r.files.get("/other.txt").map(String::as_str), Some("other"));
 });
 
-const SEEDED: &str = r##"
-rules:
-  - when: {turn: 0}
-    reply:
-      tool_calls:
-        - {name: grep, args: {pattern: TODO, output_mode: count}}
-  - when: {turn: 1}
-    reply: {text: "{{last_tool}}"}
-"##;
+/// Counts `TODO`s across the seeded files.
+fn seeded() -> String {
+    let grep = Call::new("grep", json!({"pattern": "TODO", "output_mode": "count"}));
+    ScriptBuilder::new()
+        .calls_then_answer(When::always(), [grep], "{{last_tool}}")
+        .build()
+}
 
 scenario!(seeded_files_are_visible, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("seeded", &replay_model(dir.path(), SEEDED), "");
+    let spec = spec("seeded", &replay_model(dir.path(), &seeded()), "");
     let mut t = task("t1", "count todos");
     t.files = Some(
         [
@@ -86,7 +95,7 @@ scenario!(seeded_files_are_visible, |fleet| {
         ]
         .into(),
     );
-    let results = fleet.run(&spec, &[t]).await;
+    let results = fleet.run(&spec, &[t]).await.unwrap();
     assert_eq!(results[0].output, "/a.txt: 2");
     assert!(results[0].files.contains_key("/src/b.txt"));
 });

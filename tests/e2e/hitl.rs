@@ -2,29 +2,17 @@
 //! with decisions continues it to the end (deepagents conformance §13.2
 //! item 25: two gated `write_file` calls and an ungated `ls` in one turn).
 
-use std::time::Duration;
-
 use deepfleet_proto::{
     Decision, DecisionType, EditedAction, Message, ResultLine, ResultStatus, RunRecord,
     ToolMessage, ToolStatus,
 };
+use deepfleet_scheduler::SchedulerError;
 use deepfleet_scheduler::resume::resume;
-use deepfleet_scheduler::{BatchFollower, SchedulerError};
 use serde_json::json;
 
-use crate::support::{Fleet, replay_model, scenario, spec, task};
-
-const TWO_WRITES_AND_LS: &str = r##"
-rules:
-  - when: {input: '^Write two files$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: /a.txt, content: alpha}}
-        - {name: write_file, args: {file_path: /b.txt, content: beta}}
-        - {name: ls, args: {path: /}}
-  - when: {input: '^Write two files$', turn: 1}
-    reply: {text: "done: {{last_tool}}"}
-"##;
+use crate::support::{
+    Fleet, delegating_one_write, replay_model, scenario, spec, task, two_writes_and_ls,
+};
 
 const GATED: &str = "interrupt_on:\n  write_file: true\n";
 
@@ -38,28 +26,11 @@ async fn interrupted(
 ) -> (ResultLine, RunRecord) {
     let spec = spec(
         "hitl",
-        &replay_model(dir.path(), TWO_WRITES_AND_LS),
+        &replay_model(dir.path(), &two_writes_and_ls("done: {{last_tool}}")),
         spec_yaml,
     );
-    let mut batch = fleet.run_batch(&spec, &[task("t1", input)]).await;
+    let mut batch = fleet.run_batch(&spec, &[task("t1", input)]).await.unwrap();
     (batch.results.remove(0), batch.runs.remove(0))
-}
-
-/// Follows `run`'s batch until it reports `run` again.
-async fn follow(fleet: &Fleet, run: &RunRecord) -> ResultLine {
-    let mut follower = BatchFollower::new(fleet.store.clone(), run.batch_id.as_deref().unwrap());
-    follower.track(run);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    loop {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the resumed run did not finish"
-        );
-        if let Some(line) = follower.poll().await.unwrap().pop() {
-            return line;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 /// The tool messages of the run's thread, in order.
@@ -158,7 +129,7 @@ scenario!(edit_and_reject_then_the_turn_finishes, |fleet| {
         "{again}"
     );
 
-    let done = follow(&fleet, &run).await;
+    let done = fleet.follow_run(&run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.files.get("/a2.txt").map(String::as_str), Some("alpha"));
     assert!(!done.files.contains_key("/a.txt") && !done.files.contains_key("/b.txt"));
@@ -206,7 +177,7 @@ scenario!(approve_and_respond, |fleet| {
     )
     .await
     .unwrap();
-    let done = follow(&fleet, &run).await;
+    let done = fleet.follow_run(&run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.files.get("/a.txt").map(String::as_str), Some("alpha"));
     assert!(!done.files.contains_key("/b.txt"));
@@ -251,26 +222,10 @@ scenario!(allowed_decisions_are_enforced, |fleet| {
     )
     .await
     .unwrap();
-    let done = follow(&fleet, &run).await;
+    let done = fleet.follow_run(&run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.files.keys().collect::<Vec<_>>(), ["/a.txt"]);
 });
-
-const DELEGATES_A_WRITE: &str = r##"
-rules:
-  - when: {input: '^Delegate the write$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: task, args: {subagent_type: general-purpose, description: "Write gamma to /g.txt"}}
-  - when: {input: '^Delegate the write$', turn: 1}
-    reply: {text: "{{last_tool}}"}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: '{{path}}', content: '{{word}}'}}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 1}
-    reply: {text: 'wrote {{word}}'}
-"##;
 
 // Subagents inherit the parent's interrupt_on; the top-level line reports
 // the subagent's review, and resuming the subagent finishes the parent.
@@ -278,12 +233,13 @@ scenario!(a_subagent_inherits_interrupt_on, |fleet| {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         "hitlsub",
-        &replay_model(dir.path(), DELEGATES_A_WRITE),
+        &replay_model(dir.path(), &delegating_one_write("^Delegate the write$")),
         GATED,
     );
     let batch = fleet
         .run_batch(&spec, &[task("t1", "Delegate the write")])
-        .await;
+        .await
+        .unwrap();
     let (line, run) = (&batch.results[0], &batch.runs[0]);
     assert_eq!(line.status, ResultStatus::Interrupted);
     let review = line.review.clone().unwrap();
@@ -297,7 +253,7 @@ scenario!(a_subagent_inherits_interrupt_on, |fleet| {
     )
     .await
     .unwrap();
-    let done = follow(&fleet, run).await;
+    let done = fleet.follow_run(run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.output, "wrote gamma");
     assert_eq!(done.files.get("/g.txt").map(String::as_str), Some("gamma"));

@@ -10,7 +10,7 @@ use deepfleet_testkit::ScriptedServer;
 use pretty_assertions::assert_eq;
 
 use crate::batch::{briefing_tasks, expected_briefing};
-use crate::support::{Fleet, spec};
+use crate::support::{Fleet, distributed, fleet, spec};
 
 async fn server() -> ScriptedServer {
     let path =
@@ -23,27 +23,27 @@ async fn server() -> ScriptedServer {
 
 async fn two_hundred_briefings(mut fleet: Fleet, server: &ScriptedServer) {
     let spec = spec("briefings-http", "openai:scripted-model", "");
-    let results = fleet.run(&spec, &briefing_tasks(200)).await;
+    let results = fleet.run(&spec, &briefing_tasks(200)).await.unwrap();
     for (i, r) in results.iter().enumerate() {
         assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
         assert_eq!(r.output, expected_briefing(i));
     }
     // 4 main-agent calls and 3 subagent calls per run.
     assert_eq!(server.requests().len(), 200 * 7);
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_runs_over_http_embedded() {
     let server = server().await;
-    let fleet = Fleet::embedded_with(Some(server.url())).await;
+    let fleet = fleet().model_url(Some(server.url())).embedded().unwrap();
     two_hundred_briefings(fleet, &server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_hundred_runs_over_http_distributed() {
     let server = server().await;
-    let Some(fleet) = Fleet::distributed_with(2, Some(server.url())).await else {
+    let Some(fleet) = distributed(fleet().model_url(Some(server.url())), 2).await else {
         return;
     };
     two_hundred_briefings(fleet, &server).await;
@@ -52,13 +52,13 @@ async fn two_hundred_runs_over_http_distributed() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_model_sees_prompt_tools_and_history_in_order() {
     let server = server().await;
-    let mut fleet = Fleet::embedded_with(Some(server.url())).await;
+    let mut fleet = fleet().model_url(Some(server.url())).embedded().unwrap();
     let spec = spec(
         "layout",
         "openai:scripted-model",
         "system_prompt: You write short briefings.\n",
     );
-    fleet.run(&spec, &briefing_tasks(1)).await;
+    fleet.run(&spec, &briefing_tasks(1)).await.unwrap();
     let requests = server.requests();
     let first = &requests[0];
     assert_eq!(first["model"], "scripted-model");
@@ -106,5 +106,5 @@ async fn the_model_sees_prompt_tools_and_history_in_order() {
         .collect();
     assert_eq!(main_systems.len(), 4);
     assert!(main_systems.iter().all(|s| *s == main_systems[0]));
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
 }

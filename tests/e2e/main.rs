@@ -18,6 +18,7 @@ mod files;
 mod growth;
 mod hitl;
 mod http_model;
+mod live_scheduler;
 mod memory;
 mod observability;
 mod providers;

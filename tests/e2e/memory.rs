@@ -4,25 +4,28 @@
 //! user's run cannot see it.
 
 use deepfleet_proto::{ResultStatus, TaskLine};
+use deepfleet_testkit::script::{Call, ScriptBuilder, When};
 use serde_json::json;
 
 use crate::support::{replay_model, scenario, spec, task};
 
-const SCRIPT: &str = r##"
-rules:
-  - when: {input: '^save', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: /memories/prefs.txt, content: "tea, no sugar"}}
-  - when: {input: '^save', turn: 1}
-    reply: {text: saved}
-  - when: {input: '^recall', turn: 0}
-    reply:
-      tool_calls:
-        - {name: read_file, args: {file_path: /memories/prefs.txt}}
-  - when: {input: '^recall', turn: 1}
-    reply: {text: "{{last_tool}}"}
-"##;
+/// `save…` writes the preference to long-term memory, `recall…` reads
+/// it back.
+fn remember() -> String {
+    let prefs = "/memories/prefs.txt";
+    ScriptBuilder::new()
+        .calls_then_answer(
+            When::input("^save"),
+            [Call::write_file(prefs, "tea, no sugar")],
+            "saved",
+        )
+        .calls_then_answer(
+            When::input("^recall"),
+            [Call::read_file(prefs)],
+            "{{last_tool}}",
+        )
+        .build()
+}
 
 const BACKEND: &str = "backend:\n  store_namespace: ['{agent}', 'user-{context.user_id}']\n";
 
@@ -35,11 +38,16 @@ fn as_user(id: &str, input: &str, user: &str) -> TaskLine {
 
 scenario!(memories_follow_the_user_across_threads, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("rememberer", &replay_model(dir.path(), SCRIPT), BACKEND);
+    let spec = spec(
+        "rememberer",
+        &replay_model(dir.path(), &remember()),
+        BACKEND,
+    );
 
     let saved = fleet
         .run(&spec, &[as_user("a", "save my prefs", "u1")])
-        .await;
+        .await
+        .unwrap();
     assert_eq!(saved[0].output, "saved");
     assert_eq!(
         saved[0].files.get("/memories/prefs.txt"),
@@ -55,7 +63,8 @@ scenario!(memories_follow_the_user_across_threads, |fleet| {
                 as_user("c", "recall my prefs", "u2"),
             ],
         )
-        .await;
+        .await
+        .unwrap();
     assert_eq!(later[0].output, "@@ lines 1-1 of 1 @@\ntea, no sugar");
     assert_eq!(
         later[1].output,
@@ -65,8 +74,15 @@ scenario!(memories_follow_the_user_across_threads, |fleet| {
 
 scenario!(a_missing_namespace_value_fails_the_run, |fleet| {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("rememberer", &replay_model(dir.path(), SCRIPT), BACKEND);
-    let results = fleet.run(&spec, &[task("d", "recall my prefs")]).await;
+    let spec = spec(
+        "rememberer",
+        &replay_model(dir.path(), &remember()),
+        BACKEND,
+    );
+    let results = fleet
+        .run(&spec, &[task("d", "recall my prefs")])
+        .await
+        .unwrap();
     let r = &results[0];
     assert_eq!(r.status, ResultStatus::Error);
     let error = r.error.as_deref().unwrap_or_default();

@@ -10,54 +10,47 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::routing::post;
+use deepfleet_fleet::Metrics;
 use deepfleet_proto::{ResultLine, ResultStatus};
-use deepfleet_worker::metrics::Metrics;
-use serde_json::Value;
+use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
+use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::support::{Fleet, replay_model, spec, task};
+use crate::live_scheduler::free_port;
+use crate::support::{distributed, fleet, replay_model, spec, task};
 
 /// Two parallel subagents, each writing a file; the parent then lists the
 /// files and answers. Per task: parent 3 model calls (task, task, ls),
 /// each child 2 (write_file). The `loud` variant's second child reads a
 /// large file and answers with it instead (read_file).
-const DELEGATING: &str = r##"
-rules:
-  - when: {input: '^Split (?P<n>\d+)$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: task, args: {subagent_type: general-purpose, description: "Write alpha{{n}} to /a.txt"}}
-        - {name: task, args: {subagent_type: general-purpose, description: "Write beta{{n}} to /b.txt"}}
-  - when: {input: '^Split \d+$', turn: 1}
-    reply:
-      tool_calls:
-        - {name: ls, args: {path: /}}
-  - when: {input: '^Split \d+$', turn: 2}
-    reply: {text: "{{last_tool}}"}
-  - when: {input: '^Split (?P<n>\d+) loud$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: task, args: {subagent_type: general-purpose, description: "Write alpha{{n}} to /a.txt"}}
-        - {name: task, args: {subagent_type: general-purpose, description: "Recite /numbers.txt"}}
-  - when: {input: '^Split \d+ loud$', turn: 1}
-    reply:
-      tool_calls:
-        - {name: ls, args: {path: /}}
-  - when: {input: '^Split \d+ loud$', turn: 2}
-    reply: {text: "{{last_tool}}"}
-  - when: {input: '^Recite (?P<path>\S+)$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: read_file, args: {file_path: '{{path}}', limit: 2000}}
-  - when: {input: '^Recite \S+$', turn: 1}
-    reply: {text: "{{last_tool}}"}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: '{{path}}', content: '{{word}}'}}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 1}
-    reply: {text: 'wrote {{word}}'}
-"##;
+fn delegating() -> String {
+    let mut script = ScriptBuilder::new();
+    for (input, second) in [
+        (r"^Split (?P<n>\d+)$", write_task("beta{{n}}", "/b.txt")),
+        (r"^Split (?P<n>\d+) loud$", "Recite /numbers.txt".to_owned()),
+    ] {
+        let split = When::input(input);
+        script = script
+            .call(
+                split.clone().turn(0),
+                [
+                    Call::task(&write_task("alpha{{n}}", "/a.txt")),
+                    Call::task(&second),
+                ],
+            )
+            .call(split.clone().turn(1), [Call::ls("/")])
+            .answer(split.turn(2), "{{last_tool}}");
+    }
+    let recite = Call::new("read_file", json!({"file_path": "{{path}}", "limit": 2000}));
+    script
+        .calls_then_answer(
+            When::input(r"^Recite (?P<path>\S+)$"),
+            [recite],
+            "{{last_tool}}",
+        )
+        .writing_subagents()
+        .build()
+}
 
 const TASKS: usize = 3;
 
@@ -177,21 +170,12 @@ fn tasks() -> Vec<deepfleet_proto::TaskLine> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_the_batch_embedded() {
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("observed", &replay_model(dir.path(), DELEGATING), "");
+    let spec = spec("observed", &replay_model(dir.path(), &delegating()), "");
     let metrics = Arc::new(Metrics::new().unwrap());
-    let mut fleet = Fleet::embedded_observed(None, metrics.clone()).await;
-    let results = fleet.run(&spec, &tasks()).await;
-    fleet.shutdown().await;
+    let mut fleet = fleet().events(metrics.clone()).embedded().unwrap();
+    let results = fleet.run(&spec, &tasks()).await.unwrap();
+    fleet.shutdown().await.unwrap();
     assert_counts(&[metrics.render().unwrap()], &results);
-}
-
-/// A free local port (bound, then released for a worker to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn scrape(port: u16) -> String {
@@ -228,25 +212,27 @@ async fn wait_for(port: u16) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_count_the_batch_across_two_workers() {
-    let Some(mut fleet) = Fleet::distributed(0).await else {
+    let Some(mut fleet) = distributed(fleet(), 0).await else {
         return;
     };
     let ports = [free_port(), free_port()];
     for port in ports {
         let addr = format!("127.0.0.1:{port}");
-        fleet.spawn_worker_with(&["--metrics-listen", &addr], &[]);
+        fleet
+            .spawn_worker_with(&["--metrics-listen", &addr], &[])
+            .unwrap();
     }
     for port in ports {
         wait_for(port).await;
     }
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("observed", &replay_model(dir.path(), DELEGATING), "");
-    let results = fleet.run(&spec, &tasks()).await;
+    let spec = spec("observed", &replay_model(dir.path(), &delegating()), "");
+    let results = fleet.run(&spec, &tasks()).await.unwrap();
     let mut scrapes = Vec::new();
     for port in ports {
         scrapes.push(scrape(port).await);
     }
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
     assert_counts(&scrapes, &results);
     assert_eq!(sum(&scrapes, "deepfleet_queue_consumers", &[]), 2);
     assert_eq!(sum(&scrapes, "deepfleet_steps_in_flight", &[]), 0);
@@ -315,22 +301,27 @@ fn parse_spans(doc: &Value) -> Vec<Span> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_and_its_subagents_on_two_workers_form_one_trace() {
-    let Some(mut fleet) = Fleet::distributed(0).await else {
+    let Some(mut fleet) = distributed(fleet(), 0).await else {
         return;
     };
     let (url, spans) = collector().await;
     for _ in 0..2 {
-        fleet.spawn_worker_with(
-            &["--otlp-endpoint", &url],
-            &[
-                ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
-                ("OTEL_BSP_SCHEDULE_DELAY", "100"),
-            ],
-        );
+        fleet
+            .spawn_worker_with(
+                &["--otlp-endpoint", &url],
+                &[
+                    ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+                    ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+                ],
+            )
+            .unwrap();
     }
     let dir = tempfile::tempdir().unwrap();
-    let spec = spec("traced", &replay_model(dir.path(), DELEGATING), "");
-    let batch = fleet.run_batch(&spec, &[task("t0", "Split 0")]).await;
+    let spec = spec("traced", &replay_model(dir.path(), &delegating()), "");
+    let batch = fleet
+        .run_batch(&spec, &[task("t0", "Split 0")])
+        .await
+        .unwrap();
     assert_eq!(batch.results[0].status, ResultStatus::Success);
     let run_id = batch.runs[0].run_id.clone();
 
@@ -358,7 +349,7 @@ async fn a_run_and_its_subagents_on_two_workers_form_one_trace() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
 
     let op = |s: &Span| {
         s.attributes

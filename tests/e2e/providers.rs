@@ -11,11 +11,12 @@ use deepfleet_model::ProviderConfig;
 use deepfleet_proto::{ResultLine, ResultStatus};
 use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
-use deepfleet_worker::events::NoopSink;
+use deepfleet_testkit::script::{ScriptBuilder, When};
 use pretty_assertions::assert_eq;
+use serde_json::json;
 
 use crate::batch::{briefing_tasks, expected_briefing};
-use crate::support::{Fleet, spec, task};
+use crate::support::{Fleet, fleet, spec, task};
 
 /// The providers under test and the base URL each takes.
 const PROVIDERS: [&str; 3] = ["openai", "anthropic", "google_genai"];
@@ -27,7 +28,7 @@ async fn server(script: Script) -> ScriptedServer {
 }
 
 /// An embedded fleet with all three providers on `server`.
-async fn fleet(server: &ScriptedServer, stream: bool) -> Fleet {
+fn embedded(server: &ScriptedServer, stream: bool) -> Fleet {
     let config = |base_url: String| ProviderConfig {
         base_url: Some(base_url),
         api_key: Some("test-key".into()),
@@ -40,7 +41,7 @@ async fn fleet(server: &ScriptedServer, stream: bool) -> Fleet {
         ("anthropic".to_owned(), config(server.root_url())),
         ("google_genai".to_owned(), config(server.root_url())),
     ]);
-    Fleet::embedded_providers(providers, Arc::new(NoopSink)).await
+    fleet().providers(providers).embedded().unwrap()
 }
 
 /// What must match across protocols: everything but the token counts,
@@ -63,14 +64,14 @@ async fn twenty_briefings_through_each_protocol_streamed_and_not() {
     let tasks = briefing_tasks(20);
     let mut outcomes = Vec::new();
     for stream in [false, true] {
-        let mut fleet = fleet(&server, stream).await;
+        let mut fleet = embedded(&server, stream);
         for provider in PROVIDERS {
             let spec = spec(
                 &format!("briefings-{provider}-{stream}"),
                 &format!("{provider}:scripted-model"),
                 "",
             );
-            let results = fleet.run(&spec, &tasks).await;
+            let results = fleet.run(&spec, &tasks).await.unwrap();
             assert_eq!(results.len(), 20, "{provider} stream={stream}");
             for (i, r) in results.iter().enumerate() {
                 assert_eq!(r.status, ResultStatus::Success, "{provider}: {:?}", r.error);
@@ -83,7 +84,7 @@ async fn twenty_briefings_through_each_protocol_streamed_and_not() {
                 results.iter().map(outcome).collect::<Vec<_>>(),
             ));
         }
-        fleet.shutdown().await;
+        fleet.shutdown().await.unwrap();
     }
     let (_, _, reference) = &outcomes[0];
     for (provider, stream, outcome) in &outcomes {
@@ -97,19 +98,22 @@ async fn twenty_briefings_through_each_protocol_streamed_and_not() {
     assert_eq!(streamed, 2 * 20 * 7);
 }
 
-const CACHED_SCRIPT: &str = r#"
-rules:
-  - when: {input: '^Say (?P<word>\w+)'}
-    reply:
-      text: '{{word}}'
-      usage: {input_tokens: 5000, output_tokens: 12, cached_input_tokens: 4096}
-"#;
+/// Answers `Say WORD` with the word, reporting cached prompt tokens.
+fn cached_script() -> String {
+    let usage = json!({"input_tokens": 5000, "output_tokens": 12, "cached_input_tokens": 4096});
+    ScriptBuilder::new()
+        .reply(
+            When::input(r"^Say (?P<word>\w+)"),
+            json!({"text": "{{word}}", "usage": usage}),
+        )
+        .build()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cached_tokens_reach_the_result_lines_on_every_protocol() {
-    let server = server(Script::from_yaml(CACHED_SCRIPT).unwrap()).await;
+    let server = server(Script::from_yaml(&cached_script()).unwrap()).await;
     for stream in [false, true] {
-        let mut fleet = fleet(&server, stream).await;
+        let mut fleet = embedded(&server, stream);
         for provider in PROVIDERS {
             let spec = spec(
                 &format!("cached-{provider}-{stream}"),
@@ -117,7 +121,7 @@ async fn cached_tokens_reach_the_result_lines_on_every_protocol() {
                 "",
             );
             let tasks = [task("a", "Say hello"), task("b", "Say goodbye")];
-            let results = fleet.run(&spec, &tasks).await;
+            let results = fleet.run(&spec, &tasks).await.unwrap();
             let seen: Vec<(&str, u64, u64, u64)> = results
                 .iter()
                 .map(|r| {
@@ -135,6 +139,6 @@ async fn cached_tokens_reach_the_result_lines_on_every_protocol() {
                 "{provider} stream={stream}"
             );
         }
-        fleet.shutdown().await;
+        fleet.shutdown().await.unwrap();
     }
 }

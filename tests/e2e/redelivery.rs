@@ -5,20 +5,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepfleet_model::Providers;
 use deepfleet_proto::RunStatus;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{DeadLetters, Queue};
 use deepfleet_scheduler::Intake;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::prelude::*;
-use deepfleet_worker::{RetryConfig, StepRunner};
+use deepfleet_testkit::fleet::Service;
+use deepfleet_testkit::runner::replay_runner;
+use deepfleet_testkit::script::{ScriptBuilder, When};
 
 use crate::support::{AMQP_URL, replay_model, require, spec, task};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_delivery_ends_the_run_instead_of_hanging() {
-    if !require("RabbitMQ", "127.0.0.1:5672").await {
+    if !require(&[Service::RabbitMq]).await {
         return;
     }
     let config = AmqpConfig {
@@ -33,18 +34,16 @@ async fn the_last_delivery_ends_the_run_instead_of_hanging() {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         "crashy",
-        &replay_model(dir.path(), "rules:\n  - when: {}\n    reply: {text: ok}\n"),
+        &replay_model(
+            dir.path(),
+            &ScriptBuilder::new().answer(When::always(), "ok").build(),
+        ),
         "",
     );
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(&spec).await.unwrap();
     let run = intake
-        .submit(
-            &spec.name,
-            &task("t1", "go"),
-            None,
-            deepfleet_worker::tokens::count_message,
-        )
+        .submit(&spec.name, &task("t1", "go"), None)
         .await
         .unwrap();
 
@@ -56,18 +55,9 @@ async fn the_last_delivery_ends_the_run_instead_of_hanging() {
 
     let last = consumer.next().await.unwrap().unwrap();
     assert_eq!(last.deliveries_left(), Some(0));
-    let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
-        Default::default(),
-        |_| None,
-    )));
-    StepRunner::new(
-        queue.clone(),
-        store.clone(),
-        providers,
-        RetryConfig::default(),
-    )
-    .handle(last)
-    .await;
+    replay_runner(queue.clone(), store.clone())
+        .handle(last)
+        .await;
 
     let ended = store
         .get_run(&run.thread_id, &run.run_id)

@@ -9,19 +9,9 @@ use std::process::Output;
 
 use deepfleet_proto::{ResultLine, ResultStatus};
 
-const SECRET: &str = "sk-live-0123456789-do-not-log";
+use crate::support::{CONTEXT_KEY, two_writes_and_ls};
 
-const SCRIPT: &str = r##"
-rules:
-  - when: {input: '^Write two files$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: /a.txt, content: alpha}}
-        - {name: write_file, args: {file_path: /b.txt, content: beta}}
-        - {name: ls, args: {path: /}}
-  - when: {input: '^Write two files$', turn: 1}
-    reply: {text: "done"}
-"##;
+const SECRET: &str = "sk-live-0123456789-do-not-log";
 
 const AGENT: &str = "name: cli-hitl
 model: replay:script.yaml
@@ -38,10 +28,7 @@ fn deepfleet(dir: &Path, args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
         .current_dir(dir)
         .args(args)
-        .env(
-            "DEEPFLEET__CONTEXT_KEY",
-            crate::support::CONTEXT_KEY.as_str(),
-        )
+        .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
         .env("RUST_LOG", "debug")
         .env_remove("OPENAI_BASE_URL")
         .env_remove("OPENAI_API_KEY")
@@ -76,7 +63,7 @@ fn assert_no_secret_in(dir: &Path, outputs: &[&Output]) {
 fn run_with_state_then_resume_finishes_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("script.yaml"), SCRIPT).unwrap();
+    std::fs::write(d.join("script.yaml"), two_writes_and_ls("done")).unwrap();
     std::fs::write(d.join("agent.yaml"), AGENT).unwrap();
     let task = serde_json::json!({
         "id": "t1",
@@ -213,7 +200,7 @@ fn run_with_state_then_resume_finishes_the_run() {
 fn invalid_seed_state_is_refused_naming_the_field() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::write(d.join("script.yaml"), SCRIPT).unwrap();
+    std::fs::write(d.join("script.yaml"), two_writes_and_ls("done")).unwrap();
     std::fs::write(d.join("agent.yaml"), AGENT).unwrap();
     std::fs::write(
         d.join("tasks.jsonl"),

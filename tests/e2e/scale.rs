@@ -9,7 +9,7 @@ use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
 
 use crate::batch::{briefing_tasks, expected_briefing};
-use crate::support::{AMQP_URL, Fleet, REDIS_URL};
+use crate::support::{AMQP_URL, REDIS_URL, distributed, fleet};
 
 async fn submit_thousand(workers: usize) {
     let script =
@@ -18,7 +18,7 @@ async fn submit_thousand(workers: usize) {
     let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO)
         .await
         .unwrap();
-    let Some(fleet) = Fleet::distributed_with(workers, Some(server.url())).await else {
+    let Some(fleet) = distributed(fleet().model_url(Some(server.url())), workers).await else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -62,7 +62,7 @@ async fn submit_thousand(workers: usize) {
         assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
         assert_eq!(r.output, expected_briefing(i));
     }
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

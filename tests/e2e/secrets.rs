@@ -5,33 +5,15 @@
 //! half of this check is in `resume_cli.rs`.
 
 use std::process::Stdio;
-use std::time::Duration;
 
 use deepfleet_proto::{Decision, ResultStatus, TaskLine};
-use deepfleet_scheduler::BatchFollower;
 use deepfleet_scheduler::resume::resume;
 use redis::AsyncCommands;
 use tokio::io::AsyncReadExt;
 
-use crate::support::{CONTEXT_KEY, Fleet, REDIS_URL, replay_model, spec};
+use crate::support::{REDIS_URL, delegating_one_write, distributed, fleet, replay_model, spec};
 
 const SECRET: &str = "sk-live-fleet-9876543210-do-not-log";
-
-const SCRIPT: &str = r##"
-rules:
-  - when: {input: '^Delegate a write$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: task, args: {subagent_type: general-purpose, description: "Write gamma to /g.txt"}}
-  - when: {input: '^Delegate a write$', turn: 1}
-    reply: {text: "{{last_tool}}"}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 0}
-    reply:
-      tool_calls:
-        - {name: write_file, args: {file_path: '{{path}}', content: '{{word}}'}}
-  - when: {input: '^Write (?P<word>\w+) to (?P<path>\S+)$', turn: 1}
-    reply: {text: 'wrote {{word}}'}
-"##;
 
 /// Every value under `prefix`, whatever its type, as text.
 async fn dump(prefix: &str) -> String {
@@ -79,25 +61,14 @@ async fn dump(prefix: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_and_worker_logs_never_hold_a_context_secret() {
-    let Some(mut fleet) = Fleet::distributed(0).await else {
+    let Some(mut fleet) = distributed(fleet(), 0).await else {
         return;
     };
-    let mut worker = tokio::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
-        .args([
-            "worker",
-            "--queue",
-            crate::support::AMQP_URL,
-            "--store",
-            REDIS_URL,
-        ])
-        .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
-        .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
-        .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
-        .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
+    let mut worker = fleet
+        .worker_command()
+        .unwrap()
         .env("RUST_LOG", "debug")
-        .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut logs = worker.stderr.take().unwrap();
@@ -110,7 +81,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
     let dir = tempfile::tempdir().unwrap();
     let spec = spec(
         "secrets",
-        &replay_model(dir.path(), SCRIPT),
+        &replay_model(dir.path(), &delegating_one_write("^Delegate a write$")),
         "interrupt_on: {write_file: true}\ncontext_secrets: [api_key]\n",
     );
     let task = TaskLine {
@@ -120,7 +91,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
         files: None,
         state: None,
     };
-    let batch = fleet.run_batch(&spec, &[task]).await;
+    let batch = fleet.run_batch(&spec, &[task]).await.unwrap();
     let (line, run) = (&batch.results[0], &batch.runs[0]);
     assert_eq!(line.status, ResultStatus::Interrupted);
     // Parked: the parent and its subagent hold the context, sealed.
@@ -141,19 +112,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
     )
     .await
     .unwrap();
-    let mut follower = BatchFollower::new(fleet.store.clone(), run.batch_id.as_deref().unwrap());
-    follower.track(run);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    let done = loop {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the run did not finish"
-        );
-        if let Some(line) = follower.poll().await.unwrap().pop() {
-            break line;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    };
+    let done = fleet.follow_run(run).await.unwrap();
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.output, "wrote gamma");
 
@@ -174,5 +133,5 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
         "the worker logged the context, redacted"
     );
     assert!(!logs.contains(SECRET), "the secret is in the worker's logs");
-    fleet.shutdown().await;
+    fleet.shutdown().await.unwrap();
 }

@@ -234,8 +234,8 @@ impl StepContext {
 mod tests {
     use super::*;
     use crate::events::RecordingSink;
-    use crate::tokens::logged;
     use chrono::Utc;
+    use deepfleet_fleet::tokens::logged;
     use deepfleet_proto::Message;
     use pretty_assertions::assert_eq;
 

@@ -1,5 +1,6 @@
 //! Why a step failed, and whether redelivering it can help.
 
+use deepfleet_fleet::PublishError;
 use deepfleet_model::ModelError;
 use deepfleet_proto::ErrorCode;
 use deepfleet_queue::QueueError;
@@ -88,6 +89,18 @@ impl StepError {
             StepError::Store(_) | StepError::Queue(_) | StepError::Inconsistent(_) => {
                 ErrorCode::Internal
             }
+        }
+    }
+}
+
+/// A follow-up step that could not be published: a queue failure is
+/// retried like any other; an envelope that does not encode is a bug in
+/// the stored state, which retrying cannot fix.
+impl From<PublishError> for StepError {
+    fn from(e: PublishError) -> Self {
+        match e {
+            PublishError::Queue(e) => StepError::Queue(e),
+            e @ PublishError::Encode { .. } => StepError::Inconsistent(e.to_string()),
         }
     }
 }

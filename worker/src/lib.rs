@@ -13,12 +13,11 @@ pub mod compress;
 pub mod context;
 mod error;
 pub mod events;
-pub mod metrics;
+mod metrics;
 pub mod middleware;
 pub mod prompt;
 pub mod runtime;
 pub mod step;
-pub mod tokens;
 pub mod tools;
 pub mod trace;
 

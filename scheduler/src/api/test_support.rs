@@ -75,7 +75,7 @@ pub async fn api() -> TestApi {
     let spec = AgentSpec::from_yaml(&format!("name: {GRAPH}\nmodel: openai:x\n")).unwrap();
     intake.register(&spec).await.unwrap();
     let state = ApiState {
-        life: Lifecycle::new(intake, Arc::new(|_| 1)),
+        life: Lifecycle::new(intake),
         graphs: Arc::new(vec![GRAPH.to_owned()]),
         started_at: Utc::now(),
         metrics: None,

@@ -28,7 +28,7 @@ async fn lifecycle() -> (Lifecycle, Arc<MemoryQueue>) {
     let intake = Intake::new(store, steps);
     let spec = AgentSpec::from_yaml("name: agent\nmodel: openai:x\n").unwrap();
     intake.register(&spec).await.unwrap();
-    (Lifecycle::new(intake, Arc::new(|_| 7)), queue)
+    (Lifecycle::new(intake), queue)
 }
 
 fn meta(run_id: &str, thread_id: &str, age_s: i64) -> RunMeta {
@@ -81,8 +81,10 @@ async fn a_free_thread_starts_at_once_and_a_busy_one_queues_oldest_first() {
     life.submit(&meta("r1", "t", 3), false).await.unwrap();
     assert_eq!(queue.depth().await.unwrap(), Some(1));
     let started = life.store().load_thread("t").await.unwrap();
+    let first = &started.messages[0];
     assert_eq!(
-        started.messages[0].tokens, 7,
+        first.tokens,
+        deepfleet_fleet::tokens::count_message(&first.message),
         "tokens are counted once, at start"
     );
     let thread = threads(life.store().as_ref())

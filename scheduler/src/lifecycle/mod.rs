@@ -20,29 +20,21 @@ pub mod threads;
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepfleet_proto::Message;
 use deepfleet_store::Store;
 use tracing::warn;
 
 use crate::intake::Intake;
 
-/// Counts a message's tokens once, when it enters a thread.
-pub type TokenCounter = Arc<dyn Fn(&Message) -> u32 + Send + Sync>;
-
 /// The lifecycle operations the API needs, over one store and intake.
 #[derive(Clone)]
 pub struct Lifecycle {
     intake: Intake,
-    count_tokens: TokenCounter,
 }
 
 impl Lifecycle {
     /// A lifecycle over `intake`'s store and queue.
-    pub fn new(intake: Intake, count_tokens: TokenCounter) -> Self {
-        Lifecycle {
-            intake,
-            count_tokens,
-        }
+    pub fn new(intake: Intake) -> Self {
+        Lifecycle { intake }
     }
 
     /// The store.

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use deepfleet_proto::{LoggedMessage, RunRecord};
+use deepfleet_fleet::tokens::logged;
+use deepfleet_proto::RunRecord;
 use deepfleet_store::ThreadSeed;
 use serde_json::Map;
 
@@ -65,14 +66,7 @@ impl Lifecycle {
             )
         };
         let seed = ThreadSeed {
-            messages: meta
-                .input
-                .iter()
-                .map(|m| LoggedMessage {
-                    tokens: (self.count_tokens)(m),
-                    message: m.clone(),
-                })
-                .collect(),
+            messages: meta.input.iter().cloned().map(logged).collect(),
             files: meta.files.clone(),
             state: Map::new(),
         };

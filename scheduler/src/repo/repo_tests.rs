@@ -2,8 +2,8 @@
 //! writes them back byte for byte: the kinds and the JSON are unchanged,
 //! so no migration is needed.
 
-use deepfleet_store::prelude::*;
 use deepfleet_store::embedded::EmbeddedStore;
+use deepfleet_store::prelude::*;
 use pretty_assertions::assert_eq;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

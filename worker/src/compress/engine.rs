@@ -4,6 +4,7 @@
 
 use std::sync::{Mutex, OnceLock};
 
+use deepfleet_fleet::tokens::{count_text, logged};
 use deepfleet_model::{ModelError, ToolSpec};
 use deepfleet_proto::{ContentBlock, ContextCursor, EvictedMessage, Message, UserMessage};
 
@@ -15,7 +16,6 @@ use crate::compress::summarize::{Summarizer, SummaryInput, stored_tokens};
 use crate::compress::truncate::truncate_old_arguments;
 use crate::context::ThreadView;
 use crate::events::{CompactionKind, Event};
-use crate::tokens::{count_text, logged};
 
 /// One agent's compression settings and summarizer.
 pub struct Compressor {

@@ -145,7 +145,7 @@ impl View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::logged;
+    use deepfleet_fleet::tokens::logged;
     use deepfleet_proto::{EvictedMessage, Message, SummaryEvent};
     use pretty_assertions::assert_eq;
 

@@ -10,12 +10,12 @@
 //! first: a text has at least one byte per token, so short texts are
 //! never tokenized.
 
+use deepfleet_fleet::tokens::count_text;
 use deepfleet_proto::ContentBlock;
 use sha2::{Digest, Sha256};
 
 use crate::backend::Backend;
 use crate::compress::budget::{TOOL_RESULT_TOKEN_LIMIT, USER_MESSAGE_TOKEN_LIMIT};
-use crate::tokens::count_text;
 use crate::tools::{
     Tool, ToolOutput, delete::Delete, edit_file::EditFile, glob::Glob, grep::Grep, ls::Ls,
     read_file::ReadFile, write_file::WriteFile,

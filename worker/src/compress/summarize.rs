@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::Utc;
+use deepfleet_fleet::tokens::logged;
 use deepfleet_model::{CallPurpose, ModelClient, ModelError, ModelRequest};
 use deepfleet_proto::{
     ContentBlock, LoggedMessage, Message, SummaryEvent, ToolStatus, Usage, UserMessage,
@@ -20,7 +21,6 @@ use crate::backend::{Backend, BackendError};
 use crate::compress::history::View;
 use crate::compress::offload::HISTORY_DIR;
 use crate::events::Event;
-use crate::tokens::logged;
 
 const PROMPT: &str = include_str!("../prompts/summary.md");
 /// `UserMessage::source` of summary messages.

@@ -5,10 +5,10 @@
 //! arguments of those calls before the keep window are cut to a short
 //! head and a marker. Only the request changes; the log keeps every byte.
 
+use deepfleet_fleet::tokens::count_message;
 use deepfleet_proto::{LoggedMessage, Message};
 use serde_json::Value;
 
-use crate::tokens::count_message;
 use crate::tools::{Tool, edit_file::EditFile, write_file::WriteFile};
 
 /// Arguments longer than this many characters are truncated.
@@ -73,7 +73,7 @@ fn truncated_arguments(raw: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::logged;
+    use deepfleet_fleet::tokens::logged;
     use deepfleet_proto::{AssistantMessage, ToolCall};
     use pretty_assertions::assert_eq;
     use serde_json::json;

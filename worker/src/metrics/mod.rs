@@ -1,269 +1,83 @@
-//! Prometheus metrics of one process: what the harness reports through
-//! [`crate::events`], plus the queue gauges the binary samples.
-//!
-//! One [`Metrics`] owns its own registry (no global state), so a process
-//! can serve exactly what it measured and tests can run side by side.
-//! Every label set is bounded: models and agents come from configured
-//! specs, tools from the registry, kinds and statuses from closed enums;
-//! run, thread and message ids never become labels.
+//! The fleet's [`Metrics`] as an [`EventSink`]: each harness event
+//! becomes updates of the families `deepfleet-fleet` defines. What
+//! depends on the harness (events, call purposes, provider error kinds)
+//! is mapped to labels here; the families, names and help texts live in
+//! `deepfleet_fleet::metrics`.
 
-mod sink;
+use deepfleet_fleet::{Caller, Metrics};
+use deepfleet_model::{CallPurpose, ErrorKind};
 
-use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
-};
+use crate::events::{Event, EventScope, EventSink};
 
-/// Model and step latencies: seconds to minutes (long generations,
-/// provider backoff inside the client).
-const LLM_BUCKETS: &[f64] = &[
-    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
-];
-/// Tool calls: most are file operations (milliseconds), some are HTTP.
-const TOOL_BUCKETS: &[f64] = &[
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
-];
-/// Queue wait and rate-limiter waits: immediate when idle, minutes when
-/// the fleet is saturated or a retry backs off.
-const WAIT_BUCKETS: &[f64] = &[
-    0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0,
-];
-/// Whole runs: a few model calls up to long delegating agents.
-const RUN_BUCKETS: &[f64] = &[
-    1.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0, 7200.0,
-];
-
-/// The metric families this build exports, for checks that dashboards
-/// and alerts name only real metrics. Histograms add `_bucket`, `_sum`
-/// and `_count` to their name.
-pub const METRIC_NAMES: &[&str] = &[
-    "deepfleet_model_tokens_total",
-    "deepfleet_model_calls_total",
-    "deepfleet_model_call_duration_seconds",
-    "deepfleet_provider_errors_total",
-    "deepfleet_tool_calls_total",
-    "deepfleet_tool_call_duration_seconds",
-    "deepfleet_compactions_total",
-    "deepfleet_compaction_tokens_removed_total",
-    "deepfleet_queue_wait_seconds",
-    "deepfleet_step_duration_seconds",
-    "deepfleet_steps_in_flight",
-    "deepfleet_step_retries_total",
-    "deepfleet_dead_letters_total",
-    "deepfleet_runs_finished_total",
-    "deepfleet_run_duration_seconds",
-    "deepfleet_rate_limiter_wait_seconds",
-    "deepfleet_queue_depth",
-    "deepfleet_queue_consumers",
-];
-
-/// The metrics of one process. Cheap to update from any thread; share it
-/// behind an `Arc` as the step runner's [`crate::events::EventSink`].
-pub struct Metrics {
-    registry: Registry,
-    tokens: IntCounterVec,
-    model_calls: IntCounterVec,
-    model_latency: HistogramVec,
-    provider_errors: IntCounterVec,
-    tool_calls: IntCounterVec,
-    tool_latency: HistogramVec,
-    compactions: IntCounterVec,
-    compaction_tokens: IntCounterVec,
-    queue_wait: Histogram,
-    step_latency: Histogram,
-    steps_in_flight: IntGauge,
-    retries: IntCounterVec,
-    dead_letters: IntCounterVec,
-    runs: IntCounterVec,
-    run_latency: HistogramVec,
-    rate_limiter_wait: Histogram,
-    queue_depth: IntGauge,
-    queue_consumers: IntGauge,
-}
-
-impl Metrics {
-    /// Registers every metric in a fresh registry.
-    pub fn new() -> Result<Self, prometheus::Error> {
-        let registry = Registry::new();
-        let r = &registry;
-        Ok(Metrics {
-            tokens: counter(
-                r,
-                "deepfleet_model_tokens_total",
-                "Tokens used by model calls, by model, agent, caller (main, subagent, summarization) and type (input, output, cached).",
-                &["model", "agent", "caller", "type"],
-            )?,
-            model_calls: counter(
-                r,
-                "deepfleet_model_calls_total",
-                "Model calls, by model, caller and outcome (ok, error).",
-                &["model", "caller", "outcome"],
-            )?,
-            model_latency: histogram(
-                r,
-                "deepfleet_model_call_duration_seconds",
-                "Wall time of model calls, client retries included.",
-                &["model"],
-                LLM_BUCKETS,
-            )?,
-            provider_errors: counter(
-                r,
-                "deepfleet_provider_errors_total",
-                "Failed model calls, by model and error class.",
-                &["model", "class"],
-            )?,
-            tool_calls: counter(
-                r,
-                "deepfleet_tool_calls_total",
-                "Tool calls, by tool and status (success, error).",
-                &["tool", "status"],
-            )?,
-            tool_latency: histogram(
-                r,
-                "deepfleet_tool_call_duration_seconds",
-                "Wall time of tool calls.",
-                &["tool"],
-                TOOL_BUCKETS,
-            )?,
-            compactions: counter(
-                r,
-                "deepfleet_compactions_total",
-                "Context compression events, by kind.",
-                &["kind"],
-            )?,
-            compaction_tokens: counter(
-                r,
-                "deepfleet_compaction_tokens_removed_total",
-                "Tokens removed from model requests by context compression, by kind.",
-                &["kind"],
-            )?,
-            queue_wait: plain_histogram(
-                r,
-                "deepfleet_queue_wait_seconds",
-                "Time from publishing a step message to its delivery.",
-                WAIT_BUCKETS,
-            )?,
-            step_latency: plain_histogram(
-                r,
-                "deepfleet_step_duration_seconds",
-                "Wall time from delivery to commit of executed steps.",
-                LLM_BUCKETS,
-            )?,
-            steps_in_flight: gauge(
-                r,
-                "deepfleet_steps_in_flight",
-                "Step messages being handled now.",
-            )?,
-            retries: counter(
-                r,
-                "deepfleet_step_retries_total",
-                "Failed steps published again for a later attempt, by error code.",
-                &["code"],
-            )?,
-            dead_letters: counter(
-                r,
-                "deepfleet_dead_letters_total",
-                "Messages moved to the dead-letter queue, by reason.",
-                &["reason"],
-            )?,
-            runs: counter(
-                r,
-                "deepfleet_runs_finished_total",
-                "Runs that reached a final status, by agent, caller (main, subagent) and status.",
-                &["agent", "caller", "status"],
-            )?,
-            run_latency: histogram(
-                r,
-                "deepfleet_run_duration_seconds",
-                "End-to-end time of runs, from acceptance to final status.",
-                &["status"],
-                RUN_BUCKETS,
-            )?,
-            rate_limiter_wait: plain_histogram(
-                r,
-                "deepfleet_rate_limiter_wait_seconds",
-                "Time model calls waited for the fleet-wide rate limiter.",
-                WAIT_BUCKETS,
-            )?,
-            queue_depth: gauge(
-                r,
-                "deepfleet_queue_depth",
-                "Step messages ready for delivery.",
-            )?,
-            queue_consumers: gauge(
-                r,
-                "deepfleet_queue_consumers",
-                "Consumers this process runs on the step queue.",
-            )?,
-            registry,
-        })
-    }
-
-    /// The registry, to add process-specific metrics next to these.
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// Records the queue's ready messages (sampled at scrape time).
-    pub fn set_queue_depth(&self, depth: u64) {
-        self.queue_depth
-            .set(i64::try_from(depth).unwrap_or(i64::MAX));
-    }
-
-    /// Records how many consumers this process runs on the queue.
-    pub fn set_queue_consumers(&self, consumers: u32) {
-        self.queue_consumers.set(i64::from(consumers));
-    }
-
-    /// Everything in the Prometheus text exposition format.
-    pub fn render(&self) -> Result<String, prometheus::Error> {
-        let mut out = Vec::new();
-        TextEncoder::new().encode(&self.registry.gather(), &mut out)?;
-        String::from_utf8(out).map_err(|e| prometheus::Error::Msg(e.to_string()))
+impl EventSink for Metrics {
+    fn emit(&self, scope: &EventScope, event: &Event) {
+        match event {
+            Event::ModelCall {
+                model,
+                purpose,
+                usage,
+                latency,
+            } => self.model_call(
+                model,
+                &scope.agent,
+                caller(scope, *purpose),
+                usage.as_ref(),
+                *latency,
+            ),
+            Event::ToolCall {
+                tool,
+                status,
+                latency,
+            } => self.tool_call(tool, *status, *latency),
+            Event::Compaction {
+                kind,
+                tokens_before,
+                tokens_after,
+            } => self.compaction(kind.as_str(), tokens_before.saturating_sub(*tokens_after)),
+            Event::StepCommitted { latency, .. } => self.step_committed(*latency),
+            Event::StepStarted { queue_wait } => self.step_started(*queue_wait),
+            Event::StepEnded => self.step_ended(),
+            Event::RunFinished { status, latency } => {
+                let caller = if scope.subagent.is_some() {
+                    Caller::Subagent
+                } else {
+                    Caller::Main
+                };
+                self.run_finished(&scope.agent, caller, *status, *latency);
+            }
+            Event::Retried { code } => self.retried(*code),
+            Event::DeadLettered { reason } => self.dead_lettered(reason.as_str()),
+            Event::ProviderError { model, kind } => self.provider_error(model, error_class(*kind)),
+            Event::RateLimitWait { wait } => self.rate_limit_wait(*wait),
+        }
     }
 }
 
-fn counter(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    labels: &[&str],
-) -> Result<IntCounterVec, prometheus::Error> {
-    let metric = IntCounterVec::new(Opts::new(name, help), labels)?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
+/// Who made a model call: summaries are their own line item, whatever
+/// run asked for them.
+fn caller(scope: &EventScope, purpose: CallPurpose) -> Caller {
+    match purpose {
+        CallPurpose::Summarization => Caller::Summarization,
+        CallPurpose::Agent if scope.subagent.is_some() => Caller::Subagent,
+        CallPurpose::Agent => Caller::Main,
+    }
 }
 
-fn histogram(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    labels: &[&str],
-    buckets: &[f64],
-) -> Result<HistogramVec, prometheus::Error> {
-    let metric = HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
-        labels,
-    )?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
-}
-
-fn plain_histogram(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    buckets: &[f64],
-) -> Result<Histogram, prometheus::Error> {
-    let metric = Histogram::with_opts(HistogramOpts::new(name, help).buckets(buckets.to_vec()))?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
-}
-
-fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
-    let metric = IntGauge::new(name, help)?;
-    registry.register(Box::new(metric.clone()))?;
-    Ok(metric)
+/// The `class` label of provider errors; `rate_limited` is what the 429
+/// alert watches.
+fn error_class(kind: ErrorKind) -> &'static str {
+    match kind {
+        ErrorKind::RateLimited => "rate_limited",
+        ErrorKind::Overloaded => "overloaded",
+        ErrorKind::Server => "server",
+        ErrorKind::Timeout => "timeout",
+        ErrorKind::Transport => "transport",
+        ErrorKind::Auth => "auth",
+        ErrorKind::BadRequest => "bad_request",
+        ErrorKind::ContextOverflow => "context_overflow",
+        ErrorKind::InvalidResponse => "invalid_response",
+        ErrorKind::Unsupported => "unsupported",
+    }
 }
 
 #[cfg(test)]

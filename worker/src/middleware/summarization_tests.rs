@@ -5,7 +5,7 @@ use super::*;
 use crate::backend::{Backend, StateBackend};
 use crate::compress::budget::{Keep, Policy, Trigger};
 use crate::compress::testing::{FakeModel, compressor, cx};
-use crate::tokens::logged;
+use deepfleet_fleet::tokens::logged;
 use deepfleet_model::CallPurpose;
 use deepfleet_proto::{AssistantMessage, ErrorCode, LoggedMessage, ToolCall};
 use pretty_assertions::assert_eq;

@@ -92,7 +92,7 @@ pub fn assemble(
 mod tests {
     use super::*;
     use crate::step::background::{STATE_KEY, spawned_child};
-    use crate::tokens::logged;
+    use deepfleet_fleet::tokens::logged;
     use deepfleet_proto::{AgentSpec, Message, RunRecord, RunStatus, Usage};
     use pretty_assertions::assert_eq;
 

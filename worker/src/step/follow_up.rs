@@ -7,16 +7,16 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
+use deepfleet_fleet::publish_step;
+use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::{
-    AgentSpec, ChildResult, ChildRun, Envelope, FileData, Job, ParentLink, RunRecord, RunStatus,
-    StepJob,
+    AgentSpec, ChildResult, ChildRun, FileData, ParentLink, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::Queue;
 use deepfleet_store::{Store, ThreadSeed};
 
 use crate::error::StepError;
 use crate::step::decide::FollowUp;
-use crate::tokens::logged;
 
 /// Publishes `follow_ups` of `run`; `files` are the run's thread files
 /// after the step and `state` the custom state subagents inherit (the
@@ -31,7 +31,7 @@ pub async fn publish(
 ) -> Result<(), StepError> {
     for follow_up in follow_ups {
         match follow_up {
-            FollowUp::Step(job) => publish_traced(queue, job, run.traceparent.clone()).await?,
+            FollowUp::Step(job) => publish_step(queue, job, run.traceparent.clone()).await?,
             FollowUp::StartChild(child) => {
                 start_child(queue, store, run, child, files, state).await?
             }
@@ -39,27 +39,6 @@ pub async fn publish(
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
         }
     }
-    Ok(())
-}
-
-/// Publishes a step message. Its worker takes the trace context from the
-/// run record.
-pub async fn publish_step(queue: &dyn Queue, job: StepJob) -> Result<(), StepError> {
-    publish_traced(queue, job, None).await
-}
-
-/// Publishes a step message carrying `traceparent`, the span its step
-/// spans hang under.
-pub async fn publish_traced(
-    queue: &dyn Queue,
-    job: StepJob,
-    traceparent: Option<String>,
-) -> Result<(), StepError> {
-    let mut envelope = Envelope::new(uuid::Uuid::now_v7().to_string(), Job::Step(job));
-    envelope.traceparent = traceparent;
-    let payload = serde_json::to_vec(&envelope)
-        .map_err(|e| StepError::Inconsistent(format!("encoding a step job: {e}")))?;
-    queue.publish(payload, None).await?;
     Ok(())
 }
 
@@ -109,7 +88,7 @@ async fn start_child(
     // An existing child means this is a republish: its first step message
     // may not have gone out, and a duplicate is fenced, so send it anyway.
     let step = store.create_run(&record, &seed).await?.unwrap_or(0);
-    publish_traced(
+    publish_step(
         queue,
         StepJob {
             run_id: child.run_id,
@@ -118,7 +97,8 @@ async fn start_child(
         },
         child.traceparent,
     )
-    .await
+    .await?;
+    Ok(())
 }
 
 /// Records a finished subagent's result for its parent; the last one to
@@ -155,6 +135,7 @@ async fn report(
                 thread_id: parent.thread_id.clone(),
                 step: parent_thread.step,
             },
+            None,
         )
         .await?;
     }

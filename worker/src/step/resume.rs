@@ -16,8 +16,8 @@ use crate::context::StepContext;
 use crate::error::StepError;
 use crate::events::{CompactionKind, Event};
 use crate::step::delegation::tool_message;
-use crate::tokens::logged;
 use crate::tools::ToolOutput;
+use deepfleet_fleet::tokens::logged;
 
 /// What one call of a parked turn resumes with.
 #[derive(Debug, PartialEq)]

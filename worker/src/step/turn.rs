@@ -17,7 +17,7 @@ use deepfleet_proto::{
 
 use crate::step::delegation::ToolRun;
 use crate::step::hitl;
-use crate::tokens::logged;
+use deepfleet_fleet::tokens::logged;
 
 /// What the step does next.
 #[derive(Debug, PartialEq)]

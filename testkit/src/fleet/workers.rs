@@ -1,0 +1,102 @@
+//! A fleet's workers: a task of the test process (embedded) or worker
+//! processes of the `deepfleet` binary (distributed), and the command that
+//! starts one.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use anyhow::Context;
+use deepfleet_queue::QueueError;
+use tokio::process::{Child, Command};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::services::{AMQP_URL, REDIS_URL};
+
+/// The API key the fleet's `openai:` models send (the scripted server
+/// takes any).
+pub const API_KEY: &str = "test-key";
+
+/// First backoff of a fleet built with `fast_retries`.
+pub const FAST_RETRY_BASE: Duration = Duration::from_millis(20);
+/// Longest backoff of a fleet built with `fast_retries`.
+pub const FAST_RETRY_MAX: Duration = Duration::from_millis(200);
+
+pub(super) enum Workers {
+    InProcess {
+        shutdown: CancellationToken,
+        handle: JoinHandle<Result<(), QueueError>>,
+    },
+    Processes(Vec<Child>),
+}
+
+/// What a worker process is started with.
+pub(super) struct WorkerCommand {
+    pub(super) binary: Option<PathBuf>,
+    pub(super) concurrency: u16,
+    pub(super) model_url: Option<String>,
+    pub(super) context_key: String,
+    pub(super) log_level: String,
+    pub(super) fast_retries: bool,
+}
+
+impl WorkerCommand {
+    /// `deepfleet worker` on the fleet's queue and key prefix. Output is
+    /// discarded, logs go to the test's stderr, and the process dies with
+    /// its handle.
+    pub(super) fn command(&self, queue_name: &str, prefix: &str) -> anyhow::Result<Command> {
+        let binary = self
+            .binary
+            .as_ref()
+            .context("no `deepfleet` binary to run worker processes of (FleetBuilder::binary)")?;
+        let mut cmd = Command::new(binary);
+        cmd.args(["worker", "--queue", AMQP_URL, "--store", REDIS_URL])
+            .args(["--concurrency", &self.concurrency.to_string()])
+            .env("DEEPFLEET__QUEUE_NAME", queue_name)
+            .env("DEEPFLEET__KEY_PREFIX", prefix)
+            .env("DEEPFLEET__CONTEXT_KEY", &self.context_key)
+            .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
+            .env("RUST_LOG", &self.log_level)
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if self.fast_retries {
+            cmd.env(
+                "DEEPFLEET__WORKER__RETRY_BASE_MS",
+                FAST_RETRY_BASE.as_millis().to_string(),
+            )
+            .env(
+                "DEEPFLEET__WORKER__RETRY_MAX_MS",
+                FAST_RETRY_MAX.as_millis().to_string(),
+            );
+        }
+        if let Some(url) = &self.model_url {
+            cmd.env("OPENAI_BASE_URL", url)
+                .env("OPENAI_API_KEY", API_KEY);
+        }
+        Ok(cmd)
+    }
+}
+
+/// Stops `workers`: an embedded worker finishes what it holds, processes
+/// are killed. Returns the embedded worker's failure, if it had one.
+pub(super) async fn stop(workers: Workers) -> anyhow::Result<()> {
+    match workers {
+        Workers::InProcess { shutdown, handle } => {
+            shutdown.cancel();
+            handle
+                .await
+                .context("the embedded worker panicked")?
+                .context("the embedded worker failed")
+        }
+        Workers::Processes(children) => {
+            for mut child in children {
+                let _ = child.kill().await;
+            }
+            Ok(())
+        }
+    }
+}

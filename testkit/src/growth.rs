@@ -1,0 +1,63 @@
+//! Checkpoint growth: the bytes each step of one long run writes to
+//! Redis, for the e2e check that they do not grow with the conversation
+//! and for the benchmark that reports them.
+//!
+//! The run's steps are driven one at a time off an in-memory queue (so
+//! only the store is remote), reading [`RedisStore::bytes_written`]
+//! around each.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use deepfleet_proto::{AgentSpec, TaskLine};
+use deepfleet_queue::Queue;
+use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_scheduler::Intake;
+use deepfleet_store::redis::RedisStore;
+
+use crate::fleet::REDIS_URL;
+use crate::runner::replay_runner;
+
+/// Runs `task` of `spec` (a `replay:` model: no provider is configured)
+/// on the local Redis under a fresh key prefix, removed afterwards;
+/// returns the bytes the commit of each step wrote, steps `0..=last`.
+pub async fn bytes_per_step(
+    spec: &AgentSpec,
+    task: &TaskLine,
+    last: usize,
+) -> anyhow::Result<Vec<u64>> {
+    let prefix = format!("dftest:{}", uuid::Uuid::new_v4().simple());
+    let store = Arc::new(
+        RedisStore::connect(REDIS_URL, &prefix)
+            .await
+            .context("connecting to Redis (run `scripts/services.sh`)")?,
+    );
+    let measured = drive(&store, spec, task, last).await;
+    let _ = store.delete_prefix().await;
+    measured
+}
+
+async fn drive(
+    store: &Arc<RedisStore>,
+    spec: &AgentSpec,
+    task: &TaskLine,
+    last: usize,
+) -> anyhow::Result<Vec<u64>> {
+    let queue = Arc::new(MemoryQueue::new());
+    let intake = Intake::new(store.clone(), queue.clone());
+    intake.register(spec).await?;
+    intake.submit(&spec.name, task, None).await?;
+    let runner = replay_runner(queue.clone(), store.clone());
+    let mut consumer = queue.consume(1).await?;
+    let mut per_step = Vec::with_capacity(last + 1);
+    for step in 0..=last {
+        let delivery = consumer
+            .next()
+            .await
+            .with_context(|| format!("no message for step {step}"))??;
+        let before = store.bytes_written();
+        runner.handle(delivery).await;
+        per_step.push(store.bytes_written() - before);
+    }
+    Ok(per_step)
+}
