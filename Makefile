@@ -30,6 +30,7 @@ helm-sync:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	scripts/check-import-loops.py
 
 ## The example batch, embedded mode.
 run:

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::spec::SpecError;
+use crate::spec_error::SpecError;
 
 /// Where the file tools' paths live (`backend:` in a spec). Paths not
 /// routed stay in the thread's state backend.

@@ -24,6 +24,7 @@ pub mod run_event;
 pub mod schema;
 pub mod sealed;
 pub mod spec;
+pub mod spec_error;
 pub mod submission;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};

@@ -6,12 +6,12 @@
 //! error names the field, and parse errors also name the line.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hitl::InterruptOn;
+pub use crate::spec_error::SpecError;
 
 /// The name of the subagent every agent gets unless it opts out.
 pub const GENERAL_PURPOSE: &str = "general-purpose";
@@ -140,42 +140,6 @@ pub struct ModelProfile {
     pub max_input_tokens: u64,
     /// Largest completion the model produces, in tokens.
     pub max_output_tokens: u64,
-}
-
-/// A spec that failed to parse or validate.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct SpecError {
-    /// Dotted path of the offending field (`subagents[1].name`); empty for
-    /// the document itself.
-    pub field: String,
-    /// 1-based line, when the parser knows it.
-    pub line: Option<usize>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for SpecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let field = if self.field.is_empty() {
-            "spec"
-        } else {
-            &self.field
-        };
-        match self.line {
-            Some(line) => write!(f, "{field} (line {line}): {}", self.message),
-            None => write!(f, "{field}: {}", self.message),
-        }
-    }
-}
-
-impl SpecError {
-    pub(crate) fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
-        SpecError {
-            field: field.into(),
-            line: None,
-            message: message.into(),
-        }
-    }
 }
 
 impl AgentSpec {

@@ -1,0 +1,42 @@
+//! The error of a spec that failed to parse or validate: the field it
+//! names and the line, so a user finds the mistake at once. Kept apart from
+//! [`crate::spec`] because the spec's parts in [`crate::harness`] return it
+//! too, and neither should need the other to say what went wrong.
+
+use std::fmt;
+
+/// A spec that failed to parse or validate.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct SpecError {
+    /// Dotted path of the offending field (`subagents[1].name`); empty for
+    /// the document itself.
+    pub field: String,
+    /// 1-based line, when the parser knows it.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let field = if self.field.is_empty() {
+            "spec"
+        } else {
+            &self.field
+        };
+        match self.line {
+            Some(line) => write!(f, "{field} (line {line}): {}", self.message),
+            None => write!(f, "{field}: {}", self.message),
+        }
+    }
+}
+
+impl SpecError {
+    pub(crate) fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        SpecError {
+            field: field.into(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
