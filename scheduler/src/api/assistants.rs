@@ -9,6 +9,7 @@ use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchPara
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
+use super::search::{metadata_matches, page};
 use super::state::ApiState;
 use crate::repo::assistants::assistants;
 
@@ -71,17 +72,9 @@ async fn search(
     all.extend(assistants(state.store()).list().await?);
     all.retain(|a| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
-            && body
-                .metadata
-                .as_ref()
-                .is_none_or(|m| m.iter().all(|(k, v)| a.metadata.get(k) == Some(v)))
+            && metadata_matches(body.metadata.as_ref(), &a.metadata)
     });
-    Ok(Json(
-        all.into_iter()
-            .skip(body.offset.unwrap_or(0))
-            .take(body.limit.unwrap_or(10))
-            .collect(),
-    ))
+    Ok(Json(page(all, body.offset, body.limit)))
 }
 
 async fn get_one(

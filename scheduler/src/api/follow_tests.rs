@@ -79,16 +79,8 @@ async fn a_stateless_wait_answers_a_failure_as_error() {
 #[tokio::test]
 async fn a_join_of_an_interrupted_run_carries_the_pending_review() {
     let api = api().await;
-    let thread_id = api.thread().await;
-    let run = api.run_on(&thread_id, run_body("hi")).await;
-    let run_id = run["run_id"].as_str().unwrap();
-    finish(
-        api.store.as_ref(),
-        &thread_id,
-        run_id,
-        RunStatus::Interrupted,
-    )
-    .await;
+    let (thread_id, run_id) = api.ended_run(RunStatus::Interrupted).await;
+    let run_id = run_id.as_str();
     let joined = api
         .send(
             "GET",

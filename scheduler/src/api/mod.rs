@@ -21,6 +21,7 @@ pub mod partials;
 pub mod run_create;
 pub mod run_resource;
 pub mod runs;
+pub mod search;
 pub mod state;
 pub mod store_items;
 pub mod stream;

@@ -13,6 +13,7 @@ use deepfleet_proto::api::{Run, RunCancelQuery, RunCreateParams, RunListQuery};
 use super::error::{ApiError, Body};
 use super::run_create::create_run;
 use super::run_resource::{load_run, run_headers, run_resource};
+use super::search::page;
 use super::state::ApiState;
 use super::threads;
 use super::wait::wait_response;
@@ -74,12 +75,7 @@ async fn list(
             out.push(run);
         }
     }
-    Ok(Json(
-        out.into_iter()
-            .skip(query.offset.unwrap_or(0))
-            .take(query.limit.unwrap_or(10))
-            .collect(),
-    ))
+    Ok(Json(page(out, query.offset, query.limit)))
 }
 
 async fn get_one(

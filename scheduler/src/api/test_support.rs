@@ -156,6 +156,16 @@ impl TestApi {
         answer.json()
     }
 
+    /// Creates a thread with one run that ended with `status`; returns the
+    /// thread's and the run's ids.
+    pub async fn ended_run(&self, status: RunStatus) -> (String, String) {
+        let thread_id = self.thread().await;
+        let run = self.run_on(&thread_id, run_body("hi")).await;
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        finish(self.store.as_ref(), &thread_id, &run_id, status).await;
+        (thread_id, run_id)
+    }
+
     /// Takes the next step job off the queue, as a worker would, and ends
     /// its run with `status`.
     pub async fn work_one(&self, status: RunStatus) -> StepJob {

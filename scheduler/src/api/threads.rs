@@ -13,6 +13,7 @@ use serde_json::{Map, Value};
 
 use super::convert::{self, thread_values};
 use super::error::{ApiError, Body};
+use super::search::{metadata_matches, page};
 use super::state::ApiState;
 use crate::repo::threads::{ThreadRecord, threads};
 
@@ -52,11 +53,7 @@ async fn search(
         .await?
         .into_iter()
         .filter(|t| !t.temporary)
-        .filter(|t| {
-            body.metadata
-                .as_ref()
-                .is_none_or(|m| m.iter().all(|(k, v)| t.metadata.get(k) == Some(v)))
-        })
+        .filter(|t| metadata_matches(body.metadata.as_ref(), &t.metadata))
         .collect();
     // Newest first, as the reference sorts by default.
     records.sort_by_key(|t| std::cmp::Reverse(t.created_at));
@@ -71,12 +68,7 @@ async fn search(
             out.push(thread);
         }
     }
-    Ok(Json(
-        out.into_iter()
-            .skip(body.offset.unwrap_or(0))
-            .take(body.limit.unwrap_or(10))
-            .collect(),
-    ))
+    Ok(Json(page(out, body.offset, body.limit)))
 }
 
 async fn get_one(

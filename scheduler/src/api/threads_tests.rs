@@ -154,16 +154,8 @@ async fn state_and_history_show_the_current_checkpoint() {
 #[tokio::test]
 async fn an_interrupted_thread_shows_its_pending_review() {
     let api = api().await;
-    let thread_id = api.thread().await;
-    let run = api.run_on(&thread_id, run_body("hi")).await;
-    let run_id = run["run_id"].as_str().unwrap();
-    finish(
-        api.store.as_ref(),
-        &thread_id,
-        run_id,
-        RunStatus::Interrupted,
-    )
-    .await;
+    let (thread_id, run_id) = api.ended_run(RunStatus::Interrupted).await;
+    let run_id = run_id.as_str();
     let thread = api
         .send("GET", &format!("/threads/{thread_id}"), None)
         .await
