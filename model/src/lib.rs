@@ -41,7 +41,7 @@ pub mod stream;
 pub mod transport;
 
 use async_trait::async_trait;
-use deepfleet_proto::{AssistantMessage, Message, Usage};
+use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -120,6 +120,36 @@ pub struct ModelResponse {
     pub usage: Usage,
     /// Why the model stopped.
     pub finish: FinishReason,
+}
+
+impl ModelResponse {
+    /// The answer every protocol's conversion (streamed or not) builds, in
+    /// one shape: one text block when there is text, the calls in the
+    /// order given, the usage on the message too, and the model name only
+    /// when the provider sent one.
+    pub fn assemble(
+        text: String,
+        tool_calls: Vec<ToolCall>,
+        usage: Usage,
+        model: Option<String>,
+        finish: FinishReason,
+    ) -> Self {
+        let content = if text.is_empty() {
+            Vec::new()
+        } else {
+            vec![ContentBlock::text(text)]
+        };
+        ModelResponse {
+            message: AssistantMessage {
+                content,
+                tool_calls,
+                usage: Some(usage),
+                model: model.filter(|name| !name.is_empty()),
+            },
+            usage,
+            finish,
+        }
+    }
 }
 
 /// A model provider.

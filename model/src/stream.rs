@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use deepfleet_proto::{AssistantMessage, ContentBlock, ToolCall, Usage};
+use deepfleet_proto::{ToolCall, Usage};
 use serde::Serialize;
 
 use crate::{CallPurpose, FinishReason, ModelResponse};
@@ -174,11 +174,6 @@ impl<'a> Assembler<'a> {
     /// conversions shape theirs: one text block when there is text, calls
     /// in index order, the usage on the message too.
     pub fn finish(self, finish: FinishReason) -> ModelResponse {
-        let content = if self.text.is_empty() {
-            Vec::new()
-        } else {
-            vec![ContentBlock::text(self.text)]
-        };
         let tool_calls = self
             .calls
             .into_values()
@@ -188,22 +183,14 @@ impl<'a> Assembler<'a> {
                 arguments: call.arguments,
             })
             .collect();
-        ModelResponse {
-            message: AssistantMessage {
-                content,
-                tool_calls,
-                usage: Some(self.usage),
-                model: (!self.model.is_empty()).then_some(self.model),
-            },
-            usage: self.usage,
-            finish,
-        }
+        ModelResponse::assemble(self.text, tool_calls, self.usage, Some(self.model), finish)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deepfleet_proto::ContentBlock;
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use std::sync::Mutex;

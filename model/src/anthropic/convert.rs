@@ -209,20 +209,7 @@ pub fn from_wire(response: MessagesResponse) -> ModelResponse {
     }
     let usage = usage_from_wire(response.usage);
     let finish = finish_reason(response.stop_reason.as_deref(), !tool_calls.is_empty());
-    ModelResponse {
-        message: AssistantMessage {
-            content: if text.is_empty() {
-                Vec::new()
-            } else {
-                vec![ContentBlock::text(text)]
-            },
-            tool_calls,
-            usage: Some(usage),
-            model: (!response.model.is_empty()).then_some(response.model),
-        },
-        usage,
-        finish,
-    }
+    ModelResponse::assemble(text, tool_calls, usage, Some(response.model), finish)
 }
 
 /// Maps wire usage: the API counts cached and cache-written prompt tokens

@@ -208,20 +208,7 @@ pub fn from_wire(response: GenerateContentResponse, turn: usize) -> ModelRespons
         None if tool_calls.is_empty() && text.is_empty() => FinishReason::ContentFilter,
         reason => finish_reason(reason, !tool_calls.is_empty()),
     };
-    ModelResponse {
-        message: AssistantMessage {
-            content: if text.is_empty() {
-                Vec::new()
-            } else {
-                vec![ContentBlock::text(text)]
-            },
-            tool_calls,
-            usage: Some(usage),
-            model: response.model_version.filter(|m| !m.is_empty()),
-        },
-        usage,
-        finish,
-    }
+    ModelResponse::assemble(text, tool_calls, usage, response.model_version, finish)
 }
 
 /// Maps usage metadata: reasoning tokens count as output, as they are

@@ -177,20 +177,13 @@ pub fn from_wire(response: ChatResponse) -> Result<ModelResponse, ModelError> {
         })
         .collect();
     let finish = finish_reason(choice.finish_reason.as_deref(), !tool_calls.is_empty());
-    let content = match choice.message.content {
-        Some(text) if !text.is_empty() => vec![ContentBlock::text(text)],
-        _ => Vec::new(),
-    };
-    Ok(ModelResponse {
-        message: AssistantMessage {
-            content,
-            tool_calls,
-            usage: Some(usage),
-            model: (!response.model.is_empty()).then_some(response.model),
-        },
+    Ok(ModelResponse::assemble(
+        choice.message.content.unwrap_or_default(),
+        tool_calls,
         usage,
+        Some(response.model),
         finish,
-    })
+    ))
 }
 
 /// Maps wire usage; cached tokens stay included in `input_tokens`, as the
