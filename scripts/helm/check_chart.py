@@ -4,7 +4,8 @@ compose files.
 
 1. the chart's copies match their single sources, every value is
    documented and declared in values.schema.json (chart_sources.py,
-   values_doc.py);
+   values_doc.py), and every value the READMEs name exists
+   (readme_values.py);
 2. `helm lint --strict` with every value set;
 3. renders with every value set of helm/deepfleet/ci/ (plus the defaults),
    checks what the fleet relies on (the KEDA trigger watches the queue the
