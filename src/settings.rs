@@ -20,6 +20,9 @@ pub struct Settings {
     pub queue_name: String,
     /// Prefix of every Redis key.
     pub key_prefix: String,
+    /// Seconds a command waits to connect to RabbitMQ or Redis before it
+    /// fails naming the server (`DEEPFLEET__CONNECT_TIMEOUT_SECS`).
+    pub connect_timeout_secs: u64,
     /// Worker tuning.
     pub worker: WorkerSettings,
     /// The scheduler's HTTP server.
@@ -89,6 +92,11 @@ impl WorkerSettings {
 }
 
 impl Settings {
+    /// How long connecting to RabbitMQ or Redis may take.
+    pub fn connect_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.connect_timeout_secs)
+    }
+
     /// The configured context key, if any; a malformed one, or a key file
     /// that cannot be read, is an error.
     pub fn context_key(&self) -> anyhow::Result<Option<deepfleet_store::sealed::ContextKey>> {
@@ -117,6 +125,7 @@ impl Settings {
         let mut builder = config::Config::builder()
             .set_default("queue_name", "deepfleet.steps")?
             .set_default("key_prefix", "deepfleet")?
+            .set_default("connect_timeout_secs", 10)?
             .set_default("worker.concurrency", 64)?
             .set_default("worker.max_attempts", 5)?
             .set_default("worker.grace_secs", 30)?

@@ -41,6 +41,14 @@ pub trait Queue: Send + Sync + 'static {
     /// Messages ready for delivery (not counting unacked ones), if the
     /// backend can tell.
     async fn depth(&self) -> Result<Option<u64>, QueueError>;
+
+    /// Consumers attached to the queue now, in every process, if the
+    /// backend can tell: `Some(0)` means nothing takes the messages
+    /// published here (`deepfleet submit` says so instead of waiting
+    /// silently).
+    async fn consumers(&self) -> Result<Option<u32>, QueueError> {
+        Ok(None)
+    }
 }
 
 /// A stream of deliveries.

@@ -5,6 +5,7 @@
 //! holds more than its prefetch.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -24,6 +25,8 @@ struct Inner {
     ready: Mutex<VecDeque<Message>>,
     dead: Mutex<Vec<DeadLetter>>,
     notify: Notify,
+    /// Consumers open now.
+    consumers: AtomicU32,
 }
 
 struct Message {
@@ -78,6 +81,7 @@ impl Queue for MemoryQueue {
     }
 
     async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError> {
+        self.inner.consumers.fetch_add(1, Ordering::SeqCst);
         Ok(Box::new(MemoryConsumer {
             inner: Arc::clone(&self.inner),
             permits: Arc::new(Semaphore::new(usize::from(prefetch.max(1)))),
@@ -86,6 +90,10 @@ impl Queue for MemoryQueue {
 
     async fn depth(&self) -> Result<Option<u64>, QueueError> {
         Ok(Some(self.inner.ready().len() as u64))
+    }
+
+    async fn consumers(&self) -> Result<Option<u32>, QueueError> {
+        Ok(Some(self.inner.consumers.load(Ordering::SeqCst)))
     }
 }
 
@@ -101,6 +109,12 @@ impl DeadLetters for MemoryQueue {
 struct MemoryConsumer {
     inner: Arc<Inner>,
     permits: Arc<Semaphore>,
+}
+
+impl Drop for MemoryConsumer {
+    fn drop(&mut self) {
+        self.inner.consumers.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[async_trait]

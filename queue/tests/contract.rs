@@ -127,6 +127,7 @@ contract!(
     delayed_publish_arrives_after_the_delay,
     dead_letter_keeps_the_reason,
     depth_counts_ready_messages,
+    consumers_are_counted_while_open,
 );
 
 async fn next(consumer: &mut Box<dyn Consumer>) -> Box<dyn Delivery> {
@@ -246,6 +247,21 @@ async fn depth_counts_ready_messages<Q: Queue>(q: Q) {
     // An unacked delivery is not ready.
     assert_eq!(q.depth().await.unwrap(), Some(2));
     delivery.ack().await.unwrap();
+}
+
+async fn consumers_are_counted_while_open<Q: Queue>(q: Q) {
+    assert_eq!(q.consumers().await.unwrap(), Some(0));
+    let first = q.consume(1).await.unwrap();
+    let second = q.consume(1).await.unwrap();
+    assert_eq!(q.consumers().await.unwrap(), Some(2));
+    drop(first);
+    drop(second);
+    // The broker learns of a closed channel a moment later.
+    let deadline = Instant::now() + PATIENCE;
+    while q.consumers().await.unwrap() != Some(0) {
+        assert!(Instant::now() < deadline, "consumers still counted");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// A consumer whose connection drops before it acks: the broker hands the

@@ -4,7 +4,8 @@ compose files.
 
 1. the chart's copies match their single sources, every value is
    documented and declared in values.schema.json (chart_sources.py,
-   values_doc.py);
+   values_doc.py), and every value the READMEs name exists
+   (readme_values.py);
 2. `helm lint --strict` with every value set;
 3. renders with every value set of helm/deepfleet/ci/ (plus the defaults),
    checks what the fleet relies on (the KEDA trigger watches the queue the
@@ -31,12 +32,15 @@ import subprocess
 import sys
 import tempfile
 import tomllib
+import unittest
 
 import helm_python as helm
 import yaml
 
 import chart_sources
 import check_deploy
+import readme_values
+import test_readme_values
 import values_doc
 
 ROOT = chart_sources.ROOT
@@ -161,19 +165,28 @@ def check_invariants(name, values, docs, fail):
         fail.check({"name": auth["name"], "key": auth["key"]} == queue_ref, f"{name}: KEDA reads another broker Secret than the workers")
     if by_kind(docs, "ScaledObject") or by_kind(docs, "HorizontalPodAutoscaler"):
         fail.check("replicas" not in worker["spec"], f"{name}: an autoscaled Deployment sets replicas")
-    base = values.get("metrics", {}).get("prometheusRule", {}).get("runbookBaseUrl", "").rstrip("/")
-    for rule in by_kind(docs, "PrometheusRule"):
-        source = yaml.safe_load((ROOT / "deploy/prometheus/alerts.yml").read_text())["groups"]
-        for group in source:
-            for alert in group["rules"]:
-                if base and "runbook_url" in alert.get("annotations", {}):
-                    alert["annotations"]["runbook_url"] = f"{base}/{alert['annotations']['runbook_url']}"
-        fail.check(rule["spec"]["groups"] == source, f"{name}: PrometheusRule differs from deploy/prometheus/alerts.yml")
+    check_alerts(name, values, docs, fail)
     for dashboards in by_kind(docs, "ConfigMap", "-dashboards"):
         source = {p.name: p.read_text() for p in (ROOT / "deploy/grafana").glob("*.json")}
         got = {k: v for k, v in dashboards["data"].items()}
         fail.check({k: json.loads(v) for k, v in got.items()} == {k: json.loads(v) for k, v in source.items()},
                    f"{name}: dashboards ConfigMap differs from deploy/grafana")
+
+
+def check_alerts(name, values, docs, fail):
+    """The PrometheusRule holds the alerts of deploy/prometheus/alerts.yml,
+    their runbook links on the value set's runbookBaseUrl; the source links
+    the chart's default, so compose's Prometheus and the chart agree."""
+    default = yaml.safe_load((CHART / "values.yaml").read_text())["metrics"]["prometheusRule"]["runbookBaseUrl"]
+    base = values.get("metrics", {}).get("prometheusRule", {}).get("runbookBaseUrl", default)
+    source = yaml.safe_load((ROOT / "deploy/prometheus/alerts.yml").read_text())["groups"]
+    for group in source:
+        for alert in group["rules"]:
+            url = alert.get("annotations", {}).get("runbook_url", "")
+            fail.check(url.startswith(default + "#"), f"alerts.yml: {alert['alert']} does not link the chart's default runbook {default}")
+            alert["annotations"]["runbook_url"] = f"{base}#{url.partition('#')[2]}"
+    for rule in by_kind(docs, "PrometheusRule"):
+        fail.check(rule["spec"]["groups"] == source, f"{name}: PrometheusRule differs from deploy/prometheus/alerts.yml")
 
 
 def check_config_loads(name, docs, outdir, fail):
@@ -239,20 +252,16 @@ def check_broken(fail):
 
 
 def check_documented_values(fail):
-    """Every `--set KEY=` of the READMEs names a value values.schema.json
-    declares (list indexes go through the item schema)."""
+    """Every value the READMEs name (`--set`, and the Deployment section's
+    backticked keys) is in values.yaml (readme_values.py); the module's own
+    tests run first, so a check that accepts anything fails here."""
+    suite = unittest.defaultTestLoader.loadTestsFromModule(test_readme_values)
+    result = unittest.TextTestRunner(stream=sys.stderr, verbosity=0).run(suite)
+    fail.check(result.wasSuccessful(), "readme_values.py: its tests fail")
+    readmes = {p.relative_to(ROOT).as_posix(): p.read_text() for p in (ROOT / "README.md", CHART / "README.md")}
     schema = json.loads((CHART / "values.schema.json").read_text())
-    for readme in (ROOT / "README.md", CHART / "README.md"):
-        for key in re.findall(r"--set '?([A-Za-z0-9_.\[\]]+)=", readme.read_text()):
-            node = schema
-            for part in re.split(r"\.|(?=\[)", key):
-                if part.startswith("["):
-                    node = node.get("items")
-                else:
-                    node = node.get("properties", {}).get(part)
-                if node is None:
-                    fail.add(f"{readme.relative_to(ROOT)}: --set {key}: no such value in values.yaml")
-                    break
+    for readme, why in readme_values.problems(readmes, (CHART / "values.yaml").read_text(), schema):
+        fail.add(f"{readme}: {why}")
 
 
 def check_sources(fail):

@@ -1,6 +1,7 @@
 //! The subcommands.
 
 pub mod batch;
+pub mod consumer_watch;
 pub mod health;
 pub mod keygen;
 pub mod metrics_server;
@@ -42,28 +43,44 @@ pub async fn connect_fleet(
     let store_url = store_url
         .or_else(|| settings.store.clone())
         .context("no store URL: pass --store redis://... or set DEEPFLEET__STORE")?;
-    let queue = AmqpQueue::connect(AmqpConfig::new(&queue_url, settings.queue_name.clone()))
+    let queue = AmqpQueue::connect(amqp_config(&queue_url, &settings.queue_name, settings))
         .await
         .with_context(|| format!("connecting to RabbitMQ at {}", redacted(&queue_url)))?;
-    let store = RedisStore::connect(&store_url, &settings.key_prefix)
-        .await
-        .with_context(|| format!("connecting to Redis at {}", redacted(&store_url)))?;
+    let store =
+        RedisStore::connect_within(&store_url, &settings.key_prefix, settings.connect_timeout())
+            .await
+            .with_context(|| format!("connecting to Redis at {}", redacted(&store_url)))?;
     Ok((Arc::new(queue), Arc::new(store)))
+}
+
+/// The broker configuration for queue `name` at `url`, with the
+/// settings' connect timeout.
+pub fn amqp_config(url: &str, name: &str, settings: &Settings) -> AmqpConfig {
+    AmqpConfig {
+        connect_timeout: settings.connect_timeout(),
+        ..AmqpConfig::new(url, name)
+    }
 }
 
 /// `url` with the password of its user info replaced by `***`, for error
 /// messages and logs.
 pub fn redacted(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    // After `scheme://`, or after `scheme:` in a mistyped URL.
+    let Some(start) = url
+        .find("://")
+        .map(|i| i + 3)
+        .or_else(|| url.find(':').map(|i| i + 1))
+    else {
         return url.to_owned();
     };
+    let (scheme, rest) = url.split_at(start);
     // The user info ends at the last `@` before the path.
     let authority_end = rest.find('/').unwrap_or(rest.len());
     let Some(at) = rest[..authority_end].rfind('@') else {
         return url.to_owned();
     };
     match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        Some((user, _)) => format!("{scheme}{user}:***{}", &rest[at..]),
         None => url.to_owned(),
     }
 }
@@ -145,12 +162,19 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let client = connect(url.replace("PORT", &port.to_string()));
-        let (mut socket, _) = tokio::time::timeout(Duration::from_secs(10), listener.accept())
-            .await
-            .expect("the client never connected")
-            .unwrap();
-        let mut head = vec![0_u8; 3];
-        socket.read_exact(&mut head).await.unwrap();
+        // A connection that closes without a byte is a reachability check
+        // (the AMQP client makes one); the next one speaks.
+        let head = tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                let (mut socket, _) = listener.accept().await.unwrap();
+                let mut head = vec![0_u8; 3];
+                if socket.read_exact(&mut head).await.is_ok() {
+                    return head;
+                }
+            }
+        })
+        .await
+        .expect("the client never spoke");
         client.abort();
         head
     }
@@ -205,5 +229,6 @@ mod tests {
             "redis://user@cache:6379/0"
         );
         assert_eq!(redacted("not a url"), "not a url");
+        assert_eq!(redacted("amqp:fleet:s3cret@mq"), "amqp:fleet:***@mq");
     }
 }

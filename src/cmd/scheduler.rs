@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use deepfleet_fleet::Metrics;
-use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
+use deepfleet_queue::amqp::AmqpQueue;
 use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
 use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
 use deepfleet_store::Store;
@@ -81,7 +81,8 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let submissions_name = args
         .submissions
         .unwrap_or_else(|| format!("{}.submissions", settings.queue_name));
-    let attached = start_submissions(&url, submissions_name, state.clone(), &store).await?;
+    let attached =
+        start_submissions(&url, submissions_name, state.clone(), &store, &settings).await?;
     let probes = Probes::new(shutdown.clone())
         .broker(queue)
         .store(store)
@@ -120,8 +121,9 @@ async fn start_submissions(
     name: String,
     state: ApiState,
     store: &Arc<dyn Store>,
+    settings: &Settings,
 ) -> anyhow::Result<Attached> {
-    let submissions = AmqpQueue::connect(AmqpConfig::new(url, name))
+    let submissions = AmqpQueue::connect(super::amqp_config(url, &name, settings))
         .await
         .with_context(|| {
             format!(

@@ -2,9 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 
+use super::consumer_watch::ConsumerWatch;
 use crate::batch_io::{load_spec, read_tasks};
 use crate::settings::Settings;
 
@@ -35,5 +37,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let tasks = read_tasks(&args.tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
+    // Without a worker on the queue the batch would wait without a word.
+    let _watch = ConsumerWatch::start(Arc::clone(&queue), settings.queue_name.clone());
     super::batch::run_batch(queue, store, &spec, &tasks, &args.out, key, None).await
 }

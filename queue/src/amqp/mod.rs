@@ -80,14 +80,14 @@ pub struct AmqpConfig {
 }
 
 impl AmqpConfig {
-    /// A configuration with a delivery limit of 10 and a 30 s connect
+    /// A configuration with a delivery limit of 10 and a 10 s connect
     /// timeout.
     pub fn new(url: impl Into<String>, queue: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             queue: queue.into(),
             delivery_limit: 10,
-            connect_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -164,24 +164,47 @@ fn connection_error(err: lapin::Error) -> QueueError {
     QueueError::Connection(err.to_string())
 }
 
-impl AmqpQueue {
-    /// Connects to the broker and declares the topology (idempotent).
-    pub async fn connect(config: AmqpConfig) -> Result<AmqpQueue, QueueError> {
-        let properties = ConnectionProperties::default()
-            .with_connection_name(format!("deepfleet {}", config.queue).into())
-            .enable_auto_recover();
-        let connection = tokio::time::timeout(
-            config.connect_timeout,
-            Connection::connect(&config.url, properties),
-        )
+/// Opens (and closes) one TCP connection to the broker of `url`.
+///
+/// lapin retries a refused *first* connection with its recovery back-off
+/// (minutes) on a thread of its own, which a timeout does not stop and
+/// which panics once the runtime it sleeps on shuts down. A broker that
+/// cannot be reached is therefore found out here, with one plain connect,
+/// before lapin is asked; an established connection still recovers.
+async fn reach(url: &str) -> Result<(), QueueError> {
+    // The parser's message may quote the URL, password and all.
+    let uri: lapin::uri::AMQPUri = url.parse().map_err(|_| {
+        QueueError::Connection("not an AMQP URL (amqp[s]://user:password@host:port/vhost)".into())
+    })?;
+    let authority = uri.authority;
+    tokio::net::TcpStream::connect((authority.host.as_str(), authority.port))
         .await
-        .map_err(|_| {
+        .map(drop)
+        .map_err(|e| QueueError::Connection(format!("cannot reach the broker: {e}")))
+}
+
+impl AmqpQueue {
+    /// Connects to the broker and declares the topology (idempotent),
+    /// giving up after [`AmqpConfig::connect_timeout`].
+    pub async fn connect(config: AmqpConfig) -> Result<AmqpQueue, QueueError> {
+        let deadline = tokio::time::Instant::now() + config.connect_timeout;
+        let too_late = || {
             QueueError::Connection(format!(
                 "no connection to the broker within {:?}",
                 config.connect_timeout
             ))
-        })?
-        .map_err(connection_error)?;
+        };
+        tokio::time::timeout_at(deadline, reach(&config.url))
+            .await
+            .map_err(|_| too_late())??;
+        let properties = ConnectionProperties::default()
+            .with_connection_name(format!("deepfleet {}", config.queue).into())
+            .enable_auto_recover();
+        let connection =
+            tokio::time::timeout_at(deadline, Connection::connect(&config.url, properties))
+                .await
+                .map_err(|_| too_late())?
+                .map_err(connection_error)?;
         let names = Names::new(&config.queue);
         let publisher = connection
             .create_channel()
@@ -286,6 +309,23 @@ impl Shared {
     async fn open_channel(&self) -> Result<Channel, QueueError> {
         self.connection
             .create_channel()
+            .await
+            .map_err(connection_error)
+    }
+
+    /// The main queue's counts (ready messages, consumers) as the broker
+    /// reports them to a passive declare, which changes nothing.
+    async fn inspect_main(&self) -> Result<lapin::Queue, QueueError> {
+        let channel = self.open_channel().await?;
+        channel
+            .queue_declare(
+                self.names.main.as_str().into(),
+                QueueDeclareOptions {
+                    passive: true,
+                    ..QueueDeclareOptions::default()
+                },
+                FieldTable::default(),
+            )
             .await
             .map_err(connection_error)
     }
@@ -457,18 +497,12 @@ impl Queue for AmqpQueue {
     }
 
     async fn depth(&self) -> Result<Option<u64>, QueueError> {
-        let channel = self.shared.open_channel().await?;
-        let queue = channel
-            .queue_declare(
-                self.shared.names.main.as_str().into(),
-                QueueDeclareOptions {
-                    passive: true,
-                    ..QueueDeclareOptions::default()
-                },
-                FieldTable::default(),
-            )
-            .await
-            .map_err(connection_error)?;
+        let queue = self.shared.inspect_main().await?;
         Ok(Some(u64::from(queue.message_count())))
+    }
+
+    async fn consumers(&self) -> Result<Option<u32>, QueueError> {
+        let queue = self.shared.inspect_main().await?;
+        Ok(Some(queue.consumer_count()))
     }
 }

@@ -36,7 +36,7 @@ impl Drop for Hold {
 
 /// A queue whose consumers are counted in an [`Attached`] from the moment
 /// the broker accepted them until they close or are dropped. Publishing and
-/// the depth pass straight through.
+/// the broker's counts pass straight through.
 pub struct WatchedQueue {
     inner: Arc<dyn Queue>,
     attached: Attached,
@@ -70,6 +70,10 @@ impl Queue for WatchedQueue {
 
     async fn depth(&self) -> Result<Option<u64>, QueueError> {
         self.inner.depth().await
+    }
+
+    async fn consumers(&self) -> Result<Option<u32>, QueueError> {
+        self.inner.consumers().await
     }
 }
 

@@ -17,7 +17,8 @@ use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
 use crate::error::StoreError;
 
-/// How long a connection attempt may take.
+/// How long one connection attempt may take (the whole connect is bounded
+/// by its caller's timeout).
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long the client waits for one answer. Above the client's 500 ms
 /// default: loading a long thread is one large reply.
@@ -56,8 +57,8 @@ pub(crate) enum Conn {
 impl Conn {
     /// Connects to `url`: `redis://host:port` for a single server,
     /// `redis+cluster://h1:p1,h2:p2` or several comma-separated
-    /// `redis://` URLs for a cluster.
-    pub(crate) async fn connect(url: &str) -> Result<Conn, StoreError> {
+    /// `redis://` URLs for a cluster; fails when that takes over `timeout`.
+    pub(crate) async fn connect(url: &str, timeout: Duration) -> Result<Conn, StoreError> {
         let connecting = async {
             match parse_url(url)? {
                 Target::Single(url) => {
@@ -85,11 +86,9 @@ impl Conn {
                 }
             }
         };
-        tokio::time::timeout(CALL_TIMEOUT, connecting)
+        tokio::time::timeout(timeout, connecting)
             .await
-            .map_err(|_| {
-                StoreError::Connection(format!("connect: no answer within {CALL_TIMEOUT:?}"))
-            })?
+            .map_err(|_| StoreError::Connection(format!("connect: no answer within {timeout:?}")))?
     }
 
     /// Runs `call` on a clone of this connection under [`CALL_TIMEOUT`],

@@ -15,6 +15,7 @@ pub(crate) mod conn;
 pub(crate) mod scripts;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use deepfleet_proto::Keys;
 use redis::{Cmd, FromRedisValue};
@@ -23,6 +24,9 @@ use self::codec::decode_opt;
 use self::conn::{Conn, Retry};
 use self::scripts::Call;
 use crate::error::StoreError;
+
+/// How long [`RedisStore::connect`] waits for a connection.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Keys asked for per `SCAN` round in [`RedisStore::delete_prefix`].
 const SCAN_COUNT: usize = 500;
@@ -41,14 +45,28 @@ impl RedisStore {
     /// `redis://host:port` connects to one server through a reconnecting
     /// connection manager; `redis+cluster://host1:port,host2:port,...` or
     /// several comma-separated `redis://` URLs connect to a Redis Cluster.
+    ///
+    /// Gives up after [`DEFAULT_CONNECT_TIMEOUT`]; see
+    /// [`RedisStore::connect_within`].
     pub async fn connect(url: &str, prefix: &str) -> Result<RedisStore, StoreError> {
+        Self::connect_within(url, prefix, DEFAULT_CONNECT_TIMEOUT).await
+    }
+
+    /// [`RedisStore::connect`], giving up with [`StoreError::Connection`]
+    /// when no connection is made within `timeout` (a closed port fails
+    /// sooner, a host that never answers takes the whole `timeout`).
+    pub async fn connect_within(
+        url: &str,
+        prefix: &str,
+        timeout: Duration,
+    ) -> Result<RedisStore, StoreError> {
         if prefix.contains(['{', '}']) {
             return Err(StoreError::Command(format!(
                 "key prefix {prefix:?} must not contain hash tag braces"
             )));
         }
         Ok(RedisStore {
-            conn: Conn::connect(url).await?,
+            conn: Conn::connect(url, timeout).await?,
             keys: Keys::new(prefix),
             written: AtomicU64::new(0),
         })
