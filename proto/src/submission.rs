@@ -86,9 +86,9 @@ pub struct SubmissionRefusal {
     /// A stable code: `invalid_submission` (not a valid submission),
     /// `reserved_reply_to` (`reply_to` names one of the fleet's own
     /// queues), or the HTTP API's error code (`not_found`,
-    /// `unprocessable_entity`, ...).
+    /// `invalid_request`, ...).
     pub code: String,
-    /// `code: detail`, the same text as the dead letter's reason.
+    /// Why: the same text as the dead letter's `x-deepfleet-reason`.
     pub error: String,
 }
 

@@ -4,6 +4,7 @@ pub mod batch;
 pub mod health;
 pub mod keygen;
 pub mod metrics_server;
+pub mod recover;
 pub mod resume;
 pub mod run;
 pub mod scheduler;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::batch::BatchPlan;
 use crate::batch_io::{load_spec, read_tasks};
 use crate::settings::Settings;
 
@@ -28,6 +29,11 @@ pub struct SubmitArgs {
     /// Use this model (`provider:model`) instead of the spec's.
     #[arg(long)]
     model: Option<String>,
+    /// Start the batch over even if `--out` holds an unfinished one (an
+    /// interrupted submit of it), replacing its results; its runs still
+    /// going in the fleet are no longer followed.
+    #[arg(long)]
+    fresh: bool,
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -35,5 +41,12 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let tasks = read_tasks(&args.tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
-    super::batch::run_batch(queue, store, &spec, &tasks, &args.out, key, None).await
+    let plan = BatchPlan {
+        spec: &spec,
+        tasks: &tasks,
+        out: &args.out,
+        fresh: args.fresh,
+        state_file: None,
+    };
+    super::batch::run_batch(queue, store, plan, key, None).await
 }

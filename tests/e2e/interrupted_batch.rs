@@ -30,7 +30,7 @@ use tokio::process::{Child, Command};
 use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL, distributed, fleet};
 
 /// Tasks in the batch.
-const TASKS: usize = 16;
+const TASKS: usize = 32;
 /// How long each model call takes.
 const LATENCY: Duration = Duration::from_millis(300);
 /// Steps at once: per embedded process, per worker process.
@@ -58,7 +58,12 @@ impl SlowBatch {
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let tasks: String = (0..TASKS)
-            .map(|i| format!("{}\n", serde_json::json!({"id": format!("t{i:02}"), "input": input(i)})))
+            .map(|i| {
+                format!(
+                    "{}\n",
+                    serde_json::json!({"id": format!("t{i:02}"), "input": input(i)})
+                )
+            })
             .collect();
         std::fs::write(dir.path().join("tasks.jsonl"), tasks).unwrap();
         std::fs::write(
@@ -217,7 +222,10 @@ fn assert_lines_match_store(lines: &[ResultLine], runs: &[RunRecord], when: &str
             .or_default() += 1;
     }
     let twice: Vec<_> = runs_per_task.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(twice.is_empty(), "{when}: tasks with more than one run: {twice:?}");
+    assert!(
+        twice.is_empty(),
+        "{when}: tasks with more than one run: {twice:?}"
+    );
     let done: BTreeSet<&str> = runs
         .iter()
         .filter(|r| finished(r.status))
@@ -228,13 +236,19 @@ fn assert_lines_match_store(lines: &[ResultLine], runs: &[RunRecord], when: &str
         *written.entry(line.id.as_str()).or_default() += 1;
     }
     let repeated: Vec<_> = written.iter().filter(|(_, n)| **n > 1).collect();
-    assert!(repeated.is_empty(), "{when}: repeated result lines: {repeated:?}");
+    assert!(
+        repeated.is_empty(),
+        "{when}: repeated result lines: {repeated:?}"
+    );
     let written: BTreeSet<&str> = written.into_keys().collect();
     assert_eq!(
         done, written,
         "{when}: the runs the store shows finished (left) and the result lines (right)"
     );
-    assert!(!done.is_empty(), "{when}: no run had finished; the test proves nothing");
+    assert!(
+        !done.is_empty(),
+        "{when}: no run had finished; the test proves nothing"
+    );
     lines.len()
 }
 
@@ -280,7 +294,10 @@ fn assert_complete(batch: &SlowBatch) {
     for (i, line) in lines.iter().enumerate() {
         assert_eq!(
             (line.status, line.output.as_str()),
-            (ResultStatus::Success, format!("done: {}", input(i)).as_str()),
+            (
+                ResultStatus::Success,
+                format!("done: {}", input(i)).as_str()
+            ),
             "{:?}",
             line.error
         );
@@ -297,26 +314,20 @@ async fn embedded_batch_survives_sigint_and_sigterm_and_resumes() {
 
     let mut first = batch.run();
     batch.wait_for_calls(CONCURRENCY + 2).await;
-    tokio::time::sleep(LATENCY * 2).await;
+    tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     let status = interrupt(&mut first, "INT").await;
-    let after_first = assert_lines_match_store(
-        &batch.lines(),
-        &batch.embedded_runs(),
-        "after SIGINT",
-    );
+    let after_first =
+        assert_lines_match_store(&batch.lines(), &batch.embedded_runs(), "after SIGINT");
     assert_interrupted_exit(status, "INT");
     assert!(after_first < TASKS, "the batch ended before SIGINT");
 
     let calls = batch.server.requests().len();
     let mut second = batch.run();
     batch.wait_for_calls(calls + CONCURRENCY + 2).await;
-    tokio::time::sleep(LATENCY * 2).await;
+    tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     let status = interrupt(&mut second, "TERM").await;
-    let after_second = assert_lines_match_store(
-        &batch.lines(),
-        &batch.embedded_runs(),
-        "after SIGTERM",
-    );
+    let after_second =
+        assert_lines_match_store(&batch.lines(), &batch.embedded_runs(), "after SIGTERM");
     assert_interrupted_exit(status, "TERM");
     assert!(
         after_first < after_second && after_second < TASKS,
@@ -347,11 +358,16 @@ async fn distributed_batch_survives_sigint_and_sigterm_and_resumes() {
     };
     // The workers are paused around each interruption, so no run ends
     // between the signal and the look at the store.
-    let workers = |name: &str| fleet.worker_pids().into_iter().for_each(|p| signal(p, name));
+    let workers = |name: &str| {
+        fleet
+            .worker_pids()
+            .into_iter()
+            .for_each(|p| signal(p, name))
+    };
 
     let mut first = batch.submit(&fleet);
     batch.wait_for_calls(2 * CONCURRENCY + 2).await;
-    tokio::time::sleep(LATENCY * 2).await;
+    tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     workers("STOP");
     let status = interrupt(&mut first, "INT").await;
     let after_first =
@@ -363,7 +379,7 @@ async fn distributed_batch_survives_sigint_and_sigterm_and_resumes() {
     let mut second = batch.submit(&fleet);
     workers("CONT");
     batch.wait_for_calls(calls + 2 * CONCURRENCY + 2).await;
-    tokio::time::sleep(LATENCY * 2).await;
+    tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     workers("STOP");
     let status = interrupt(&mut second, "TERM").await;
     let after_second =
