@@ -63,15 +63,15 @@ pub async fn run_batch(
     in_process: Option<InProcess>,
 ) -> anyhow::Result<ExitCode> {
     validate(plan.spec, plan.tasks)?;
-    let interrupt = Interrupt::install()?;
-    let (batch, mut results, earlier) = UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh)?;
-    let mut finished = Finished::default();
-    finished.add_earlier(&earlier);
     let mut intake = Intake::new(Arc::clone(&store), queue);
     if let Some(key) = context_key {
         intake = intake.with_context_key(key);
     }
     intake.register(plan.spec).await?;
+    let interrupt = Interrupt::install()?;
+    let (batch, mut results, earlier) = UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh)?;
+    let mut finished = Finished::default();
+    finished.add_earlier(&earlier);
     if let Some(local) = &in_process
         && batch.continued()
     {

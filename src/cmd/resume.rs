@@ -164,9 +164,8 @@ async fn embedded(
 }
 
 /// Follows the resumed batch until its tracked runs finish or park again,
-/// appending their result lines to `out`.
-/// On SIGINT or SIGTERM it stops following; the runs go on at the next
-/// `resume` or `run --state` of this state file.
+/// appending their result lines to `out`. SIGINT or SIGTERM stops it
+/// early; the runs left go on at the next `resume` of this state file.
 async fn follow_resumed(
     follower: &mut BatchFollower,
     out: &Path,
