@@ -1,7 +1,9 @@
 //! A batch's results file: one JSON line per task, each written (and
 //! flushed) as its run ends, so a batch that is interrupted keeps every
 //! line it had. Reopened to continue that batch, it says which tasks have
-//! their line and refuses them a second one.
+//! their line and refuses them a second one. An open results file is
+//! locked, so two processes never follow one batch into it (each would
+//! take the other's notices of ended runs and wait for them forever).
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -23,7 +25,15 @@ pub struct ResultsFile {
 impl ResultsFile {
     /// A new, empty results file at `path`, replacing an old one.
     pub fn create(path: &Path) -> anyhow::Result<Self> {
-        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        lock(&file, path)?;
+        file.set_len(0)
+            .with_context(|| format!("emptying {}", path.display()))?;
         Ok(ResultsFile {
             path: path.to_owned(),
             file,
@@ -44,6 +54,7 @@ impl ResultsFile {
             .truncate(false)
             .open(path)
             .with_context(|| format!("opening {}", path.display()))?;
+        lock(&file, path)?;
         let (lines, complete) = read_lines(&file, path)?;
         file.set_len(complete)
             .and_then(|()| file.seek(SeekFrom::End(0)).map(drop))
@@ -65,6 +76,7 @@ impl ResultsFile {
             .append(true)
             .open(path)
             .with_context(|| format!("opening {}", path.display()))?;
+        lock(&file, path)?;
         Ok(ResultsFile {
             path: path.to_owned(),
             file,
@@ -101,6 +113,21 @@ impl ResultsFile {
         self.file
             .sync_data()
             .with_context(|| format!("syncing {}", self.path.display()))
+    }
+}
+
+/// Takes the file's exclusive lock (released when the process ends).
+fn lock(file: &File, path: &Path) -> anyhow::Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => bail!(
+            "{} is being written by another deepfleet process; wait for it to end, or \
+             interrupt it, before running this batch again",
+            path.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("locking {}", path.display()))
+        }
     }
 }
 
@@ -203,11 +230,27 @@ mod tests {
     }
 
     #[test]
+    fn a_results_file_in_use_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut results = ResultsFile::create(&path).unwrap();
+        results.write(&line("a")).unwrap();
+        let err = ResultsFile::reopen(&path).err().unwrap().to_string();
+        assert!(err.contains("another deepfleet process"), "{err}");
+        let err = ResultsFile::create(&path).err().unwrap().to_string();
+        assert!(err.contains("another deepfleet process"), "{err}");
+        assert_eq!(ids(&path), ["a"], "a refused create empties nothing");
+        drop(results);
+        assert!(ResultsFile::reopen(&path).is_ok());
+    }
+
+    #[test]
     fn appending_keeps_every_line() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("results.jsonl");
         let mut results = ResultsFile::create(&path).unwrap();
         results.write(&line("a")).unwrap();
+        drop(results);
         let mut appended = ResultsFile::append(&path).unwrap();
         assert!(appended.write(&line("a")).unwrap());
         assert_eq!(ids(&path), ["a", "a"]);
