@@ -6,11 +6,12 @@
 //! embedded mode, continued from the state file) rather than started
 //! again.
 //!
-//! Each scenario interrupts its batch twice (SIGINT, then SIGTERM) and
-//! lets a third invocation finish it. After each interruption the store
-//! is the oracle: the runs it shows finished are exactly the lines of the
-//! results file, one each. At the end every task has one line, one run
-//! and one model call. The model is the replay engine served slowly, so
+//! The embedded (with `--state`) and distributed scenarios interrupt
+//! their batch twice (SIGINT, then SIGTERM) and let a third invocation
+//! finish it. After each interruption the store is the oracle: the runs
+//! it shows finished are exactly the lines of the results file, one each.
+//! At the end every task has one line, one run and one model call.
+//! Without `--state` the model calls are the oracle. The model is the replay engine served slowly, so
 //! each interruption lands with runs finished, in flight and queued.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -78,25 +79,28 @@ impl SlowBatch {
         self.dir.path().join(name)
     }
 
-    /// `deepfleet run` on the batch, its store kept in `state.json`.
-    fn run(&self) -> Child {
+    /// `deepfleet run` on the batch, its store kept in `state.json` when
+    /// `state`.
+    fn run(&self, state: bool) -> Child {
         let concurrency = CONCURRENCY.to_string();
-        self.deepfleet(&[
+        let mut args = vec![
             "run",
             "tasks.jsonl",
             "--agent",
             "agent.yaml",
             "--out",
             "results.jsonl",
-            "--state",
-            "state.json",
             "--concurrency",
             &concurrency,
-        ])
-        .env("OPENAI_BASE_URL", self.server.url())
-        .env("OPENAI_API_KEY", API_KEY)
-        .spawn()
-        .unwrap()
+        ];
+        if state {
+            args.extend(["--state", "state.json"]);
+        }
+        self.deepfleet(&args)
+            .env("OPENAI_BASE_URL", self.server.url())
+            .env("OPENAI_API_KEY", API_KEY)
+            .spawn()
+            .unwrap()
     }
 
     /// `deepfleet submit` of the batch into `fleet`.
@@ -312,7 +316,7 @@ fn assert_complete(batch: &SlowBatch) {
 async fn embedded_batch_survives_sigint_and_sigterm_and_resumes() {
     let batch = SlowBatch::new().await;
 
-    let mut first = batch.run();
+    let mut first = batch.run(true);
     batch.wait_for_calls(CONCURRENCY + 2).await;
     tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     let status = interrupt(&mut first, "INT").await;
@@ -322,7 +326,7 @@ async fn embedded_batch_survives_sigint_and_sigterm_and_resumes() {
     assert!(after_first < TASKS, "the batch ended before SIGINT");
 
     let calls = batch.server.requests().len();
-    let mut second = batch.run();
+    let mut second = batch.run(true);
     batch.wait_for_calls(calls + CONCURRENCY + 2).await;
     tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     let status = interrupt(&mut second, "TERM").await;
@@ -334,7 +338,7 @@ async fn embedded_batch_survives_sigint_and_sigterm_and_resumes() {
         "lines after SIGINT {after_first}, after SIGTERM {after_second}"
     );
 
-    let status = tokio::time::timeout(PATIENCE, batch.run().wait())
+    let status = tokio::time::timeout(PATIENCE, batch.run(true).wait())
         .await
         .expect("the resumed batch did not finish")
         .unwrap();
@@ -345,6 +349,40 @@ async fn embedded_batch_survives_sigint_and_sigterm_and_resumes() {
         !batch.path("results.jsonl.unfinished").exists(),
         "a finished batch leaves no marker"
     );
+}
+
+/// Without `--state` the runs an interruption leaves start over when the
+/// command runs again; those that ended keep their one line, and none
+/// runs twice (the runs in flight end while the worker stops).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_batch_without_state_resumes_from_its_results() {
+    let batch = SlowBatch::new().await;
+    let mut first = batch.run(false);
+    batch.wait_for_calls(CONCURRENCY + 2).await;
+    tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
+    let status = interrupt(&mut first, "TERM").await;
+    let lines = batch.lines();
+    let called = batch.calls_per_task();
+    assert_interrupted_exit(status, "TERM");
+    assert!(
+        !lines.is_empty() && lines.len() < TASKS,
+        "{} lines after SIGTERM",
+        lines.len()
+    );
+    let written: BTreeSet<&str> = lines.iter().map(|l| l.id.as_str()).collect();
+    assert_eq!(written.len(), lines.len(), "repeated result lines");
+    let called: BTreeSet<&str> = called.keys().map(String::as_str).collect();
+    assert_eq!(
+        written, called,
+        "every run that called the model ended and has its line"
+    );
+
+    let status = tokio::time::timeout(PATIENCE, batch.run(false).wait())
+        .await
+        .expect("the resumed batch did not finish")
+        .unwrap();
+    assert!(status.success(), "the resumed batch exited with {status}");
+    assert_complete(&batch);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
