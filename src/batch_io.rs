@@ -83,6 +83,8 @@ fn resolve_replay(dir: &Path, model: &str) -> String {
 #[derive(Debug, Default)]
 pub struct Summary {
     runs: usize,
+    /// Of `runs`, those an earlier, interrupted process wrote.
+    earlier: usize,
     by_status: BTreeMap<&'static str, usize>,
     steps: u64,
     input_tokens: u64,
@@ -106,6 +108,12 @@ impl Summary {
         self.cached_tokens += line.usage.cached_input_tokens;
     }
 
+    /// Counts one result an earlier process of the same batch wrote.
+    pub fn add_earlier(&mut self, line: &ResultLine) {
+        self.add(line);
+        self.earlier += 1;
+    }
+
     /// Whether every run succeeded.
     pub fn all_succeeded(&self) -> bool {
         self.by_status.get("success").copied().unwrap_or(0) == self.runs
@@ -118,6 +126,9 @@ impl Summary {
         for (status, n) in &self.by_status {
             rows.push((format!("  {status}"), n.to_string()));
         }
+        if self.earlier > 0 {
+            rows.push(("  written before".into(), self.earlier.to_string()));
+        }
         rows.push(("model calls".into(), self.steps.to_string()));
         rows.push(("input tokens".into(), self.input_tokens.to_string()));
         if self.cached_tokens > 0 {
@@ -126,7 +137,8 @@ impl Summary {
         rows.push(("output tokens".into(), self.output_tokens.to_string()));
         rows.push(("wall time".into(), format!("{secs:.2} s")));
         if secs > 0.0 {
-            rows.push(("runs/s".into(), format!("{:.1}", self.runs as f64 / secs)));
+            let now = self.runs - self.earlier;
+            rows.push(("runs/s".into(), format!("{:.1}", now as f64 / secs)));
         }
         let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
         let mut out = String::new();

@@ -5,7 +5,9 @@
 
 mod batch_io;
 mod cmd;
+mod results_file;
 mod settings;
+mod unfinished_batch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

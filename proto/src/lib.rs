@@ -49,4 +49,6 @@ pub use run_delta::{DeltaSource, RunDelta, ToolCallChunk};
 pub use run_event::RunEvent;
 pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};
-pub use submission::{Submission, SubmissionInput, SubmissionResult};
+pub use submission::{
+    RefusalStatus, Submission, SubmissionInput, SubmissionRefusal, SubmissionResult,
+};

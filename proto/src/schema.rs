@@ -24,6 +24,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::run_event::RunEvent>("run_event"),
         one::<crate::run_delta::RunDelta>("run_delta"),
         one::<crate::submission::SubmissionResult>("submission_result"),
+        one::<crate::submission::SubmissionRefusal>("submission_refusal"),
         one::<crate::api::RunCreateParams>("api_run_create_params"),
         one::<crate::api::Run>("api_run"),
         one::<crate::api::Thread>("api_thread"),

@@ -1,5 +1,6 @@
 //! The submission queue's contract: a JSON message another service
-//! publishes to start a run, and the answer it gets when the run ends.
+//! publishes to start a run, and the answer it gets when the run ends, or
+//! when the message is refused and no run starts.
 //!
 //! The AMQP properties carry the addressing: `reply_to` names the queue
 //! the answer goes to and `correlation_id` is echoed on it (see
@@ -71,6 +72,34 @@ pub struct SubmissionResult {
     pub result: ResultLine,
 }
 
+/// The answer published when a submission is refused (and dead-lettered):
+/// no run was started, and `error` says why, as the dead letter's
+/// `x-deepfleet-reason` header does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SubmissionRefusal {
+    /// The submission's `id`, when the message had one that could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Always `refused`: what tells this answer from a run's.
+    pub status: RefusalStatus,
+    /// A stable code: `invalid_submission` (not a valid submission),
+    /// `reserved_reply_to` (`reply_to` names one of the fleet's own
+    /// queues), or the HTTP API's error code (`not_found`,
+    /// `invalid_request`, ...).
+    pub code: String,
+    /// Why: the same text as the dead letter's `x-deepfleet-reason`.
+    pub error: String,
+}
+
+/// The status of a [`SubmissionRefusal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RefusalStatus {
+    /// The submission started no run.
+    Refused,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +116,26 @@ mod tests {
         }))
         .unwrap();
         assert!(matches!(messages.input, SubmissionInput::Messages { .. }));
+    }
+
+    #[test]
+    fn a_refusal_reads_as_refused_with_its_code() {
+        let refusal = SubmissionRefusal {
+            id: Some("job-1".into()),
+            status: RefusalStatus::Refused,
+            code: "not_found".into(),
+            error: "not_found: Assistant 'x' not found.".into(),
+        };
+        let value = serde_json::to_value(&refusal).unwrap();
+        assert_eq!(
+            value,
+            json!({"id": "job-1", "status": "refused", "code": "not_found",
+                   "error": "not_found: Assistant 'x' not found."})
+        );
+        assert_eq!(
+            serde_json::from_value::<SubmissionRefusal>(value).unwrap(),
+            refusal
+        );
     }
 
     #[test]

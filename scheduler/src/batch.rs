@@ -45,7 +45,8 @@ impl BatchFollower {
     }
 
     /// Result lines of runs that finished since the last call (possibly
-    /// none). Duplicate notices (a republished follow-up) are ignored.
+    /// none), from the batch's done list. Duplicate notices (a
+    /// republished follow-up) are ignored.
     pub async fn poll(&mut self) -> Result<Vec<ResultLine>, SchedulerError> {
         let done = self.store.pop_batch_done(&self.batch_id, 512).await?;
         let mut lines = Vec::with_capacity(done.len());
@@ -60,14 +61,44 @@ impl BatchFollower {
             let Some(run) = self.store.get_run(&thread_id, &run_id).await? else {
                 continue;
             };
-            let thread = self.store.load_thread(&thread_id).await?;
-            let mut line = result_line(&run, &thread.files);
-            if run.status == RunStatus::Interrupted {
-                line.review = review_of(&run, &thread);
-            }
-            lines.push(line);
+            lines.push(self.line_of(&run).await?);
         }
         Ok(lines)
+    }
+
+    /// Result lines of the followed runs whose records show them ended
+    /// (or parked on a human decision) already, which stop being
+    /// followed. The done list is not read: this is how a follower taking
+    /// over an interrupted batch finds the runs that ended while nobody
+    /// followed them, and how one that stops following misses none that
+    /// ended. Their done notices, read later, are ignored.
+    pub async fn collect_ended(&mut self) -> Result<Vec<ResultLine>, SchedulerError> {
+        let followed: Vec<(String, String)> = self
+            .waiting
+            .iter()
+            .map(|(run, thread)| (run.clone(), thread.clone()))
+            .collect();
+        let mut lines = Vec::new();
+        for (run_id, thread_id) in followed {
+            let Some(run) = self.store.get_run(&thread_id, &run_id).await? else {
+                continue;
+            };
+            if run.status.is_terminal() || run.status == RunStatus::Interrupted {
+                self.waiting.remove(&run_id);
+                lines.push(self.line_of(&run).await?);
+            }
+        }
+        Ok(lines)
+    }
+
+    /// The result line of an ended top-level run.
+    async fn line_of(&self, run: &RunRecord) -> Result<ResultLine, SchedulerError> {
+        let thread = self.store.load_thread(&run.thread_id).await?;
+        let mut line = result_line(run, &thread.files);
+        if run.status == RunStatus::Interrupted {
+            line.review = review_of(run, &thread);
+        }
+        Ok(line)
     }
 
     /// The line of the followed top-level run above an interrupted

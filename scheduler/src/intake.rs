@@ -81,6 +81,50 @@ impl Intake {
         task: &TaskLine,
         batch_id: Option<&str>,
     ) -> Result<RunRecord, SchedulerError> {
+        let ids = (
+            uuid::Uuid::now_v7().to_string(),
+            uuid::Uuid::new_v4().to_string(),
+        );
+        let (run, seed) = self.prepare(agent, task, batch_id, ids).await?;
+        self.start(&run, &seed).await?;
+        Ok(run)
+    }
+
+    /// Starts `task`'s run in batch `batch_id` unless it exists already,
+    /// and returns it. The run's ids are derived from the batch and the
+    /// task ([`batch_run_id`]), so submitting a batch again after an
+    /// interruption starts only the tasks that never started and finds
+    /// the runs of the others.
+    pub async fn submit_to_batch(
+        &self,
+        agent: &str,
+        task: &TaskLine,
+        batch_id: &str,
+    ) -> Result<RunRecord, SchedulerError> {
+        let run_id = batch_run_id(batch_id, &task.id);
+        if let Some(run) = self.store.find_run(&run_id).await? {
+            return Ok(run);
+        }
+        let thread_id = batch_thread_id(batch_id, &task.id);
+        let (run, seed) = self
+            .prepare(agent, task, Some(batch_id), (run_id, thread_id))
+            .await?;
+        if self.start(&run, &seed).await? {
+            return Ok(run);
+        }
+        // Another intake created it meanwhile; follow that one.
+        Ok(self.store.find_run(&run.run_id).await?.unwrap_or(run))
+    }
+
+    /// The record and thread seed of a new run `(run id, thread id)` of
+    /// `agent` for `task`, checked.
+    async fn prepare(
+        &self,
+        agent: &str,
+        task: &TaskLine,
+        batch_id: Option<&str>,
+        (run_id, thread_id): (String, String),
+    ) -> Result<(RunRecord, ThreadSeed), SchedulerError> {
         let files = validate_task(task)?;
         let Some(spec) = self.store.get_spec(agent).await? else {
             return Err(SchedulerError::UnknownAgent(agent.to_owned()));
@@ -92,12 +136,7 @@ impl Intake {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
-            ..RunRecord::new(
-                uuid::Uuid::now_v7().to_string(),
-                uuid::Uuid::new_v4().to_string(),
-                agent.to_owned(),
-                now,
-            )
+            ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
         let seed = ThreadSeed {
             messages: vec![logged(Message::user(task.input.clone()))],
@@ -107,8 +146,7 @@ impl Intake {
                 .collect(),
             state,
         };
-        self.start(&run, &seed).await?;
-        Ok(run)
+        Ok((run, seed))
     }
 
     /// Creates `run` with its thread `seed` and publishes its first step.
@@ -140,6 +178,29 @@ impl Intake {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
+}
+
+/// The id of `task_id`'s run in batch `batch_id`: the same for the same
+/// two, so a batch submitted again names the runs it named before.
+pub fn batch_run_id(batch_id: &str, task_id: &str) -> String {
+    batch_scoped("run", batch_id, task_id)
+}
+
+/// The thread of `task_id`'s run in batch `batch_id` (see
+/// [`batch_run_id`]); the run's creation is idempotent on both ids.
+fn batch_thread_id(batch_id: &str, task_id: &str) -> String {
+    batch_scoped("thread", batch_id, task_id)
+}
+
+/// A name-based UUID of `what` for a task in a batch; the lengths keep
+/// any two distinct (batch, task) pairs apart.
+fn batch_scoped(what: &str, batch_id: &str, task_id: &str) -> String {
+    let name = format!(
+        "deepfleet/{what}/{}:{batch_id}/{}:{task_id}",
+        batch_id.len(),
+        task_id.len()
+    );
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string()
 }
 
 /// Checks a task without submitting it; returns its seed files with
@@ -181,6 +242,49 @@ mod tests {
                     .collect(),
             ),
         }
+    }
+
+    #[test]
+    fn batch_run_ids_are_stable_and_distinct() {
+        assert_eq!(batch_run_id("b1", "t1"), batch_run_id("b1", "t1"));
+        let ids = [
+            batch_run_id("b1", "t1"),
+            batch_run_id("b1", "t2"),
+            batch_run_id("b2", "t1"),
+            batch_run_id("b1t", "1"),
+            batch_thread_id("b1", "t1"),
+        ];
+        let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
+        assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    }
+
+    #[tokio::test]
+    async fn a_task_submitted_to_its_batch_again_is_the_same_run() {
+        use deepfleet_queue::memory::MemoryQueue;
+        use deepfleet_store::embedded::EmbeddedStore;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+        let queue = Arc::new(MemoryQueue::new());
+        let intake = Intake::new(Arc::clone(&store), queue.clone());
+        intake
+            .register(&AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap())
+            .await
+            .unwrap();
+        let first = intake
+            .submit_to_batch("a", &task("t1", "go", &[]), "b1")
+            .await
+            .unwrap();
+        let again = intake
+            .submit_to_batch("a", &task("t1", "go", &[]), "b1")
+            .await
+            .unwrap();
+        assert_eq!(
+            (first.run_id.as_str(), first.thread_id.as_str()),
+            (again.run_id.as_str(), again.thread_id.as_str())
+        );
+        assert_eq!(first.run_id, batch_run_id("b1", "t1"));
+        assert_eq!(queue.depth().await.unwrap(), Some(1), "one first step");
+        let thread = store.load_thread(&first.thread_id).await.unwrap();
+        assert_eq!(thread.messages.len(), 1, "seeded once");
     }
 
     #[test]

@@ -37,6 +37,11 @@ impl Replier {
         Replier { store, replies }
     }
 
+    /// The channel answers go out on.
+    pub(crate) fn replies(&self) -> Arc<dyn Replies> {
+        Arc::clone(&self.replies)
+    }
+
     /// Remembers where to answer a submitted run.
     pub async fn remember(&self, record: &ReplyRecord) -> Result<(), SchedulerError> {
         replies(self.store.as_ref())

@@ -5,9 +5,13 @@
 //! `POST /threads/{thread_id}/runs` (or `/runs` without a thread) would
 //! make it, so it shows in the HTTP API, follows the same multitask rules
 //! (`enqueue`) and is answered through [`Replier`] when it ends. A
-//! message that is not a valid submission, or names an unknown assistant,
-//! is dead-lettered with the reason (RabbitMQ: the `x-deepfleet-reason`
-//! header) and never retried; a store or queue failure requeues it.
+//! message that is not a valid submission, names an unknown assistant or
+//! asks to be answered on one of the fleet's own queues
+//! ([`ReservedQueues`]) starts no run: its sender is answered with a
+//! [`deepfleet_proto::SubmissionRefusal`], then
+//! the message is dead-lettered with the reason (RabbitMQ: the
+//! `x-deepfleet-reason` header) and never retried; a store or queue
+//! failure requeues it.
 //!
 //! The message is acked only after its run and reply address are
 //! recorded, so a crash re-reads it: intake is at least once, and a crash
@@ -17,15 +21,17 @@ use std::sync::Arc;
 
 use deepfleet_proto::api::{MultitaskStrategy, RunCreateParams};
 use deepfleet_proto::{Submission, SubmissionInput};
-use deepfleet_queue::{Consumer, Delivery, Queue};
+use deepfleet_queue::{Consumer, Delivery, Queue, Replies};
 use serde_json::{Map, Value, json};
 use tracing::{info, warn};
 
 use crate::api::run_create::create_run;
 use crate::api::state::ApiState;
 use crate::error::SchedulerError;
+use crate::refusals::Refusal;
 use crate::replies::Replier;
 use crate::repo::replies::ReplyRecord;
+use crate::reserved::ReservedQueues;
 
 /// How long to wait after a consumer error before reading on.
 const CONSUMER_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
@@ -46,31 +52,43 @@ pub enum Outcome {
 pub struct SubmissionIntake {
     api: ApiState,
     replier: Replier,
+    /// Answers refusals (the replier's channel).
+    replies: Arc<dyn Replies>,
+    /// Queues no answer may be published to.
+    reserved: ReservedQueues,
 }
 
 impl SubmissionIntake {
-    /// An intake creating runs through `api` and remembering their reply
-    /// addresses with `replier`.
-    pub fn new(api: ApiState, replier: Replier) -> Self {
-        SubmissionIntake { api, replier }
+    /// An intake creating runs through `api`, remembering their reply
+    /// addresses with `replier` and refusing reply addresses in
+    /// `reserved`.
+    pub fn new(api: ApiState, replier: Replier, reserved: ReservedQueues) -> Self {
+        let replies = replier.replies();
+        SubmissionIntake {
+            api,
+            replier,
+            replies,
+            reserved,
+        }
     }
 
     /// Handles one message and settles it.
     pub async fn handle(&self, delivery: Box<dyn Delivery>) -> Result<Outcome, SchedulerError> {
         let submission = match parse(delivery.payload()) {
             Ok(submission) => submission,
-            Err(reason) => {
-                delivery.dead_letter(&reason).await?;
-                return Ok(Outcome::Refused(reason));
-            }
+            Err(reason) => return self.refuse(delivery, Refusal::invalid(reason)).await,
         };
+        let address = delivery.reply_address();
+        if let Err(detail) = self.reserved.check(address.reply_to.as_deref()) {
+            let refusal = Refusal::coded("reserved_reply_to", &detail);
+            return self.refuse(delivery, refusal).await;
+        }
         let body = run_create(&submission);
         let meta = match create_run(&self.api, submission.thread_id.as_deref(), &body, None).await {
             Ok(meta) => meta,
             Err(e) if e.status.is_client_error() => {
-                let reason = format!("{}: {}", e.code.as_str(), e.detail);
-                delivery.dead_letter(&reason).await?;
-                return Ok(Outcome::Refused(reason));
+                let refusal = Refusal::coded(e.code.as_str(), &e.detail);
+                return self.refuse(delivery, refusal).await;
             }
             Err(e) => {
                 warn!(code = e.code.as_str(), detail = %e.detail, "submission failed; requeued");
@@ -78,7 +96,6 @@ impl SubmissionIntake {
                 return Ok(Outcome::Requeued);
             }
         };
-        let address = delivery.reply_address();
         let record = ReplyRecord {
             run_id: meta.run_id.clone(),
             thread_id: meta.thread_id.clone(),
@@ -93,6 +110,34 @@ impl SubmissionIntake {
         delivery.ack().await?;
         info!(run_id = %meta.run_id, thread_id = %meta.thread_id, "submission accepted");
         Ok(Outcome::Accepted(meta.run_id))
+    }
+
+    /// Answers the sender of a refused message, then dead-letters the
+    /// message with the reason. The answer goes to the message's
+    /// `reply_to` (the results queue without one, or when it names a queue
+    /// of the fleet's); one that cannot be published hands the message
+    /// back, to be refused again.
+    async fn refuse(
+        &self,
+        delivery: Box<dyn Delivery>,
+        refusal: Refusal,
+    ) -> Result<Outcome, SchedulerError> {
+        let mut to = delivery.reply_address();
+        if self.reserved.check(to.reply_to.as_deref()).is_err() {
+            to.reply_to = None;
+        }
+        match serde_json::to_vec(&refusal.answer(delivery.payload())) {
+            Ok(answer) => {
+                if let Err(e) = self.replies.reply(&to, answer).await {
+                    warn!(error = %e, reason = %refusal.reason, "answering a refused submission; requeued");
+                    delivery.requeue().await?;
+                    return Ok(Outcome::Requeued);
+                }
+            }
+            Err(e) => warn!(error = %e, "encoding a refusal; dead-lettered unanswered"),
+        }
+        delivery.dead_letter(&refusal.reason).await?;
+        Ok(Outcome::Refused(refusal.reason))
     }
 
     /// Consumes `queue` (at most `prefetch` messages in hand) until the
@@ -167,6 +212,7 @@ mod tests {
     use deepfleet_store::Store;
     use deepfleet_store::embedded::EmbeddedStore;
     use pretty_assertions::assert_eq;
+    use std::sync::Mutex;
 
     #[test]
     fn malformed_messages_say_why() {
@@ -211,9 +257,15 @@ mod tests {
         assert_eq!(fresh.if_not_exists, None);
     }
 
-    /// An API over the embedded store and queue serving graph `helper`;
-    /// returns it with the queue the submissions come on.
-    async fn fixture() -> (SubmissionIntake, Arc<MemoryQueue>, Arc<dyn Store>) {
+    /// An API over the embedded store and queue serving graph `helper`,
+    /// reserving the queues of `steps` and `subs`; returns it with the
+    /// queue the submissions come on and the outbox answers go to.
+    async fn fixture() -> (
+        SubmissionIntake,
+        Arc<MemoryQueue>,
+        Arc<dyn Store>,
+        Arc<Outbox>,
+    ) {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
         let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
         let intake = crate::intake::Intake::new(Arc::clone(&store), steps);
@@ -227,26 +279,101 @@ mod tests {
             started_at: chrono::Utc::now(),
             metrics: None,
         };
-        let replier = Replier::new(Arc::clone(&store), Arc::new(NoReplies));
+        let outbox = Arc::new(Outbox::default());
+        let replier = Replier::new(Arc::clone(&store), outbox.clone());
+        let reserved = ReservedQueues::new(["steps", "subs"]);
         (
-            SubmissionIntake::new(api, replier),
+            SubmissionIntake::new(api, replier, reserved),
             Arc::new(MemoryQueue::new()),
             store,
+            outbox,
         )
     }
 
-    /// The embedded queue cannot answer; these tests never end a run.
-    struct NoReplies;
+    /// Keeps the answers it is asked to publish; refuses while `down`.
+    #[derive(Default)]
+    struct Outbox {
+        sent: Mutex<Vec<(deepfleet_queue::ReplyAddress, Vec<u8>)>>,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    impl Outbox {
+        fn refusals(&self) -> Vec<(Option<String>, deepfleet_proto::SubmissionRefusal)> {
+            self.sent
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(to, body)| (to.reply_to.clone(), serde_json::from_slice(body).unwrap()))
+                .collect()
+        }
+    }
 
     #[async_trait::async_trait]
-    impl deepfleet_queue::Replies for NoReplies {
+    impl deepfleet_queue::Replies for Outbox {
         async fn reply(
             &self,
-            _: &deepfleet_queue::ReplyAddress,
-            _: Vec<u8>,
+            to: &deepfleet_queue::ReplyAddress,
+            payload: Vec<u8>,
         ) -> Result<(), deepfleet_queue::QueueError> {
-            Err(deepfleet_queue::QueueError::Closed)
+            if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(deepfleet_queue::QueueError::Connection("down".into()));
+            }
+            self.sent.lock().unwrap().push((to.clone(), payload));
+            Ok(())
         }
+    }
+
+    /// A delivery with AMQP-style reply properties, which the in-process
+    /// queue does not carry; records how it was settled.
+    struct Addressed {
+        payload: Vec<u8>,
+        address: deepfleet_queue::ReplyAddress,
+        settled: Arc<Mutex<Vec<String>>>,
+    }
+
+    #[async_trait::async_trait]
+    impl Delivery for Addressed {
+        fn payload(&self) -> &[u8] {
+            &self.payload
+        }
+        fn redelivered(&self) -> bool {
+            false
+        }
+        fn reply_address(&self) -> deepfleet_queue::ReplyAddress {
+            self.address.clone()
+        }
+        async fn ack(self: Box<Self>) -> Result<(), deepfleet_queue::QueueError> {
+            self.settled.lock().unwrap().push("ack".into());
+            Ok(())
+        }
+        async fn requeue(self: Box<Self>) -> Result<(), deepfleet_queue::QueueError> {
+            self.settled.lock().unwrap().push("requeue".into());
+            Ok(())
+        }
+        async fn dead_letter(
+            self: Box<Self>,
+            reason: &str,
+        ) -> Result<(), deepfleet_queue::QueueError> {
+            self.settled.lock().unwrap().push(format!("dead: {reason}"));
+            Ok(())
+        }
+    }
+
+    fn addressed(
+        payload: &[u8],
+        reply_to: &str,
+        correlation_id: &str,
+    ) -> (Box<dyn Delivery>, Arc<Mutex<Vec<String>>>) {
+        let settled = Arc::new(Mutex::new(Vec::new()));
+        let delivery = Addressed {
+            payload: payload.to_vec(),
+            address: deepfleet_queue::ReplyAddress {
+                reply_to: Some(reply_to.into()),
+                correlation_id: Some(correlation_id.into()),
+            },
+            settled: settled.clone(),
+        };
+        (Box::new(delivery), settled)
     }
 
     async fn submit(intake: &SubmissionIntake, queue: &MemoryQueue, payload: &[u8]) -> Outcome {
@@ -258,7 +385,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_valid_submission_starts_a_run_with_its_files_and_reply_record() {
-        let (intake, queue, store) = fixture().await;
+        let (intake, queue, store, outbox) = fixture().await;
         let outcome = submit(
             &intake,
             &queue,
@@ -286,12 +413,13 @@ mod tests {
             ("t1", Some("j1"))
         );
         assert_eq!(queue.depth().await.unwrap(), Some(0));
+        assert!(outbox.refusals().is_empty(), "answered when the run ends");
     }
 
     #[tokio::test]
-    async fn bad_submissions_are_dead_lettered_with_the_reason() {
-        let (intake, queue, store) = fixture().await;
-        let unknown = br#"{"assistant_id": "nobody", "input": "hi"}"#;
+    async fn bad_submissions_are_answered_then_dead_lettered_with_the_reason() {
+        let (intake, queue, store, outbox) = fixture().await;
+        let unknown = br#"{"id": "j2", "assistant_id": "nobody", "input": "hi"}"#;
         let traversal = br#"{"assistant_id": "helper", "input": "hi", "files": {"/../x": ""}}"#;
         for payload in [&b"{"[..], unknown, traversal] {
             let outcome = submit(&intake, &queue, payload).await;
@@ -314,5 +442,88 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+        // Each was answered first, with the same reason; without a
+        // reply_to (the in-process queue has none), on the results queue.
+        let refusals = outbox.refusals();
+        let answered: Vec<(Option<&str>, Option<&str>, &str, &str)> = refusals
+            .iter()
+            .map(|(to, r)| {
+                (
+                    to.as_deref(),
+                    r.id.as_deref(),
+                    r.code.as_str(),
+                    r.error.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            answered,
+            vec![
+                (None, None, "invalid_submission", reasons[0]),
+                (None, Some("j2"), "not_found", reasons[1]),
+                (None, None, "invalid_request", reasons[2]),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_reply_to_naming_a_fleet_queue_starts_no_run_and_is_never_answered_there() {
+        let (intake, _, store, outbox) = fixture().await;
+        let job = br#"{"id": "j3", "assistant_id": "helper", "input": "hi"}"#;
+        for (i, queue) in ["steps", "steps.delay.500", "subs", "subs.dead"]
+            .iter()
+            .enumerate()
+        {
+            let (delivery, settled) = addressed(job, queue, &format!("c{i}"));
+            let outcome = intake.handle(delivery).await.unwrap();
+            let Outcome::Refused(reason) = outcome else {
+                panic!("accepted a reply to {queue}: {outcome:?}");
+            };
+            assert!(
+                reason.starts_with("reserved_reply_to: reply_to `"),
+                "{reason}"
+            );
+            assert_eq!(*settled.lock().unwrap(), vec![format!("dead: {reason}")]);
+        }
+        let sent = outbox.sent.lock().unwrap().clone();
+        assert_eq!(sent.len(), 4);
+        for (i, (to, _)) in sent.iter().enumerate() {
+            assert_eq!(to.reply_to, None, "the refusal goes to the results queue");
+            assert_eq!(to.correlation_id, Some(format!("c{i}")));
+        }
+        assert!(
+            outbox
+                .refusals()
+                .iter()
+                .all(|(_, r)| r.code == "reserved_reply_to")
+        );
+        assert!(
+            store
+                .list_records(deepfleet_proto::keys::records::REPLIES)
+                .await
+                .unwrap()
+                .is_empty(),
+            "no run was started"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_refusal_that_cannot_be_answered_is_handed_back() {
+        let (intake, _, _, outbox) = fixture().await;
+        outbox.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        let (delivery, settled) = addressed(b"{", "billing.replies", "c1");
+        assert_eq!(intake.handle(delivery).await.unwrap(), Outcome::Requeued);
+        assert_eq!(*settled.lock().unwrap(), vec!["requeue".to_owned()]);
+        outbox
+            .down
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let (delivery, settled) = addressed(b"{", "billing.replies", "c1");
+        assert!(matches!(
+            intake.handle(delivery).await.unwrap(),
+            Outcome::Refused(_)
+        ));
+        assert_eq!(settled.lock().unwrap().len(), 1);
+        let sent = outbox.sent.lock().unwrap().clone();
+        assert_eq!(sent[0].0.reply_to.as_deref(), Some("billing.replies"));
     }
 }

@@ -1,35 +1,149 @@
 //! Submitting a batch and following it to the end: shared by `run`
 //! (embedded) and `submit` (distributed).
+//!
+//! Each result line is written as its run ends. SIGINT or SIGTERM stops
+//! the batch cleanly: no further run is submitted, the line of every run
+//! that has ended is written, and the results file stays marked
+//! unfinished ([`UnfinishedBatch`]), so running the same command again
+//! continues the batch instead of starting it over.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
-use deepfleet_proto::{AgentSpec, PendingReview, TaskLine};
+use anyhow::bail;
+use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_scheduler::{BatchFollower, Intake};
 use deepfleet_store::Store;
+use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use indicatif::{ProgressBar, ProgressStyle};
+use tokio_util::sync::CancellationToken;
 
+use super::EmbeddedWorker;
+use super::signals::Interrupt;
 use crate::batch_io::Summary;
+use crate::results_file::ResultsFile;
+use crate::unfinished_batch::UnfinishedBatch;
 
-/// Runs `tasks` of `spec` through the fleet behind `queue` and `store`,
-/// writing result lines to `out` as runs finish. Exits non-zero if any
-/// run did not succeed.
+/// A batch to run: what, and where its results go.
+pub struct BatchPlan<'a> {
+    /// The agent every task runs.
+    pub spec: &'a AgentSpec,
+    /// The tasks, in order.
+    pub tasks: &'a [TaskLine],
+    /// The results file.
+    pub out: &'a Path,
+    /// Start over even if `out` holds an unfinished batch.
+    pub fresh: bool,
+    /// Embedded mode's state file, for the resume hints.
+    pub state_file: Option<&'a Path>,
+}
+
+/// Embedded mode's part of a batch: the worker that executes its steps
+/// in this process, and the store an interrupted batch continues from.
+pub struct InProcess {
+    /// The worker.
+    pub worker: EmbeddedWorker,
+    /// The store (persisted with `--state`).
+    pub store: Arc<EmbeddedStore>,
+}
+
+/// Runs `plan` through the fleet behind `queue` and `store` (with
+/// `in_process` executing its steps, in embedded mode),
+/// writing result lines as runs end. Exits non-zero if any run did not
+/// succeed, or with 128 + the signal's number when interrupted.
 pub async fn run_batch(
     queue: Arc<dyn Queue>,
     store: Arc<dyn Store>,
-    spec: &AgentSpec,
-    tasks: &[TaskLine],
-    out: &Path,
+    plan: BatchPlan<'_>,
     context_key: Option<ContextKey>,
-    state_file: Option<&Path>,
+    in_process: Option<InProcess>,
 ) -> anyhow::Result<ExitCode> {
+    validate(plan.spec, plan.tasks)?;
+    let mut intake = Intake::new(Arc::clone(&store), queue);
+    if let Some(key) = context_key {
+        intake = intake.with_context_key(key);
+    }
+    intake.register(plan.spec).await?;
+    let interrupt = Interrupt::install()?;
+    let (batch, mut results, earlier) = UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh)?;
+    let mut finished = Finished::default();
+    finished.add_earlier(&earlier);
+    if let Some(local) = &in_process
+        && batch.continued()
+    {
+        // The runs the interrupted process left queued or executing.
+        super::recover::republish_steps(&local.store, intake.queue().as_ref()).await?;
+    }
+    let mut follower = BatchFollower::new(store, batch.batch_id());
+    let started = Instant::now();
+    let progress = progress_bar(plan.tasks.len(), earlier.len());
+
+    progress.set_message("submitting");
+    for task in plan.tasks.iter().filter(|t| !results.has(&t.id)) {
+        if interrupt.token().is_cancelled() {
+            break;
+        }
+        let run = intake
+            .submit_to_batch(&plan.spec.name, task, batch.batch_id())
+            .await?;
+        follower.track(&run);
+    }
+    // The runs of a continued batch that ended while nobody followed them.
+    let ended = follower.collect_ended().await?;
+    finished.record(&mut results, ended, Some(&progress))?;
+    progress.set_message("running");
+    follow(
+        &mut follower,
+        &mut results,
+        &mut finished,
+        Some(&progress),
+        interrupt.token(),
+    )
+    .await?;
+    let left_note = unfinished_runs_note(in_process.is_some(), plan.state_file);
+    if let Some(local) = in_process {
+        local.worker.stop().await?;
+    }
+    progress.finish_and_clear();
+    if interrupt.token().is_cancelled() {
+        // What ended meanwhile (in embedded mode, the steps the worker
+        // finished while it stopped) still gets its line.
+        let mut last = follower.poll().await?;
+        last.extend(follower.collect_ended().await?);
+        finished.record(&mut results, last, None)?;
+    }
+    results.sync()?;
+    finished.report(
+        started,
+        plan.out,
+        &continued_note(&earlier),
+        plan.state_file,
+    );
+    let have = plan.tasks.iter().filter(|t| results.has(&t.id)).count();
+    if have == plan.tasks.len() {
+        batch.finish()?;
+        return Ok(finished.exit_code());
+    }
+    eprintln!(
+        "{}: {have} of {} tasks have their result line in {}; run the same command again to \
+         continue the batch ({left_note})",
+        if interrupt.token().is_cancelled() {
+            "interrupted"
+        } else {
+            "unfinished"
+        },
+        plan.tasks.len(),
+        plan.out.display(),
+    );
+    Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
+}
+
+/// Every task is valid, or none runs.
+fn validate(spec: &AgentSpec, tasks: &[TaskLine]) -> anyhow::Result<()> {
     let invalid: Vec<String> = tasks
         .iter()
         .filter_map(|t| {
@@ -46,37 +160,44 @@ pub async fn run_batch(
             invalid.join("\n  ")
         );
     }
-    let mut writer =
-        BufWriter::new(File::create(out).with_context(|| format!("creating {}", out.display()))?);
-    let mut intake = Intake::new(Arc::clone(&store), queue);
-    if let Some(key) = context_key {
-        intake = intake.with_context_key(key);
-    }
-    intake.register(spec).await?;
-    let batch_id = uuid::Uuid::now_v7().to_string();
-    let mut follower = BatchFollower::new(store, &batch_id);
+    Ok(())
+}
 
-    let started = Instant::now();
-    let progress = ProgressBar::new(tasks.len() as u64);
+fn progress_bar(tasks: usize, done: usize) -> ProgressBar {
+    let progress = ProgressBar::new(tasks as u64);
     progress.set_style(
         ProgressStyle::with_template(
             "{spinner} {pos}/{len} runs [{elapsed_precise}] {bar:40} {msg}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    progress.set_message("submitting");
-    for task in tasks {
-        let run = intake.submit(&spec.name, task, Some(&batch_id)).await?;
-        follower.track(&run);
-    }
-    progress.set_message("running");
+    progress.set_position(done as u64);
+    progress
+}
 
-    let finished = write_results(&mut follower, &mut writer, Some(&progress)).await?;
-    progress.finish_and_clear();
-    Ok(finished.report(started, out, "", state_file))
+/// After the results path: how many lines an earlier process wrote.
+fn continued_note(earlier: &[ResultLine]) -> String {
+    if earlier.is_empty() {
+        String::new()
+    } else {
+        format!(" (continued; {} line(s) from before)", earlier.len())
+    }
+}
+
+/// What becomes of the runs an interrupted batch leaves.
+fn unfinished_runs_note(embedded: bool, state_file: Option<&Path>) -> String {
+    match (embedded, state_file) {
+        (false, _) => "runs still going go on in the fleet and are followed again".to_owned(),
+        (true, Some(state)) => format!("runs not ended continue from {}", state.display()),
+        (true, None) => {
+            "runs not ended start over; with --state FILE they would continue where they were"
+                .to_owned()
+        }
+    }
 }
 
 /// What a followed batch produced.
+#[derive(Default)]
 pub struct Finished {
     summary: Summary,
     /// Runs waiting for a human decision, by task id.
@@ -84,16 +205,43 @@ pub struct Finished {
 }
 
 impl Finished {
+    /// Counts the lines an earlier process wrote for this batch.
+    pub fn add_earlier(&mut self, lines: &[ResultLine]) {
+        for line in lines {
+            self.summary.add_earlier(line);
+            self.note_review(line);
+        }
+    }
+
+    /// Writes `lines` (each unless its task has one already) and counts
+    /// them.
+    pub fn record(
+        &mut self,
+        results: &mut ResultsFile,
+        lines: Vec<ResultLine>,
+        progress: Option<&ProgressBar>,
+    ) -> anyhow::Result<()> {
+        for line in lines {
+            if !results.write(&line)? {
+                continue;
+            }
+            self.summary.add(&line);
+            self.note_review(&line);
+            if let Some(progress) = progress {
+                progress.inc(1);
+            }
+        }
+        Ok(())
+    }
+
+    fn note_review(&mut self, line: &ResultLine) {
+        self.reviews
+            .extend(line.review.clone().map(|r| (line.id.clone(), r)));
+    }
+
     /// Prints the summary table, where the results went (`note` after the
-    /// path) and how to resume parked runs; the exit code says whether
-    /// every run succeeded.
-    pub fn report(
-        &self,
-        started: Instant,
-        out: &Path,
-        note: &str,
-        state_file: Option<&Path>,
-    ) -> ExitCode {
+    /// path) and how to resume parked runs.
+    pub fn report(&self, started: Instant, out: &Path, note: &str, state_file: Option<&Path>) {
         print!("{}", self.summary.table(started.elapsed()));
         println!("results   {}{note}", out.display());
         if !self.reviews.is_empty() {
@@ -102,6 +250,10 @@ impl Finished {
                 crate::batch_io::resume_hint(&self.reviews, state_file)
             );
         }
+    }
+
+    /// Success if every run succeeded.
+    pub fn exit_code(&self) -> ExitCode {
         if self.summary.all_succeeded() {
             ExitCode::SUCCESS
         } else {
@@ -110,31 +262,26 @@ impl Finished {
     }
 }
 
-/// Writes the result line of each of `follower`'s runs to `writer` as it
-/// finishes (or parks for a review), until none is left.
-pub async fn write_results(
+/// Writes the result line of each of `follower`'s runs to `results` as it
+/// ends (or parks for a review), until none is left or `interrupt` is
+/// cancelled.
+pub async fn follow(
     follower: &mut BatchFollower,
-    writer: &mut impl Write,
+    results: &mut ResultsFile,
+    finished: &mut Finished,
     progress: Option<&ProgressBar>,
-) -> anyhow::Result<Finished> {
-    let mut summary = Summary::default();
-    let mut reviews = Vec::new();
-    while follower.remaining() > 0 {
+    interrupt: &CancellationToken,
+) -> anyhow::Result<()> {
+    while follower.remaining() > 0 && !interrupt.is_cancelled() {
         let lines = follower.poll().await?;
         if lines.is_empty() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            tokio::select! {
+                () = interrupt.cancelled() => {}
+                () = tokio::time::sleep(Duration::from_millis(20)) => {}
+            }
             continue;
         }
-        for line in lines {
-            serde_json::to_writer(&mut *writer, &line)?;
-            writer.write_all(b"\n")?;
-            summary.add(&line);
-            reviews.extend(line.review.clone().map(|r| (line.id.clone(), r)));
-            if let Some(progress) = progress {
-                progress.inc(1);
-            }
-        }
+        finished.record(results, lines, progress)?;
     }
-    writer.flush()?;
-    Ok(Finished { summary, reviews })
+    Ok(())
 }

@@ -5,6 +5,7 @@ pub mod consumer_watch;
 pub mod health;
 pub mod keygen;
 pub mod metrics_server;
+pub mod recover;
 pub mod resume;
 pub mod run;
 pub mod scheduler;

@@ -7,8 +7,6 @@
 //! decisions and publishes the run's next step; the fleet's workers do
 //! the rest.
 
-use std::fs::OpenOptions;
-use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,8 +14,6 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use deepfleet_fleet::publish_step;
-use deepfleet_proto::StepJob;
 use deepfleet_proto::{Decision, RunRecord};
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
@@ -27,7 +23,9 @@ use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 
-use crate::cmd::batch::write_results;
+use crate::cmd::batch::{Finished, follow};
+use crate::cmd::signals::Interrupt;
+use crate::results_file::ResultsFile;
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet resume`.
@@ -143,22 +141,10 @@ async fn embedded(
 
     let mut follower = BatchFollower::new(store.clone(), &batch);
     follower.track(&root);
-    // The earlier process's in-memory queue is gone: publish again the
-    // steps of runs it left queued or executing.
-    for (pending, step) in store.runs_to_recover() {
+    for pending in crate::cmd::recover::republish_steps(&store, queue.as_ref()).await? {
         if pending.parent.is_none() && pending.batch_id.as_deref() == Some(batch.as_str()) {
             follower.track(&pending);
         }
-        publish_step(
-            queue.as_ref(),
-            StepJob {
-                run_id: pending.run_id.clone(),
-                thread_id: pending.thread_id.clone(),
-                step,
-            },
-            None,
-        )
-        .await?;
     }
     let resumed = resume(
         store.as_ref(),
@@ -169,7 +155,7 @@ async fn embedded(
     )
     .await;
     let code = match resumed {
-        Ok(_) => follow(&mut follower, &args.out, state).await,
+        Ok(_) => follow_resumed(&mut follower, &args.out, state).await,
         Err(e) => Err(e.into()),
     };
     worker.stop().await?;
@@ -178,18 +164,28 @@ async fn embedded(
 }
 
 /// Follows the resumed batch until its tracked runs finish or park again,
-/// appending their result lines to `out`.
-async fn follow(
+/// appending their result lines to `out`. SIGINT or SIGTERM stops it
+/// early; the runs left go on at the next `resume` of this state file.
+async fn follow_resumed(
     follower: &mut BatchFollower,
     out: &Path,
     state: &Path,
 ) -> anyhow::Result<ExitCode> {
-    let file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(out)
-        .with_context(|| format!("opening {}", out.display()))?;
+    let mut results = ResultsFile::append(out)?;
+    let interrupt = Interrupt::install()?;
     let started = Instant::now();
-    let finished = write_results(follower, &mut BufWriter::new(file), None).await?;
-    Ok(finished.report(started, out, " (appended)", Some(state)))
+    let mut finished = Finished::default();
+    follow(
+        follower,
+        &mut results,
+        &mut finished,
+        None,
+        interrupt.token(),
+    )
+    .await?;
+    results.sync()?;
+    finished.report(started, out, " (appended)", Some(state));
+    Ok(interrupt
+        .exit_code()
+        .unwrap_or_else(|| finished.exit_code()))
 }

@@ -13,6 +13,7 @@ use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
 
+use super::batch::{BatchPlan, InProcess};
 use crate::batch_io::{load_spec, read_tasks};
 use crate::settings::Settings;
 
@@ -38,9 +39,14 @@ pub struct RunArgs {
     #[arg(long)]
     metrics_listen: Option<String>,
     /// Persist the embedded store to this file, so `deepfleet resume` can
-    /// continue runs that wait for a human decision.
+    /// continue runs that wait for a human decision, and an interrupted
+    /// batch continues its runs where they were.
     #[arg(long)]
     state: Option<PathBuf>,
+    /// Start the batch over even if `--out` holds an unfinished one (an
+    /// interrupted run of it), replacing its results.
+    #[arg(long)]
+    fresh: bool,
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -74,17 +80,19 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         Some(metrics as Arc<dyn EventSink>),
     );
     let worker = super::EmbeddedWorker::start(queue.clone(), runner, args.concurrency);
-    let code = super::batch::run_batch(
-        queue,
-        store.clone(),
-        &spec,
-        &tasks,
-        &args.out,
-        Some(key),
-        args.state.as_deref(),
-    )
-    .await;
-    worker.stop().await?;
+    let plan = BatchPlan {
+        spec: &spec,
+        tasks: &tasks,
+        out: &args.out,
+        fresh: args.fresh,
+        state_file: args.state.as_deref(),
+    };
+    let in_process = InProcess {
+        worker,
+        store: store.clone(),
+    };
+    let code =
+        super::batch::run_batch(queue, store.clone(), plan, Some(key), Some(in_process)).await;
     store.flush()?;
     code
 }

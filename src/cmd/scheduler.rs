@@ -13,7 +13,7 @@ use clap::Args;
 use deepfleet_fleet::Metrics;
 use deepfleet_queue::amqp::AmqpQueue;
 use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
+use deepfleet_scheduler::{Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
 use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -81,8 +81,17 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let submissions_name = args
         .submissions
         .unwrap_or_else(|| format!("{}.submissions", settings.queue_name));
-    let attached =
-        start_submissions(&url, submissions_name, state.clone(), &store, &settings).await?;
+    // Answers must never be published to a queue of the fleet's own.
+    let reserved = ReservedQueues::new([settings.queue_name.clone(), submissions_name.clone()]);
+    let attached = start_submissions(
+        &url,
+        submissions_name,
+        state.clone(),
+        &store,
+        &settings,
+        reserved,
+    )
+    .await?;
     let probes = Probes::new(shutdown.clone())
         .broker(queue)
         .store(store)
@@ -122,6 +131,7 @@ async fn start_submissions(
     state: ApiState,
     store: &Arc<dyn Store>,
     settings: &Settings,
+    reserved: ReservedQueues,
 ) -> anyhow::Result<Attached> {
     let submissions = AmqpQueue::connect(super::amqp_config(url, &name, settings))
         .await
@@ -137,7 +147,7 @@ async fn start_submissions(
         .context("declaring the submission results queue")?;
     let replier = Replier::new(Arc::clone(store), Arc::new(submissions.clone()));
     tokio::spawn(replier.clone().run(REPLIER_EVERY));
-    let intake = SubmissionIntake::new(state, replier);
+    let intake = SubmissionIntake::new(state, replier, reserved);
     let (consumed, attached) = WatchedQueue::wrap(Arc::new(submissions));
     tokio::spawn(async move {
         if let Err(e) = intake.run(consumed, SUBMISSION_PREFETCH).await {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::batch::BatchPlan;
 use super::consumer_watch::ConsumerWatch;
 use crate::batch_io::{load_spec, read_tasks};
 use crate::settings::Settings;
@@ -30,6 +31,11 @@ pub struct SubmitArgs {
     /// Use this model (`provider:model`) instead of the spec's.
     #[arg(long)]
     model: Option<String>,
+    /// Start the batch over even if `--out` holds an unfinished one (an
+    /// interrupted submit of it), replacing its results; its runs still
+    /// going in the fleet are no longer followed.
+    #[arg(long)]
+    fresh: bool,
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -39,5 +45,12 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let key = settings.context_key()?;
     // Without a worker on the queue the batch would wait without a word.
     let _watch = ConsumerWatch::start(Arc::clone(&queue), settings.queue_name.clone());
-    super::batch::run_batch(queue, store, &spec, &tasks, &args.out, key, None).await
+    let plan = BatchPlan {
+        spec: &spec,
+        tasks: &tasks,
+        out: &args.out,
+        fresh: args.fresh,
+        state_file: None,
+    };
+    super::batch::run_batch(queue, store, plan, key, None).await
 }

@@ -20,6 +20,7 @@ mod files;
 mod growth;
 mod hitl;
 mod http_model;
+mod interrupted_batch;
 mod live_scheduler;
 mod memory;
 mod observability;

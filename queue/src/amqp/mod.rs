@@ -53,6 +53,13 @@ use consumer::AmqpConsumer;
 pub use replies::UNREACHABLE_REPLY_TO_HEADER;
 use topology::Names;
 
+/// Whether `name` is one of the queues (or exchanges) an [`AmqpQueue`]
+/// with base name `base` declares or may declare: the base itself, its
+/// dead letters, results and delay queues.
+pub fn derived_from(base: &str, name: &str) -> bool {
+    Names::new(base).derives(name)
+}
+
 /// How many times a publish is tried when the connection fails under it.
 const PUBLISH_ATTEMPTS: u32 = 3;
 

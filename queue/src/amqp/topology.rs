@@ -67,6 +67,19 @@ impl Names {
         format!("{}.delay.{bucket_ms}", self.main)
     }
 
+    /// Whether `name` is one of the queues or exchanges derived from this
+    /// base name (any delay queue's, whatever its bucket).
+    pub fn derives(&self, name: &str) -> bool {
+        let delay = name
+            .strip_prefix(self.main.as_str())
+            .and_then(|rest| rest.strip_prefix(".delay."))
+            .is_some_and(|ms| !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()));
+        delay
+            || [&self.main, &self.dlx, &self.dead, &self.results]
+                .iter()
+                .any(|n| n.as_str() == name)
+    }
+
     /// Every delay queue that can exist for this base name.
     pub fn all_delays(&self) -> impl Iterator<Item = String> + '_ {
         DELAY_BUCKETS_MS.iter().map(|&ms| self.delay(ms))
@@ -260,6 +273,23 @@ mod tests {
             )
         );
         assert_eq!(names.results, "deepfleet.steps.results");
+        for derived in [
+            "deepfleet.steps",
+            "deepfleet.steps.dlx",
+            "deepfleet.steps.dead",
+            "deepfleet.steps.results",
+            "deepfleet.steps.delay.250",
+        ] {
+            assert!(names.derives(derived), "{derived}");
+        }
+        for other in [
+            "deepfleet.steps.delay.",
+            "deepfleet.steps.delay.x",
+            "deepfleet.steps.replies",
+            "deepfleet.step",
+        ] {
+            assert!(!names.derives(other), "{other}");
+        }
         assert_eq!(names.all_delays().count(), DELAY_BUCKETS_MS.len());
     }
 

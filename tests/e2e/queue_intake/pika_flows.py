@@ -1,5 +1,5 @@
 """Submits jobs to a deepfleet submission queue with pika, as another
-service would, and checks the answers and the dead letters.
+service would, and checks the answers, the dead letters and their refusals.
 
 Usage: python pika_flows.py AMQP_URL SUBMISSION_QUEUE. Exits non-zero on
 the first failed check.
@@ -106,8 +106,13 @@ def main(url, queue):
     check("missing field `input`" in reasons[1], "missing input is named")
     check(reasons[2].startswith("not_found"), "unknown assistant is named")
     check("Path traversal" in reasons[3], "a bad seed path is named")
-    method, _, _ = channel.basic_get(replies, auto_ack=True)
-    check(method is None, "refused jobs get no answer")
+    refusals = drain(channel, replies, len(bad), "refusals on the reply queue")
+    check(all(props.correlation_id == "bad" for props, _ in refusals),
+          "refusals carry the correlation id")
+    answers = [json.loads(body) for _, body in refusals]
+    check(all(a["status"] == "refused" for a in answers), "refusals are typed as refused")
+    check(sorted(a["error"] for a in answers) == sorted(reasons),
+          "each refusal gives its dead letter's reason")
     connection.close()
 
 
