@@ -381,6 +381,43 @@ mod tests {
     }
 
     #[test]
+    fn validation_errors_name_the_line_too() {
+        let src = "name: a\nmodel: openai:x\nsubagents:\n  - name: r\n    description: d\n  - name: r\n    description: e\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("subagents[1].name", Some(6)));
+        let err = AgentSpec::from_yaml("name: a\nmodel: gpt\n").unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("model", Some(2)));
+        let src = "name: a\nmodel: openai:x\ninterrupt_on:\n  ls: true\n  write_file: {allowed_decisions: []}\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(err.line, Some(5), "{err}");
+        let src = "name: a\nmodel: openai:x\nlimits: {max_steps: 0}\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(err.to_string(), "limits.max_steps (line 3): must be at least 1");
+    }
+
+    #[test]
+    fn limits_have_absolute_caps() {
+        let spec = AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap();
+        assert_eq!(spec.limits.max_total_runs, 100);
+        for (field, value) in [
+            ("max_subagent_depth", 1_000_000),
+            ("max_fanout", 1_000),
+            ("max_total_runs", 1_000_000),
+        ] {
+            let src = format!("name: a\nmodel: openai:x\nlimits:\n  {field}: {value}\n");
+            let err = AgentSpec::from_yaml(&src).unwrap_err();
+            assert_eq!(err.field, format!("limits.{field}"));
+            assert_eq!(err.line, Some(4));
+            assert!(err.message.starts_with("must be at most "), "{err}");
+        }
+        let src = "name: a\nmodel: openai:x\nlimits: {max_total_runs: 0}\n";
+        assert_eq!(
+            AgentSpec::from_yaml(src).unwrap_err().field,
+            "limits.max_total_runs"
+        );
+    }
+
+    #[test]
     fn declared_general_purpose_replaces_builtin() {
         let src = "name: a\nmodel: openai:x\nsubagents:\n  - {name: general-purpose, description: mine}\n";
         let spec = AgentSpec::from_yaml(src).unwrap();

@@ -23,6 +23,12 @@ rules:
           args: {file_path: '/notes/{{topic}}.md', content: '# {{topic}}', lines: 1}
         - name: ls
           raw_args: '{"path": '
+  - when: {input: '^Same ids'}
+    reply:
+      tool_calls:
+        - {name: ls, id: dup}
+        - {name: ls, id: dup}
+        - {name: ls, id: ''}
   - when: {turn: 1, last_tool: '^(?P<result>ok.*)'}
     reply: {text: 'Tool said {{result}} at turn {{turn}}.', usage: {input_tokens: 10, output_tokens: 5, cached_input_tokens: 4}}
   - when: {input: '^flaky'}
@@ -57,6 +63,21 @@ fn quick() -> RetryPolicy {
         base_delay: Duration::from_millis(1),
         ..RetryPolicy::default()
     }
+}
+
+#[tokio::test]
+async fn scripted_call_ids_are_sent_as_written() {
+    let response = ReplayClient::new(engine())
+        .complete(&request(vec![Message::user("Same ids")]))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = response
+        .message
+        .tool_calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["dup", "dup", ""]);
 }
 
 #[tokio::test]

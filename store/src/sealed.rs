@@ -191,4 +191,24 @@ mod tests {
             json!({"user_id": "u1", "api_key": "[redacted]"})
         );
     }
+
+    #[test]
+    fn redaction_reaches_nested_objects_arrays_and_any_casing() {
+        let context = json!({
+            "user": {"name": "Ada", "Api_Key": "sk-nested", "deeper": {"API_KEY": "sk-deep"}},
+            "accounts": [{"api_key": "sk-in-list"}, [{"token": "t-1"}], "plain"],
+            "TOKEN": {"whole": "subtree"},
+        });
+        let secrets = ["api_key".to_owned(), "Token".to_owned()];
+        assert_eq!(
+            redact(&context, &secrets),
+            json!({
+                "user": {"name": "Ada", "Api_Key": REDACTED, "deeper": {"API_KEY": REDACTED}},
+                "accounts": [{"api_key": REDACTED}, [{"token": REDACTED}], "plain"],
+                "TOKEN": REDACTED,
+            })
+        );
+        let top = json!([{"api_key": "sk-top-list"}]);
+        assert_eq!(redact(&top, &secrets), json!([{"api_key": REDACTED}]));
+    }
 }

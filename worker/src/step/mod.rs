@@ -7,6 +7,7 @@
 //!
 //! - [`announce`]: run events for streaming followers, after each commit;
 //! - [`background`]: the ledger of background tasks (async subagents);
+//! - [`call_ids`]: tool-call ids made unique as a model turn comes in;
 //! - [`commit`]: the commit of a finished step (pure);
 //! - [`decide`]: pure decisions (fencing, follow-ups);
 //! - [`delegation`]: tool results into call results and child runs (pure);
@@ -25,6 +26,7 @@
 
 pub mod announce;
 pub mod background;
+pub mod call_ids;
 pub mod commit;
 pub mod decide;
 pub mod delegation;
