@@ -23,12 +23,6 @@ rules:
           args: {file_path: '/notes/{{topic}}.md', content: '# {{topic}}', lines: 1}
         - name: ls
           raw_args: '{"path": '
-  - when: {input: '^Same ids'}
-    reply:
-      tool_calls:
-        - {name: ls, id: dup}
-        - {name: ls, id: dup}
-        - {name: ls, id: ''}
   - when: {turn: 1, last_tool: '^(?P<result>ok.*)'}
     reply: {text: 'Tool said {{result}} at turn {{turn}}.', usage: {input_tokens: 10, output_tokens: 5, cached_input_tokens: 4}}
   - when: {input: '^flaky'}
@@ -39,6 +33,12 @@ rules:
     error: {status: 400, message: "This model's maximum context length is 8 tokens"}
   - when: {input: '^optional (?P<opt>x)?'}
     reply: {text: '{{opt}}'}
+  - when: {input: '^Same ids'}
+    reply:
+      tool_calls:
+        - {name: ls, id: dup}
+        - {name: ls, id: dup}
+        - {name: ls, id: ''}
 "#;
 
 fn engine() -> Arc<ReplayEngine> {

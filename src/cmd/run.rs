@@ -13,7 +13,7 @@ use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
 
-use crate::batch_io::{load_spec, read_tasks};
+use crate::batch_io::read_tasks;
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet run`.
@@ -44,7 +44,7 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
-    let spec = load_spec(&args.agent, args.model.as_deref())?;
+    let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
     let tasks = read_tasks(&args.tasks)?;
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(match &args.state {

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::batch_io::{load_spec, read_tasks};
+use crate::batch_io::read_tasks;
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet submit`.
@@ -31,7 +31,7 @@ pub struct SubmitArgs {
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
-    let spec = load_spec(&args.agent, args.model.as_deref())?;
+    let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
     let tasks = read_tasks(&args.tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;

@@ -244,7 +244,10 @@ mod tests {
                 When::input("^Fail$"),
                 Failure::new(429, "slow down").retry_after(0).times(2),
             )
-            .call(When::at_turn(0), [Call::raw("ls", r#"{"path": "#).with_id("")])
+            .call(
+                When::at_turn(0),
+                [Call::raw("ls", r#"{"path": "#).with_id("")],
+            )
             .reading_until(3, "/notes.md")
             .build();
         assert_eq!(Script::from_yaml(&script).unwrap().len(), 8);

@@ -51,15 +51,18 @@ async fn delegate_forever(fleet: &mut Fleet, server: &ScriptedServer, limits: &s
     let results = fleet.run(&spec, &[task("t1", "Go deeper")]).await.unwrap();
     let r = &results[0];
     assert_eq!(r.status, ResultStatus::Error, "{r:?}");
-    let error = r.error.as_ref().unwrap();
-    assert_eq!(error.code.as_str(), "max_steps", "{error:?}");
+    let error = r.error.as_deref().unwrap_or_default();
+    assert!(error.starts_with("max_steps: "), "{error}");
     runs_served(server)
 }
 
 async fn server() -> ScriptedServer {
-    ScriptedServer::start(Arc::new(ReplayEngine::new(always_delegating())), Duration::ZERO)
-        .await
-        .unwrap()
+    ScriptedServer::start(
+        Arc::new(ReplayEngine::new(always_delegating())),
+        Duration::ZERO,
+    )
+    .await
+    .unwrap()
 }
 
 const DEEP: &str = "limits: {max_steps: 2, max_subagent_depth: 6, max_fanout: 3}\n";

@@ -40,7 +40,10 @@ fn refused(agent: &str) -> String {
 fn assert_names(stderr: &str, field: &str, line: usize, message: &str) {
     let at = format!("{field} (line {line}): ");
     assert!(stderr.contains(&at), "expected `{at}` in:\n{stderr}");
-    assert!(stderr.contains(message), "expected `{message}` in:\n{stderr}");
+    assert!(
+        stderr.contains(message),
+        "expected `{message}` in:\n{stderr}"
+    );
 }
 
 #[test]

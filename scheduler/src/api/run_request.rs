@@ -79,10 +79,10 @@ pub async fn check(
     }
     let (input, files) = run_input(body)?;
     let assistant = assistants::find(state, &body.assistant_id).await?;
-    let context = state
-        .life
-        .intake()
-        .seal_context(&body.assistant_id, merged_context(&assistant, body).as_ref())?;
+    let context = state.life.intake().seal_context(
+        &body.assistant_id,
+        merged_context(&assistant, body).as_ref(),
+    )?;
     let run = NewRun {
         assistant,
         input,

@@ -55,7 +55,10 @@ fn bad_bodies() -> Vec<(Value, StatusCode, &'static str)> {
             "Assistant 'nobody' not found.",
         ),
         (
-            with("input", json!({"messages": [{"type": "ai", "content": "x"}]})),
+            with(
+                "input",
+                json!({"messages": [{"type": "ai", "content": "x"}]}),
+            ),
             StatusCode::UNPROCESSABLE_ENTITY,
             "messages[0]: only human/user messages can be sent, not `ai`",
         ),
@@ -78,7 +81,10 @@ async fn written(api: &TestApi, thread: &str) -> [usize; 5] {
 /// Sends `body` to `path` and checks the refusal and that nothing was
 /// written (`thread` is where a run would have gone).
 async fn refused(api: &TestApi, path: &str, body: Value, status: StatusCode, detail: &str) {
-    let thread = path.split('/').nth(2).filter(|_| path.starts_with("/threads/"));
+    let thread = path
+        .split('/')
+        .nth(2)
+        .filter(|_| path.starts_with("/threads/"));
     let thread = thread.unwrap_or("none");
     let before = written(api, thread).await;
     let answer = api.send("POST", path, Some(body.clone())).await;

@@ -20,6 +20,7 @@
 //! - [`hitl`]: human in the loop: gating a turn, applying decisions (pure);
 //! - [`model_call`]: the step's model call through the middleware;
 //! - [`resume`]: completing a turn parked on its subagents;
+//! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - [`spans`]: trace spans of model and tool calls;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
@@ -40,6 +41,7 @@ pub mod hitl;
 pub mod model_call;
 pub mod resume;
 mod retry;
+pub mod run_budget;
 pub mod spans;
 pub mod tool_calls;
 pub mod turn;
