@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use deepfleet_model::Providers;
 use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, ResultStatus, TaskLine};
+use deepfleet_worker::agent::AgentOptions;
 
 /// Reads a tasks file. Every malformed line is reported (with its number)
 /// before anything runs, so a bad batch starts nothing.
@@ -49,10 +51,18 @@ pub fn read_tasks(path: &Path) -> anyhow::Result<Vec<TaskLine>> {
     Ok(tasks)
 }
 
-/// Loads an agent spec. A `replay:PATH` model with a relative path is
-/// resolved against the spec's directory, so examples run from anywhere;
-/// `model_override` replaces every model of the spec.
-pub fn load_spec(path: &Path, model_override: Option<&str>) -> anyhow::Result<AgentSpec> {
+/// Loads an agent spec and checks it as the workers would run it
+/// (`providers`, harness profiles in `options`), so a spec that can never
+/// work fails here, naming the field and line, before any task runs. A
+/// `replay:PATH` model with a relative path is resolved against the
+/// spec's directory, so examples run from anywhere; `model_override`
+/// replaces every model of the spec.
+pub fn load_spec(
+    path: &Path,
+    model_override: Option<&str>,
+    providers: &Providers,
+    options: &AgentOptions,
+) -> anyhow::Result<AgentSpec> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading agent spec {}", path.display()))?;
     let mut spec =
@@ -65,6 +75,8 @@ pub fn load_spec(path: &Path, model_override: Option<&str>) -> anyhow::Result<Ag
             None => sub.model.as_deref().map(|m| resolve_replay(dir, m)),
         };
     }
+    deepfleet_worker::preflight::check(&spec, providers, options)
+        .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.located(&text)))?;
     Ok(spec)
 }
 
@@ -245,10 +257,19 @@ mod tests {
         std::fs::write(dir.path().join("s.yaml"), "rules: []\n").unwrap();
         let spec_path = dir.path().join("agent.yaml");
         std::fs::write(&spec_path, "name: a\nmodel: replay:s.yaml\n").unwrap();
-        let spec = load_spec(&spec_path, None).unwrap();
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let providers = deepfleet_replay::register(Providers::new(Default::default()));
+        let options = AgentOptions::default();
+        let spec = load_spec(&spec_path, None, &providers, &options).unwrap();
         let expected = dir.path().join("s.yaml").canonicalize().unwrap();
         assert_eq!(spec.model, format!("replay:{}", expected.display()));
-        let spec = load_spec(&spec_path, Some("openai:gpt-4.1-mini")).unwrap();
+        let spec = load_spec(
+            &spec_path,
+            Some("openai:gpt-4.1-mini"),
+            &providers,
+            &options,
+        )
+        .unwrap();
         assert_eq!(spec.model, "openai:gpt-4.1-mini");
     }
 }

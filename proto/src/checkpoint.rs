@@ -101,6 +101,10 @@ pub struct ChildRun {
     /// its end reports to no one; its record answers `check_async_task`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub detached: bool,
+    /// Runs the child may start below it: its share of the parent's run
+    /// budget.
+    #[serde(default)]
+    pub run_budget: u32,
 }
 
 /// What context compression has done to a thread's log, without rewriting

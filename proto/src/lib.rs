@@ -25,6 +25,7 @@ pub mod schema;
 pub mod sealed;
 pub mod spec;
 pub mod spec_error;
+pub mod spec_lines;
 pub mod submission;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};

@@ -94,6 +94,12 @@ pub struct RunRecord {
     /// dropped when the run ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<SealedContext>,
+    /// Runs this run may still start below it (subagents, their own
+    /// subagents, background tasks), handed down from the top-level run's
+    /// `limits.max_total_runs`; `None` for a top-level run that has not
+    /// delegated yet (the spec's limit less itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_budget: Option<u32>,
     /// Model calls made so far.
     #[serde(default)]
     pub steps: u32,
@@ -138,6 +144,7 @@ impl RunRecord {
             batch_id: None,
             task_id: None,
             context: None,
+            run_budget: None,
             steps: 0,
             usage: Usage::default(),
             output: None,
@@ -165,4 +172,8 @@ pub struct ChildResult {
     /// Tokens the subagent (and its own subagents) used.
     #[serde(default)]
     pub usage: Usage,
+    /// The part of the run budget the subagent was handed and did not
+    /// use: it returns to the parent.
+    #[serde(default)]
+    pub runs_left: u32,
 }

@@ -3,7 +3,8 @@
 //! Parsing is two-stage, as with ripgrep's low/high args: serde reads the
 //! document (unknown fields are errors, so a typo never silently drops a
 //! setting), then [`AgentSpec::validate`] checks what serde cannot. Every
-//! error names the field, and parse errors also name the line.
+//! error names the field and, found by [`crate::spec_lines`] for
+//! validation errors, its line.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,7 +37,7 @@ pub struct AgentSpec {
     /// Subagents reachable through the `task` tool.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subagents: Vec<SubagentSpec>,
-    /// Step, depth and fan-out limits.
+    /// Step, depth, fan-out and run-count limits.
     #[serde(default)]
     pub limits: Limits,
     /// Overrides the built-in profile of the model.
@@ -110,17 +111,34 @@ pub struct SubagentSpec {
     pub run_async: bool,
 }
 
-/// Limits that end a run or refuse a delegation.
+/// Limits that end a run or refuse a delegation. The delegation limits
+/// have absolute caps a spec cannot exceed ([`MAX_SUBAGENT_DEPTH`],
+/// [`MAX_FANOUT`], [`MAX_TOTAL_RUNS`]), so no spec makes a run tree grow
+/// without bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Model calls one run may make before it fails.
     pub max_steps: u32,
-    /// How deep subagents may nest (1 = subagents cannot delegate).
+    /// How deep subagents may nest (1 = subagents cannot delegate); at
+    /// most [`MAX_SUBAGENT_DEPTH`].
     pub max_subagent_depth: u32,
-    /// How many `task` calls one model turn may make.
+    /// How many `task` calls one model turn may make; at most
+    /// [`MAX_FANOUT`].
     pub max_fanout: u32,
+    /// How many runs one top-level run may make in all: itself and every
+    /// subagent run below it, background ones included; at most
+    /// [`MAX_TOTAL_RUNS`]. A delegation past it is a tool error the model
+    /// reads.
+    pub max_total_runs: u32,
 }
+
+/// The deepest `limits.max_subagent_depth` a spec may set.
+pub const MAX_SUBAGENT_DEPTH: u32 = 8;
+/// The largest `limits.max_fanout` a spec may set.
+pub const MAX_FANOUT: u32 = 64;
+/// The largest `limits.max_total_runs` a spec may set.
+pub const MAX_TOTAL_RUNS: u32 = 10_000;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -128,7 +146,50 @@ impl Default for Limits {
             max_steps: 100,
             max_subagent_depth: 1,
             max_fanout: 16,
+            max_total_runs: 100,
         }
+    }
+}
+
+impl Limits {
+    /// `max_subagent_depth`, capped (a spec stored before the cap, or
+    /// never validated, gets no more).
+    pub fn subagent_depth(&self) -> u32 {
+        self.max_subagent_depth.min(MAX_SUBAGENT_DEPTH)
+    }
+
+    /// `max_fanout`, capped.
+    pub fn fanout(&self) -> u32 {
+        self.max_fanout.min(MAX_FANOUT)
+    }
+
+    /// `max_total_runs`, capped.
+    pub fn total_runs(&self) -> u32 {
+        self.max_total_runs.min(MAX_TOTAL_RUNS)
+    }
+
+    fn validate(&self) -> Result<(), SpecError> {
+        for (field, value, cap) in [
+            ("limits.max_steps", self.max_steps, u32::MAX),
+            (
+                "limits.max_subagent_depth",
+                self.max_subagent_depth,
+                MAX_SUBAGENT_DEPTH,
+            ),
+            ("limits.max_fanout", self.max_fanout, MAX_FANOUT),
+            ("limits.max_total_runs", self.max_total_runs, MAX_TOTAL_RUNS),
+        ] {
+            if value == 0 && field != "limits.max_subagent_depth" {
+                return Err(SpecError::field(field, "must be at least 1"));
+            }
+            if value > cap {
+                return Err(SpecError::field(
+                    field,
+                    format!("must be at most {cap} (got {value})"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -155,7 +216,7 @@ impl AgentSpec {
                 message: strip_location(&inner.to_string()),
             }
         })?;
-        spec.validate()?;
+        spec.validate().map_err(|e| e.located(source))?;
         Ok(spec)
     }
 
@@ -193,14 +254,7 @@ impl AgentSpec {
                 "must be a JSON Schema object",
             ));
         }
-        for (field, value) in [
-            ("limits.max_steps", self.limits.max_steps),
-            ("limits.max_fanout", self.limits.max_fanout),
-        ] {
-            if value == 0 {
-                return Err(SpecError::field(field, "must be at least 1"));
-            }
-        }
+        self.limits.validate()?;
         if let Some(profile) = self.model_profile
             && profile.max_input_tokens == 0
         {
@@ -378,6 +432,49 @@ mod tests {
         assert!(spec.interrupt_on_for(Some("q")).is_empty());
         let err = AgentSpec::from_yaml("name: a\nmodel: openai:x\nstate_schema: 3\n").unwrap_err();
         assert_eq!(err.field, "state_schema");
+    }
+
+    #[test]
+    fn validation_errors_name_the_line_too() {
+        let src = "name: a\nmodel: openai:x\nsubagents:\n  - name: r\n    description: d\n  - name: r\n    description: e\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(
+            (err.field.as_str(), err.line),
+            ("subagents[1].name", Some(6))
+        );
+        let err = AgentSpec::from_yaml("name: a\nmodel: gpt\n").unwrap_err();
+        assert_eq!((err.field.as_str(), err.line), ("model", Some(2)));
+        let src = "name: a\nmodel: openai:x\ninterrupt_on:\n  ls: true\n  write_file: {allowed_decisions: []}\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(err.line, Some(5), "{err}");
+        let src = "name: a\nmodel: openai:x\nlimits: {max_steps: 0}\n";
+        let err = AgentSpec::from_yaml(src).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "limits.max_steps (line 3): must be at least 1"
+        );
+    }
+
+    #[test]
+    fn limits_have_absolute_caps() {
+        let spec = AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap();
+        assert_eq!(spec.limits.max_total_runs, 100);
+        for (field, value) in [
+            ("max_subagent_depth", 1_000_000),
+            ("max_fanout", 1_000),
+            ("max_total_runs", 1_000_000),
+        ] {
+            let src = format!("name: a\nmodel: openai:x\nlimits:\n  {field}: {value}\n");
+            let err = AgentSpec::from_yaml(&src).unwrap_err();
+            assert_eq!(err.field, format!("limits.{field}"));
+            assert_eq!(err.line, Some(4));
+            assert!(err.message.starts_with("must be at most "), "{err}");
+        }
+        let src = "name: a\nmodel: openai:x\nlimits: {max_total_runs: 0}\n";
+        assert_eq!(
+            AgentSpec::from_yaml(src).unwrap_err().field,
+            "limits.max_total_runs"
+        );
     }
 
     #[test]

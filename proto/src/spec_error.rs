@@ -32,11 +32,22 @@ impl fmt::Display for SpecError {
 }
 
 impl SpecError {
-    pub(crate) fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+    /// An error of `field`, its line not known yet (see
+    /// [`SpecError::located`]).
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
         SpecError {
             field: field.into(),
             line: None,
             message: message.into(),
         }
+    }
+
+    /// This error with the line of its field in `source` (the spec's
+    /// YAML), when it has none yet.
+    pub fn located(mut self, source: &str) -> Self {
+        if self.line.is_none() && !self.field.is_empty() {
+            self.line = crate::spec_lines::line_of(source, &self.field);
+        }
+        self
     }
 }

@@ -184,7 +184,10 @@ fn render_reply(
                 CallArgs::Raw(raw) => raw.clone(),
             };
             Ok(WireToolCall {
-                id: format!("call_{turn}_{index}"),
+                id: call
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{turn}_{index}")),
                 kind: "function".to_owned(),
                 function: FunctionCall {
                     name: call.name.clone(),

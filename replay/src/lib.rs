@@ -22,6 +22,7 @@
 //!           args: {file_path: '/notes/{{topic}}.md'}  # strings are templated
 //!         - name: ls
 //!           raw_args: '{"path": '  # sent verbatim (broken JSON on purpose)
+//!           id: call_0_0             # default call_{turn}_{index}; may repeat or be ''
 //!       usage: {input_tokens: 10, output_tokens: 5}   # default: chars / 4
 //!   - when: {turn: 3}
 //!     error: {status: 429, message: 'slow down', retry_after: 1, times: 2}

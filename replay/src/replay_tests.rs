@@ -33,6 +33,12 @@ rules:
     error: {status: 400, message: "This model's maximum context length is 8 tokens"}
   - when: {input: '^optional (?P<opt>x)?'}
     reply: {text: '{{opt}}'}
+  - when: {input: '^Same ids'}
+    reply:
+      tool_calls:
+        - {name: ls, id: dup}
+        - {name: ls, id: dup}
+        - {name: ls, id: ''}
 "#;
 
 fn engine() -> Arc<ReplayEngine> {
@@ -57,6 +63,21 @@ fn quick() -> RetryPolicy {
         base_delay: Duration::from_millis(1),
         ..RetryPolicy::default()
     }
+}
+
+#[tokio::test]
+async fn scripted_call_ids_are_sent_as_written() {
+    let response = ReplayClient::new(engine())
+        .complete(&request(vec![Message::user("Same ids")]))
+        .await
+        .unwrap();
+    let ids: Vec<&str> = response
+        .message
+        .tool_calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["dup", "dup", ""]);
 }
 
 #[tokio::test]

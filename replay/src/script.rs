@@ -96,6 +96,9 @@ pub(crate) struct Reply {
 pub(crate) struct CallTemplate {
     pub(crate) name: String,
     pub(crate) args: CallArgs,
+    /// The call id to send as written (even empty or repeated, to test
+    /// the harness); `call_{turn}_{index}` when absent.
+    pub(crate) id: Option<String>,
 }
 
 /// Arguments of a scripted tool call.
@@ -233,6 +236,7 @@ struct RawReply {
 #[serde(deny_unknown_fields)]
 struct RawCall {
     name: String,
+    id: Option<String>,
     args: Option<Value>,
     raw_args: Option<String>,
 }
@@ -348,6 +352,7 @@ fn reply(raw: RawReply) -> Result<Reply, String> {
             Ok(CallTemplate {
                 name: call.name,
                 args,
+                id: call.id,
             })
         })
         .collect::<Result<_, String>>()?;

@@ -14,17 +14,20 @@ pub mod submit;
 pub mod telemetry;
 pub mod worker;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use deepfleet_fleet::Metrics;
 use deepfleet_model::Providers;
+use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{Queue, QueueError};
 use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
+use deepfleet_worker::agent::AgentOptions;
 use deepfleet_worker::events::EventSink;
 use deepfleet_worker::{StepRunner, Worker};
 use tokio::task::JoinHandle;
@@ -95,11 +98,7 @@ pub fn step_runner(
     key: ContextKey,
     events: Option<Arc<dyn EventSink>>,
 ) -> Arc<StepRunner> {
-    // `replay:PATH` models (examples, trying the fleet without a key) are
-    // served in process by the replay provider.
-    let providers = Arc::new(deepfleet_replay::register(Providers::new(
-        settings.providers.clone(),
-    )));
+    let providers = Arc::new(providers(settings));
     let mut runner = StepRunner::new(queue, store, providers, settings.worker.retry())
         .with_context_key(key)
         .with_profiles(settings.profiles.clone());
@@ -107,6 +106,37 @@ pub fn step_runner(
         runner = runner.with_events(events);
     }
     Arc::new(runner)
+}
+
+/// The model providers the settings configure. `replay:PATH` models
+/// (examples, trying the fleet without a key) are served in process by
+/// the replay provider.
+pub fn providers(settings: &Settings) -> Providers {
+    deepfleet_replay::register(Providers::new(settings.providers.clone()))
+}
+
+/// What a worker of these settings adds to every agent: its harness
+/// profiles.
+pub fn agent_options(settings: &Settings) -> AgentOptions {
+    AgentOptions {
+        profiles: settings.profiles.clone(),
+        ..AgentOptions::default()
+    }
+}
+
+/// Loads the spec at `path` (`model_override` replacing its models) and
+/// checks it as workers of these settings would run it.
+pub fn load_checked_spec(
+    path: &Path,
+    model_override: Option<&str>,
+    settings: &Settings,
+) -> anyhow::Result<AgentSpec> {
+    crate::batch_io::load_spec(
+        path,
+        model_override,
+        &providers(settings),
+        &agent_options(settings),
+    )
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` (over `probes`) when `flag`

@@ -14,7 +14,7 @@ use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
 
 use super::batch::{BatchPlan, InProcess};
-use crate::batch_io::{load_spec, read_tasks};
+use crate::batch_io::read_tasks;
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet run`.
@@ -50,7 +50,7 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
-    let spec = load_spec(&args.agent, args.model.as_deref())?;
+    let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
     let tasks = read_tasks(&args.tasks)?;
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(match &args.state {

@@ -19,7 +19,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use super::health::{self, Attached, Probes, WatchedQueue};
-use crate::batch_io::load_spec;
 use crate::settings::Settings;
 
 /// How often queued runs are checked for a free thread.
@@ -66,7 +65,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     if let Some(key) = settings.context_key()? {
         intake = intake.with_context_key(key);
     }
-    let graphs = register_graphs(&intake, &args.agents).await?;
+    let graphs = register_graphs(&intake, &args.agents, &settings).await?;
     let life = Lifecycle::new(intake);
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
     let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
@@ -104,10 +103,14 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
 }
 
 /// Registers every spec of `dir` and returns the graph names, sorted.
-async fn register_graphs(intake: &Intake, dir: &Path) -> anyhow::Result<Vec<String>> {
+async fn register_graphs(
+    intake: &Intake,
+    dir: &Path,
+    settings: &Settings,
+) -> anyhow::Result<Vec<String>> {
     let mut graphs = Vec::new();
     for path in spec_files(dir)? {
-        let spec = load_spec(&path, None)?;
+        let spec = super::load_checked_spec(&path, None, settings)?;
         intake
             .register(&spec)
             .await

@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::batch::BatchPlan;
 use super::consumer_watch::ConsumerWatch;
-use crate::batch_io::{load_spec, read_tasks};
+use crate::batch_io::read_tasks;
 use crate::settings::Settings;
 
 /// Arguments of `deepfleet submit`.
@@ -39,7 +39,7 @@ pub struct SubmitArgs {
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
-    let spec = load_spec(&args.agent, args.model.as_deref())?;
+    let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
     let tasks = read_tasks(&args.tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;

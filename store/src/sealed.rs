@@ -104,24 +104,36 @@ impl ContextKey {
     }
 }
 
-/// `context` with the values of `secrets` (top-level keys) replaced by
-/// [`REDACTED`]: the form to use wherever a context may reach a log line,
-/// a trace attribute or an error message.
+/// `context` with the value of every key named in `secrets` replaced by
+/// [`REDACTED`], wherever it is: at the top, in nested objects, in objects
+/// inside lists, and whatever its casing (`api_key` also hides `API_KEY`
+/// and `Api_Key`), so a secret cannot slip past by where or how it was
+/// written. The form to use wherever a context must be shown; the fleet
+/// itself logs none of it.
 pub fn redact(context: &Value, secrets: &[String]) -> Value {
+    let secrets: Vec<String> = secrets.iter().map(|s| s.to_lowercase()).collect();
+    redact_lowered(context, &secrets)
+}
+
+/// [`redact`] with the secret keys already lowercased.
+fn redact_lowered(context: &Value, secrets: &[String]) -> Value {
     match context {
         Value::Object(fields) => Value::Object(
             fields
                 .iter()
                 .map(|(k, v)| {
-                    let v = if secrets.iter().any(|s| s == k) {
+                    let v = if secrets.contains(&k.to_lowercase()) {
                         Value::String(REDACTED.to_owned())
                     } else {
-                        v.clone()
+                        redact_lowered(v, secrets)
                     };
                     (k.clone(), v)
                 })
                 .collect::<Map<String, Value>>(),
         ),
+        Value::Array(items) => {
+            Value::Array(items.iter().map(|v| redact_lowered(v, secrets)).collect())
+        }
         other => other.clone(),
     }
 }
@@ -190,5 +202,25 @@ mod tests {
             redact(&context, &["api_key".to_owned()]),
             json!({"user_id": "u1", "api_key": "[redacted]"})
         );
+    }
+
+    #[test]
+    fn redaction_reaches_nested_objects_arrays_and_any_casing() {
+        let context = json!({
+            "user": {"name": "Ada", "Api_Key": "sk-nested", "deeper": {"API_KEY": "sk-deep"}},
+            "accounts": [{"api_key": "sk-in-list"}, [{"token": "t-1"}], "plain"],
+            "TOKEN": {"whole": "subtree"},
+        });
+        let secrets = ["api_key".to_owned(), "Token".to_owned()];
+        assert_eq!(
+            redact(&context, &secrets),
+            json!({
+                "user": {"name": "Ada", "Api_Key": REDACTED, "deeper": {"API_KEY": REDACTED}},
+                "accounts": [{"api_key": REDACTED}, [{"token": REDACTED}], "plain"],
+                "TOKEN": REDACTED,
+            })
+        );
+        let top = json!([{"api_key": "sk-top-list"}]);
+        assert_eq!(redact(&top, &secrets), json!([{"api_key": REDACTED}]));
     }
 }

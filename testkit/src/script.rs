@@ -80,6 +80,15 @@ impl Call {
         Call(json!({"name": name, "raw_args": raw}))
     }
 
+    /// This call sent with call id `id` as written: empty, or the id of
+    /// another call, to test how the harness pairs results with calls.
+    pub fn with_id(mut self, id: &str) -> Call {
+        if let Value::Object(fields) = &mut self.0 {
+            fields.insert("id".to_owned(), id.into());
+        }
+        self
+    }
+
     /// `task`: delegates `description` to a `general-purpose` subagent.
     pub fn task(description: &str) -> Call {
         Call::new(
@@ -235,7 +244,10 @@ mod tests {
                 When::input("^Fail$"),
                 Failure::new(429, "slow down").retry_after(0).times(2),
             )
-            .call(When::at_turn(0), [Call::raw("ls", r#"{"path": "#)])
+            .call(
+                When::at_turn(0),
+                [Call::raw("ls", r#"{"path": "#).with_id("")],
+            )
             .reading_until(3, "/notes.md")
             .build();
         assert_eq!(Script::from_yaml(&script).unwrap().len(), 8);

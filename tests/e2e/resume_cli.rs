@@ -98,11 +98,9 @@ fn run_with_state_then_resume_finishes_the_run() {
     let first = results(d);
     assert_eq!(first[0].status, ResultStatus::Interrupted);
     let review = first[0].review.clone().unwrap();
-    // The context was opened for the step and logged only redacted.
-    assert!(
-        stderr.contains(r#"{\"api_key\":\"[redacted]\",\"user_id\":\"u-7\"}"#),
-        "{stderr}"
-    );
+    // The context was opened for the step, and none of it logged.
+    assert!(stderr.contains("opened runtime context"), "{stderr}");
+    assert!(!stderr.contains("u-7"), "{stderr}");
     let state = std::fs::read_to_string(d.join("state.json")).unwrap();
     assert!(
         state.contains("\"ciphertext\""),

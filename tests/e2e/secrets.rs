@@ -1,8 +1,9 @@
 //! Runtime-context secrets on the fleet: with a worker process logging at
-//! debug level, nothing under the fleet's Redis prefix and nothing in the
+//! trace level, nothing under the fleet's Redis prefix and nothing in the
 //! worker's logs holds the secret, while the run is parked (context at
 //! rest, sealed) or after it finished (context dropped). The embedded
-//! half of this check is in `resume_cli.rs`.
+//! half of this check is in `resume_cli.rs`; below, `deepfleet run` at
+//! trace level with secrets nested, in lists and in other casings.
 
 use std::process::Stdio;
 
@@ -67,7 +68,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
     let mut worker = fleet
         .worker_command()
         .unwrap()
-        .env("RUST_LOG", "debug")
+        .env("RUST_LOG", "trace")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -129,9 +130,60 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
     worker.kill().await.unwrap();
     let logs = collected.await.unwrap();
     assert!(
-        logs.contains("[redacted]"),
-        "the worker logged the context, redacted"
+        logs.contains("opened runtime context"),
+        "the worker logged at trace level"
     );
     assert!(!logs.contains(SECRET), "the secret is in the worker's logs");
+    assert!(
+        !logs.contains("u-9"),
+        "a decrypted context value is in the worker's logs"
+    );
     fleet.shutdown().await.unwrap();
+}
+
+/// Issue 14: at debug level the context was logged whole, with only exact
+/// top-level `context_secrets` keys redacted. Now no log line, at any
+/// level, holds a value of the decrypted context.
+#[test]
+fn trace_logs_of_an_embedded_batch_hold_no_context_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = deepfleet_testkit::script::ScriptBuilder::new()
+        .answer(deepfleet_testkit::script::When::always(), "done")
+        .build();
+    std::fs::write(d.join("script.yaml"), script).unwrap();
+    std::fs::write(
+        d.join("agent.yaml"),
+        "name: nested\nmodel: replay:script.yaml\ncontext_secrets: [api_key, token]\n",
+    )
+    .unwrap();
+    let task = serde_json::json!({
+        "id": "t1",
+        "input": "Hi",
+        "context": {
+            "user": {"name": "plain-value-1", "API_KEY": SECRET},
+            "accounts": [{"Token": format!("{SECRET}-in-list")}],
+        },
+    });
+    std::fs::write(d.join("tasks.jsonl"), format!("{task}\n")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
+        .current_dir(d)
+        .args(["run", "tasks.jsonl", "--agent", "agent.yaml"])
+        .env("RUST_LOG", "trace")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    let logs = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{logs}");
+    assert!(logs.contains("opened runtime context"), "{logs}");
+    assert!(!logs.contains(SECRET), "a secret is in the logs:\n{logs}");
+    assert!(
+        !logs.contains("plain-value-1"),
+        "a decrypted context value is in the logs"
+    );
 }

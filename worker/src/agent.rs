@@ -254,7 +254,7 @@ fn cache_key(spec: &AgentSpec, run: &RunRecord) -> u64 {
     // The serialised spec, so an updated spec with the same name rebuilds.
     serde_json::to_string(spec).unwrap_or_default().hash(&mut h);
     run.subagent.hash(&mut h);
-    (run.depth < spec.limits.max_subagent_depth).hash(&mut h);
+    (run.depth < spec.limits.subagent_depth()).hash(&mut h);
     h.finish()
 }
 
@@ -292,10 +292,11 @@ fn built_in_stack(
     // Async subagents run in the background through their own tools.
     let (background, subagents): (Vec<_>, Vec<_>) =
         spec.all_subagents().into_iter().partition(|s| s.run_async);
-    if run.depth < spec.limits.max_subagent_depth && !subagents.is_empty() {
+    let nests = run.depth < spec.limits.subagent_depth();
+    if nests && !subagents.is_empty() {
         stack.push(Arc::new(Subagents::new(subagents)));
     }
-    if run.depth < spec.limits.max_subagent_depth && !background.is_empty() {
+    if nests && !background.is_empty() {
         stack.push(Arc::new(AsyncSubagents::new(background)));
     }
     if spec.compact_tool {

@@ -15,6 +15,7 @@ mod error;
 pub mod events;
 mod metrics;
 pub mod middleware;
+pub mod preflight;
 pub mod prompt;
 pub mod runtime;
 pub mod step;

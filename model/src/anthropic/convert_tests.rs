@@ -210,3 +210,18 @@ fn unknown_blocks_are_skipped_and_stop_reasons_map() {
         assert_eq!(finish_reason(reason, calls), expected, "{reason:?}");
     }
 }
+
+#[test]
+fn a_tool_use_without_an_id_parses_with_an_empty_one() {
+    let mut body = recorded();
+    body["content"] = json!([{"type": "tool_use", "name": "ls", "input": {}},
+                             {"type": "tool_use", "id": "", "name": "ls", "input": {}}]);
+    let response = from_wire(serde_json::from_value(body).unwrap());
+    let ids: Vec<&str> = response
+        .message
+        .tool_calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["", ""]);
+}

@@ -91,7 +91,9 @@ pub enum Block {
     },
     /// A tool call of an assistant turn.
     ToolUse {
-        /// Call id, echoed by the result.
+        /// Call id, echoed by the result; empty when the model sent none
+        /// (the harness names such calls).
+        #[serde(default)]
         id: String,
         /// Tool name.
         name: String,

@@ -254,3 +254,22 @@ fn a_response_without_choices_is_invalid() {
         ErrorKind::InvalidResponse
     );
 }
+
+#[test]
+fn a_tool_call_without_an_id_parses_with_an_empty_one() {
+    // The harness names it (worker `step::call_ids`); failing the whole
+    // turn here would fail the step on every redelivery.
+    let body = json!({"choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+        "role": "assistant",
+        "tool_calls": [{"type": "function", "function": {"name": "ls", "arguments": "{}"}},
+                       {"id": "", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]
+    }}]});
+    let response = from_wire(serde_json::from_value(body).unwrap()).unwrap();
+    let ids: Vec<&str> = response
+        .message
+        .tool_calls
+        .iter()
+        .map(|c| c.id.as_str())
+        .collect();
+    assert_eq!(ids, ["", ""]);
+}

@@ -237,7 +237,9 @@ pub struct FunctionDef {
 /// A tool call of an assistant turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WireToolCall {
-    /// Call id, echoed by the tool message.
+    /// Call id, echoed by the tool message; empty when the model sent
+    /// none (the harness names such calls).
+    #[serde(default)]
     pub id: String,
     /// Always `function`.
     #[serde(rename = "type", default = "function_kind")]

@@ -32,8 +32,8 @@ pub struct RunCreateParams {
     /// What to do when the thread is busy (default `enqueue`).
     #[serde(default)]
     pub multitask_strategy: Option<MultitaskStrategy>,
-    /// `create` makes a missing thread; anything else (the default,
-    /// `reject`) answers 404.
+    /// `create` makes a missing thread; `reject` (the default) answers 404;
+    /// anything else is refused (422).
     #[serde(default)]
     pub if_not_exists: Option<String>,
     /// Stream modes for `/stream` (default `values`).

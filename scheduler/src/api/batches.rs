@@ -14,7 +14,8 @@ use deepfleet_proto::api::{
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
-use super::run_create::create_run;
+use super::run_create::create_checked;
+use super::run_request::{self, CheckedRun};
 use super::run_resource::run_resource;
 use super::state::ApiState;
 use crate::lifecycle::status::api_status;
@@ -52,12 +53,25 @@ async fn create_batch(
     Ok(Json(out))
 }
 
-/// Creates the runs of a batch and records them under `batch_id`.
+/// Creates the runs of a batch and records them under `batch_id`. Every
+/// request is checked first: one bad run refuses the batch, and nothing
+/// of it is written.
 async fn create(
     state: &ApiState,
     batch_id: &str,
     bodies: &[RunCreateParams],
 ) -> Result<Vec<RunMeta>, ApiError> {
+    let mut requests: Vec<(RunCreateParams, CheckedRun)> = Vec::with_capacity(bodies.len());
+    for (index, body) in bodies.iter().enumerate() {
+        let mut body = body.clone();
+        body.metadata
+            .get_or_insert_with(Map::new)
+            .insert("batch_id".into(), Value::String(batch_id.to_owned()));
+        let checked = run_request::check(state, None, &body)
+            .await
+            .map_err(|e| e.within(&format!("runs[{index}]")))?;
+        requests.push((body, checked));
+    }
     let header = BatchHeader {
         batch_id: batch_id.to_owned(),
         total: bodies.len(),
@@ -66,12 +80,8 @@ async fn create(
     batches(state.store()).put(batch_id, &header).await?;
     let roster = members(state.store(), batch_id);
     let mut metas = Vec::with_capacity(bodies.len());
-    for (index, body) in (0u64..).zip(bodies) {
-        let mut body = body.clone();
-        body.metadata
-            .get_or_insert_with(Map::new)
-            .insert("batch_id".into(), Value::String(batch_id.to_owned()));
-        let meta = create_run(state, None, &body, Some(batch_id.to_owned())).await?;
+    for (index, (body, checked)) in (0u64..).zip(requests) {
+        let meta = create_checked(state, None, &body, checked, Some(batch_id.to_owned())).await?;
         let member = BatchMember {
             index,
             run_id: meta.run_id.clone(),

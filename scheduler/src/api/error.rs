@@ -51,6 +51,13 @@ impl ApiError {
         )
     }
 
+    /// This error of the part `what` of a larger request (`runs[3]` of a
+    /// batch): the detail says which part.
+    pub fn within(mut self, what: &str) -> Self {
+        self.detail = format!("{what}: {}", self.detail);
+        self
+    }
+
     fn new(status: StatusCode, code: ErrorCode, detail: impl Into<String>) -> Self {
         ApiError {
             status,

@@ -12,7 +12,8 @@ use deepfleet_proto::api::{RunCreateParams, RunStreamQuery, StreamMode};
 use super::error::{ApiError, Body};
 use super::follower::sse_response;
 use super::modes::Modes;
-use super::run_create::create_run;
+use super::run_create::{create_checked, create_run};
+use super::run_request;
 use super::run_resource::load_run;
 use super::state::ApiState;
 use super::wait::wait_response;
@@ -75,9 +76,9 @@ async fn stream_new_run(
     thread_id: Option<&str>,
     body: &RunCreateParams,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, thread_id, body, None).await?;
-    let mut modes = Modes::parse(body.stream_mode.as_ref())?;
-    modes.subgraphs = body.stream_subgraphs.unwrap_or(false);
+    let checked = run_request::check(&state, thread_id, body).await?;
+    let modes = checked.modes;
+    let meta = create_checked(&state, thread_id, body, checked, None).await?;
     Ok(sse_response(state, meta, modes, None))
 }
 

@@ -5,10 +5,12 @@
 //! (creation, listing, cancel), [`follow`] (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`store_items`] (the long-term
 //! store), plus [`batches`] to follow thousands of runs. Creating a run is
-//! [`run_create`], the Run resource [`run_resource`], following one
-//! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]). Every failure is an [`ApiError`]. One
-//! `ServiceBuilder` adds request ids, tracing, a timeout on producing the
-//! response head and a body limit.
+//! [`run_request`] (every check, before anything is written), then
+//! [`run_create`]; the Run resource is [`run_resource`], following one
+//! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
+//! Every failure is an [`ApiError`]. One `ServiceBuilder` adds request
+//! ids, tracing, a timeout on producing the response head and a body
+//! limit.
 
 pub mod assistants;
 pub mod batches;
@@ -19,6 +21,7 @@ pub mod follower;
 pub mod modes;
 pub mod partials;
 pub mod run_create;
+pub mod run_request;
 pub mod run_resource;
 pub mod runs;
 pub mod search;

@@ -496,7 +496,14 @@ async fn a_resume_needs_a_thread_with_an_interrupted_run() {
             json!("command must carry `resume`")
         )
     );
+    // A malformed resume is refused as such, before the thread is looked at.
     let bad_shape = json!({"assistant_id": GRAPH, "command": {"resume": "yes"}});
     let answer = api.send("POST", &path, Some(bad_shape)).await;
-    assert_eq!(answer.status, StatusCode::CONFLICT);
+    assert_eq!(
+        (answer.status, answer.json()["detail"].clone()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!("resume must be {\"decisions\": [...]}")
+        )
+    );
 }

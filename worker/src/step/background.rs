@@ -107,6 +107,7 @@ pub fn spawned_child(
         description,
         traceparent,
         detached: true,
+        run_budget: 0,
     }
 }
 
@@ -153,6 +154,9 @@ pub fn started_at(state: &Map<String, Value>, step: u64) -> Vec<ChildRun> {
             description: t.description,
             traceparent: None,
             detached: true,
+            // The share the first delivery handed it is not in the ledger;
+            // a child created only now starts no runs of its own.
+            run_budget: 0,
         })
         .collect()
 }

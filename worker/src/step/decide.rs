@@ -219,6 +219,7 @@ mod tests {
             description: "d".into(),
             traceparent: None,
             detached: false,
+            run_budget: 0,
         };
         let pending = PendingTools {
             calls: Vec::new(),

@@ -70,6 +70,8 @@ fn settle_call(
                 description,
                 traceparent: done.traceparent,
                 detached: false,
+                // Set when the turn's budget is spent (`run_budget::spend`).
+                run_budget: 0,
             };
             (None, Some(child))
         }

@@ -12,7 +12,7 @@ use deepfleet_proto::{
     RunError, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::{Delivery, Queue};
-use deepfleet_store::sealed::{ContextKey, redact};
+use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Checkpoint, CommitOutcome, Store};
 use serde_json::{Map, Value};
 use tracing::{Instrument, debug, info, info_span, warn};
@@ -87,13 +87,10 @@ impl StepRunner {
         self
     }
 
-    /// The clear runtime context of `run` for one step. The log line gets
-    /// it with the spec's secret fields redacted, never in full.
-    fn open_context(
-        &self,
-        run: &RunRecord,
-        spec: &deepfleet_proto::AgentSpec,
-    ) -> Result<Option<serde_json::Value>, StepError> {
+    /// The clear runtime context of `run` for one step. Nothing of it
+    /// reaches the logs, at any level: not even redacted, as a value
+    /// under an unlisted key may be a secret too.
+    fn open_context(&self, run: &RunRecord) -> Result<Option<serde_json::Value>, StepError> {
         let Some(sealed) = &run.context else {
             return Ok(None);
         };
@@ -106,11 +103,7 @@ impl StepRunner {
         let context = key
             .open(sealed)
             .map_err(|e| StepError::Inconsistent(format!("runtime context: {e}")))?;
-        debug!(
-            run = %run.run_id,
-            context = %redact(&context, &spec.context_secrets),
-            "opened runtime context"
-        );
+        debug!(run = %run.run_id, "opened runtime context");
         Ok(Some(context))
     }
 
@@ -285,7 +278,7 @@ impl StepRunner {
             })
         })?;
         let agent = self.agents.get(&spec, &run, &self.providers)?;
-        let context = self.open_context(&run, &spec)?;
+        let context = self.open_context(&run)?;
         let started = Instant::now();
         let span = step_span(&mut run, &checkpoint, traceparent);
         let log_before = checkpoint.messages.len() as u64;

@@ -21,7 +21,7 @@ use crate::step::delegation::{self, ToolRun};
 use crate::step::model_call::call_model;
 use crate::step::tool_calls::run_calls;
 use crate::step::turn::{self, Budget, Next, Turn};
-use crate::step::{hitl, resume};
+use crate::step::{hitl, resume, run_budget};
 
 /// What one step starts from.
 pub struct StepInput {
@@ -66,13 +66,19 @@ pub async fn execute(
                 turn::resumed(resume::complete(&mut cx, pending, children).await?, budget)
             }
             Turn::RunDecided(pending) => {
-                turn::decided(run_decided(agent, &cx, pending).await?, budget)
+                let mut ran = run_decided(agent, &cx, pending).await?;
+                run_budget::spend(&mut cx.run, &cx.spec, &mut ran.children);
+                turn::decided(ran, budget)
             }
             Turn::CallModel => {
                 let reply = call_model(agent, &mut cx, store, loaded.step).await?;
                 turn::replied(reply, &cx.spec.interrupt_on_for(cx.run.subagent.as_deref()))
             }
-            Turn::RunTools(calls) => turn::ran_tools(run_tools(agent, &cx, &calls).await?),
+            Turn::RunTools(calls) => {
+                let mut ran = run_tools(agent, &cx, &calls).await?;
+                run_budget::spend(&mut cx.run, &cx.spec, &mut ran.children);
+                turn::ran_tools(ran)
+            }
             Turn::Done(end) => break end,
         };
         let Next {

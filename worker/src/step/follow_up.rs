@@ -73,6 +73,7 @@ async fn start_child(
         // sealed in the child's record too.
         context: parent.context.clone(),
         traceparent: child.traceparent.clone(),
+        run_budget: Some(child.run_budget),
         ..RunRecord::new(
             child.run_id.clone(),
             child.thread_id.clone(),
@@ -125,6 +126,8 @@ async fn report(
         output,
         files: file_changes(&parent_thread.files, files),
         usage: run.usage,
+        // A subagent's record always carries its budget.
+        runs_left: run.run_budget.unwrap_or(0),
     };
     let remaining = store.record_child_result(parent, &result).await?;
     if remaining == 0 {

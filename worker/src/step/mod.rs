@@ -7,6 +7,7 @@
 //!
 //! - [`announce`]: run events for streaming followers, after each commit;
 //! - [`background`]: the ledger of background tasks (async subagents);
+//! - [`call_ids`]: tool-call ids made unique as a model turn comes in;
 //! - [`commit`]: the commit of a finished step (pure);
 //! - [`decide`]: pure decisions (fencing, follow-ups);
 //! - [`delegation`]: tool results into call results and child runs (pure);
@@ -19,12 +20,14 @@
 //! - [`hitl`]: human in the loop: gating a turn, applying decisions (pure);
 //! - [`model_call`]: the step's model call through the middleware;
 //! - [`resume`]: completing a turn parked on its subagents;
+//! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - [`spans`]: trace spans of model and tool calls;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
 
 pub mod announce;
 pub mod background;
+pub mod call_ids;
 pub mod commit;
 pub mod decide;
 pub mod delegation;
@@ -38,6 +41,7 @@ pub mod hitl;
 pub mod model_call;
 pub mod resume;
 mod retry;
+pub mod run_budget;
 pub mod spans;
 pub mod tool_calls;
 pub mod turn;

@@ -9,7 +9,7 @@ use std::time::Instant;
 use deepfleet_model::{CallPurpose, DeltaSink, ModelRequest, ModelResponse};
 use deepfleet_proto::AssistantMessage;
 use deepfleet_store::Store;
-use tracing::Instrument;
+use tracing::{Instrument, warn};
 
 use crate::agent::Agent;
 use crate::context::StepContext;
@@ -17,10 +17,11 @@ use crate::error::StepError;
 use crate::events::Event;
 use crate::middleware::ModelNext;
 use crate::step::deltas::{self, DeltaForwarder};
-use crate::step::spans;
+use crate::step::{call_ids, spans};
 
 /// Calls the model for thread step `step`: the model's turn, its usage
-/// recorded in it and in the run.
+/// recorded in it and in the run, its tool calls under ids unique in the
+/// thread (whatever the provider sent).
 pub async fn call_model(
     agent: &Agent,
     cx: &mut StepContext,
@@ -53,6 +54,16 @@ pub async fn call_model(
     cx.run.usage.add(&response.usage);
     let mut turn = response.message;
     turn.usage = Some(response.usage);
+    let earlier = cx.history.iter().chain(cx.added.iter());
+    let renamed = call_ids::make_unique(&mut turn.tool_calls, earlier, step);
+    if renamed > 0 {
+        warn!(
+            run = %cx.run.run_id,
+            step,
+            renamed,
+            "the model gave tool calls empty or repeated ids; renamed them"
+        );
+    }
     Ok(turn)
 }
 

@@ -1,7 +1,8 @@
 //! Completing a turn parked on its subagents, once their results are in:
 //! their file changes are merged in call order (a later call wins a
-//! conflict), their usage is added to the run's, and every call's result
-//! is appended in the model's order.
+//! conflict), their usage is added to the run's, the run budget they did
+//! not use returns to the run, and every call's result is appended in the
+//! model's order.
 
 use std::collections::HashMap;
 
@@ -16,6 +17,7 @@ use crate::context::StepContext;
 use crate::error::StepError;
 use crate::events::{CompactionKind, Event};
 use crate::step::delegation::tool_message;
+use crate::step::run_budget;
 use crate::tools::ToolOutput;
 use deepfleet_fleet::tokens::logged;
 
@@ -64,6 +66,7 @@ pub async fn complete(
             Resumed::Child(call, child) => {
                 merge_files(cx, &child).await?;
                 cx.run.usage.add(&child.usage);
+                run_budget::refund(&mut cx.run, &cx.spec, child.runs_left);
                 child_message(cx, &call, child).await
             }
         };
@@ -134,6 +137,7 @@ mod tests {
             output: format!("answer of {id}"),
             files: Default::default(),
             usage: Default::default(),
+            runs_left: 0,
         }
     }
 

@@ -15,12 +15,14 @@ use crate::events::Event;
 use crate::middleware::ToolNext;
 use crate::step::delegation::CallResult;
 use crate::step::guard::turn_errors;
+use crate::step::run_budget;
 use crate::step::spans;
 use crate::tools::ToolError;
 
 /// Runs `calls` concurrently; their results in the same order.
 pub async fn run_calls(agent: &Agent, cx: &StepContext, calls: &[ToolCall]) -> Vec<CallResult> {
-    let refused = turn_errors(calls, &agent.tools, cx.spec.limits.max_fanout);
+    let runs_left = run_budget::left(&cx.run, &cx.spec);
+    let refused = turn_errors(calls, &agent.tools, &cx.spec, runs_left);
     join_all(calls.iter().map(|call| {
         let refused = refused.get(&call.id).cloned();
         run_call(agent, cx, call, refused)

@@ -37,6 +37,7 @@ fn child(id: &str) -> ChildRun {
         description: "d".into(),
         traceparent: None,
         detached: false,
+        run_budget: 0,
     }
 }
 

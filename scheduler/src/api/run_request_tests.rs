@@ -1,0 +1,159 @@
+//! Router tests: every run-creating route refuses a bad request before it
+//! writes anything (issue 14: `/runs/stream` answered 422 to a bad
+//! `stream_mode` after it had created and queued the run).
+
+use axum::http::StatusCode;
+use deepfleet_queue::Queue;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::super::test_support::{GRAPH, TestApi, api, run_body};
+use crate::repo::batches::batches;
+use crate::repo::queued::queued;
+use crate::repo::runs::runs_of;
+use crate::repo::threads::threads;
+
+/// The routes that create runs on an existing thread (`{t}`), or on a
+/// thread `if_not_exists: create` makes.
+const THREAD_ROUTES: [&str; 3] = [
+    "/threads/{t}/runs",
+    "/threads/{t}/runs/wait",
+    "/threads/{t}/runs/stream",
+];
+
+/// The stateless ones.
+const STATELESS_ROUTES: [&str; 3] = ["/runs", "/runs/wait", "/runs/stream"];
+
+/// `run_body` with `field` set to `value`.
+fn with(field: &str, value: Value) -> Value {
+    let mut body = run_body("hi");
+    body[field] = value;
+    body
+}
+
+/// Bodies every create route must refuse, with the status and detail.
+fn bad_bodies() -> Vec<(Value, StatusCode, &'static str)> {
+    vec![
+        (
+            with("stream_mode", json!("bogus")),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown stream_mode 'bogus'",
+        ),
+        (
+            with("stream_mode", json!(["values", "nope"])),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown stream_mode 'nope'",
+        ),
+        (
+            with("if_not_exists", json!("sometimes")),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "if_not_exists must be create or reject; got 'sometimes'",
+        ),
+        (
+            json!({"assistant_id": "nobody", "input": {"messages": ["hi"]}}),
+            StatusCode::NOT_FOUND,
+            "Assistant 'nobody' not found.",
+        ),
+        (
+            with(
+                "input",
+                json!({"messages": [{"type": "ai", "content": "x"}]}),
+            ),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "messages[0]: only human/user messages can be sent, not `ai`",
+        ),
+    ]
+}
+
+/// Everything a create route could have written, as counts: threads,
+/// runs of `thread`, runs queued behind others, batches, queued steps.
+async fn written(api: &TestApi, thread: &str) -> [usize; 5] {
+    let store = api.store.as_ref();
+    [
+        threads(store).list().await.unwrap().len(),
+        runs_of(store, thread).list().await.unwrap().len(),
+        queued(store).list().await.unwrap().len(),
+        batches(store).list().await.unwrap().len(),
+        usize::try_from(api.queue.depth().await.unwrap().unwrap()).unwrap(),
+    ]
+}
+
+/// Sends `body` to `path` and checks the refusal and that nothing was
+/// written (`thread` is where a run would have gone).
+async fn refused(api: &TestApi, path: &str, body: Value, status: StatusCode, detail: &str) {
+    let thread = path
+        .split('/')
+        .nth(2)
+        .filter(|_| path.starts_with("/threads/"));
+    let thread = thread.unwrap_or("none");
+    let before = written(api, thread).await;
+    let answer = api.send("POST", path, Some(body.clone())).await;
+    assert_eq!(answer.status, status, "{path} {body}: {}", answer.text);
+    assert_eq!(answer.json()["detail"], detail, "{path} {body}");
+    assert_eq!(written(api, thread).await, before, "{path} {body} wrote");
+}
+
+#[tokio::test]
+async fn every_create_route_writes_nothing_for_a_bad_request() {
+    let api = api().await;
+    let thread = api.thread().await;
+    assert_eq!(written(&api, &thread).await, [1, 0, 0, 0, 0]);
+    for (body, status, detail) in bad_bodies() {
+        for route in THREAD_ROUTES {
+            let path = route.replace("{t}", &thread);
+            refused(&api, &path, body.clone(), status, detail).await;
+        }
+        for path in STATELESS_ROUTES {
+            refused(&api, path, body.clone(), status, detail).await;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_thread_to_create_is_not_created_for_a_bad_request() {
+    let api = api().await;
+    let mut body = with("stream_mode", json!("bogus"));
+    body["if_not_exists"] = json!("create");
+    for route in THREAD_ROUTES {
+        let path = route.replace("{t}", "t-new");
+        refused(
+            &api,
+            &path,
+            body.clone(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown stream_mode 'bogus'",
+        )
+        .await;
+        assert_eq!(threads(api.store.as_ref()).list().await.unwrap().len(), 0);
+    }
+}
+
+#[tokio::test]
+async fn a_resume_with_a_bad_stream_mode_resumes_nothing() {
+    let api = api().await;
+    let thread = api.thread().await;
+    let body = json!({"assistant_id": GRAPH, "stream_mode": "bogus",
+        "command": {"resume": {"decisions": [{"type": "approve"}]}}});
+    for route in THREAD_ROUTES {
+        let path = route.replace("{t}", &thread);
+        refused(
+            &api,
+            &path,
+            body.clone(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unknown stream_mode 'bogus'",
+        )
+        .await;
+    }
+}
+
+#[tokio::test]
+async fn a_batch_with_one_bad_run_creates_none() {
+    let api = api().await;
+    for (bad, status, detail) in bad_bodies() {
+        let bodies = json!([run_body("a"), bad, run_body("c")]);
+        let detail = format!("runs[1]: {detail}");
+        refused(&api, "/runs/batch", bodies, status, &detail).await;
+        assert_eq!(threads(api.store.as_ref()).list().await.unwrap().len(), 0);
+    }
+}
