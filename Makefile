@@ -1,18 +1,29 @@
 # The verbs of the project. `make test` is what CI runs.
 CARGO ?= cargo
+## Seconds each fuzz target runs: `make fuzz`, and within `make test`.
+FUZZ_SECS ?= 600
+FUZZ_TEST_SECS ?= 20
 
-.PHONY: build test lint run up schemas bench helm helm-sync
+.PHONY: build test lint run up schemas bench helm helm-sync fuzz
 
 build:
 	$(CARGO) build --release
 
 ## Starts RabbitMQ and Redis if needed, then runs every test (unit,
 ## conformance, end-to-end on embedded and distributed modes), then the
-## promtool checks of alerts and dashboards.
+## promtool checks of alerts and dashboards, then each fuzz target for
+## FUZZ_TEST_SECS seconds from its kept corpus.
 test: up
 	$(CARGO) test --workspace --all-targets
 	CARGO=$(CARGO) scripts/check-observability.sh
 	scripts/helm.sh
+	FUZZ_SECS=$(FUZZ_TEST_SECS) CARGO=$(CARGO) scripts/fuzz.sh
+
+## Runs each fuzz target of fuzz/ for FUZZ_SECS seconds, one after the
+## other, and merges what adds coverage into fuzz/corpus/ (see
+## docs/fuzzing.md).
+fuzz:
+	FUZZ_SECS=$(FUZZ_SECS) FUZZ_MERGE=1 CARGO=$(CARGO) scripts/fuzz.sh
 
 ## Lints the Helm chart strictly, renders it with every value set of
 ## helm/deepfleet/ci (and the defaults), validates the manifests against
@@ -29,7 +40,9 @@ helm-sync:
 
 lint:
 	$(CARGO) fmt --all --check
+	$(CARGO) fmt --manifest-path fuzz/Cargo.toml --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --target-dir target --all-targets -- -D warnings
 	scripts/check-import-loops.py
 
 ## The example batch, embedded mode.

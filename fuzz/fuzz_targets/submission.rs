@@ -1,0 +1,129 @@
+//! Messages on the submission queue, as the scheduler's queue intake
+//! takes them.
+//!
+//! Each input is one message body, handled by a real `SubmissionIntake`
+//! over the in-process queue and an embedded store serving the graph
+//! `helper`. Checked: handling never panics or errs; a body `parse`
+//! refuses is dead-lettered with that reason; a decoded submission encodes
+//! back to itself; with nothing able to fail transiently, a message is
+//! never requeued, only accepted or refused; an accepted one has its run,
+//! its reply record and its files under their normalised paths, and a
+//! refused one is dead-lettered with the reason and its payload.
+#![no_main]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use deepfleet_fuzz::json::assert_round_trip;
+use deepfleet_fuzz::runtime::block_on;
+use deepfleet_proto::AgentSpec;
+use deepfleet_proto::keys::records::REPLIES;
+use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_queue::{DeadLetters, Queue, QueueError, Replies, ReplyAddress};
+use deepfleet_scheduler::api::state::ApiState;
+use deepfleet_scheduler::repo::replies::ReplyRecord;
+use deepfleet_scheduler::submissions::{Outcome, parse};
+use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
+use deepfleet_store::Store;
+use deepfleet_store::embedded::EmbeddedStore;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|payload: &[u8]| {
+    let parsed = parse(payload);
+    if let Ok(submission) = &parsed {
+        assert_round_trip(submission);
+        let again = serde_json::to_vec(submission).expect("encodes");
+        assert!(parse(&again).is_ok(), "a parsed submission parses again");
+    }
+    block_on(handle(payload, parsed));
+});
+
+async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, String>) {
+    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+    let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
+    let intake = Intake::new(Arc::clone(&store), steps);
+    let spec = AgentSpec::from_yaml("name: helper\nmodel: openai:x\n").expect("spec");
+    intake.register(&spec).await.expect("registers");
+    let api = ApiState {
+        life: Lifecycle::new(intake),
+        graphs: Arc::new(vec!["helper".into()]),
+        started_at: chrono::Utc::now(),
+        metrics: None,
+    };
+    let submissions =
+        SubmissionIntake::new(api, Replier::new(Arc::clone(&store), Arc::new(NoReplies)));
+    let queue = MemoryQueue::new();
+    queue
+        .publish(payload.to_vec(), None)
+        .await
+        .expect("publish");
+    let mut consumer = queue.consume(1).await.expect("consume");
+    let delivery = consumer
+        .next()
+        .await
+        .expect("a delivery")
+        .expect("no error");
+    let outcome = match submissions.handle(delivery).await {
+        Ok(outcome) => outcome,
+        Err(e) => panic!("handling failed: {e}"),
+    };
+    assert_eq!(queue.depth().await.expect("depth"), Some(0), "settled");
+    let dead = queue.drain_dead_letters(usize::MAX).await.expect("dead");
+    match (outcome, parsed) {
+        (Outcome::Refused(reason), parsed) => {
+            if let Err(why) = parsed {
+                assert_eq!(reason, why);
+            }
+            assert_eq!(dead.len(), 1);
+            assert_eq!(
+                (dead[0].reason.as_str(), dead[0].payload.as_slice()),
+                (reason.as_str(), payload)
+            );
+        }
+        (Outcome::Accepted(run_id), Ok(submission)) => {
+            assert!(dead.is_empty());
+            let record: ReplyRecord = serde_json::from_value(
+                store
+                    .get_record(REPLIES, &run_id)
+                    .await
+                    .expect("reads")
+                    .expect("a reply record"),
+            )
+            .expect("a reply record decodes");
+            assert_eq!(record.id, submission.id);
+            let run = store
+                .get_run(&record.thread_id, &run_id)
+                .await
+                .expect("reads");
+            assert!(run.is_some(), "the accepted run exists");
+            let thread = store.load_thread(&record.thread_id).await.expect("thread");
+            let expected: BTreeMap<String, String> = submission
+                .files
+                .iter()
+                .flatten()
+                .map(|(path, content)| {
+                    let path = deepfleet_proto::path::validate(path).expect("accepted path");
+                    (path, content.clone())
+                })
+                .collect();
+            let stored: BTreeMap<String, String> = thread
+                .files
+                .into_iter()
+                .map(|(path, file)| (path, file.content))
+                .collect();
+            assert_eq!(stored, expected);
+        }
+        (outcome, parsed) => panic!("{outcome:?} for {parsed:?}"),
+    }
+}
+
+/// The in-process queue carries no reply address; no run ends here.
+struct NoReplies;
+
+#[async_trait]
+impl Replies for NoReplies {
+    async fn reply(&self, _: &ReplyAddress, _: Vec<u8>) -> Result<(), QueueError> {
+        Err(QueueError::Closed)
+    }
+}
