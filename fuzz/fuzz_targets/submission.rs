@@ -24,7 +24,7 @@ use deepfleet_queue::{DeadLetters, Queue, QueueError, Replies, ReplyAddress};
 use deepfleet_scheduler::api::state::ApiState;
 use deepfleet_scheduler::repo::replies::ReplyRecord;
 use deepfleet_scheduler::submissions::{Outcome, parse};
-use deepfleet_scheduler::{Intake, Lifecycle, Replier, SubmissionIntake};
+use deepfleet_scheduler::{Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use libfuzzer_sys::fuzz_target;
@@ -51,8 +51,11 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
         started_at: chrono::Utc::now(),
         metrics: None,
     };
-    let submissions =
-        SubmissionIntake::new(api, Replier::new(Arc::clone(&store), Arc::new(NoReplies)));
+    let submissions = SubmissionIntake::new(
+        api,
+        Replier::new(Arc::clone(&store), Arc::new(NoReplies)),
+        ReservedQueues::new(["deepfleet"]),
+    );
     let queue = MemoryQueue::new();
     queue
         .publish(payload.to_vec(), None)
