@@ -155,7 +155,9 @@ impl Drop for Fleet {
                 return;
             };
             // Bounded: the connections may depend on the test's runtime.
-            let _ = runtime.block_on(tokio::time::timeout(CLEANUP_LIMIT, remote.delete()));
+            // The timer must be made inside the runtime, not before it.
+            let _ = runtime
+                .block_on(async { tokio::time::timeout(CLEANUP_LIMIT, remote.delete()).await });
         });
         let _ = cleanup.join();
     }
