@@ -3,7 +3,7 @@
 //! would start it: command and args, the environment with every
 //! `secretKeyRef`/`configMapKeyRef` resolved from the rendered Secrets and
 //! ConfigMaps, ports, volumes (ConfigMap files, emptyDirs) and the
-//! readiness probe.
+//! probes.
 
 use std::path::Path;
 use std::process::Command;
@@ -38,9 +38,10 @@ pub struct Container {
     pub args: Option<Vec<String>>,
     pub env: Vec<(String, String)>,
     pub mounts: Vec<Mount>,
-    /// `(path, port)` of the readiness probe's `httpGet`, a named port
-    /// resolved through the container's ports.
+    /// `(path, port)` of the readiness and liveness probes' `httpGet`, a
+    /// named port resolved through the container's ports.
     pub readiness: (String, u16),
+    pub liveness: (String, u16),
     pub run_as: Option<(u32, u32)>,
     pub read_only_root: bool,
     pub termination_grace_secs: u64,
@@ -96,16 +97,19 @@ impl Rendered {
                 (p["name"].as_str().unwrap_or_default().to_owned(), port)
             })
             .collect();
-        let probe = &container["readinessProbe"]["httpGet"];
-        let probe_port = match &probe["port"] {
-            Value::String(name) => {
-                ports
-                    .iter()
-                    .find(|(n, _)| n == name)
-                    .unwrap_or_else(|| panic!("the probe names no port {name}"))
-                    .1
-            }
-            port => u16::try_from(port.as_u64().unwrap()).unwrap(),
+        let probe = |which: &str| {
+            let get = &container[which]["httpGet"];
+            let port = match &get["port"] {
+                Value::String(name) => {
+                    ports
+                        .iter()
+                        .find(|(n, _)| n == name)
+                        .unwrap_or_else(|| panic!("{which} names no port {name}"))
+                        .1
+                }
+                port => u16::try_from(port.as_u64().unwrap()).unwrap(),
+            };
+            (get["path"].as_str().unwrap().to_owned(), port)
         };
         let security = &pod["securityContext"];
         let run_as = security["runAsUser"].as_u64().map(|uid| {
@@ -123,7 +127,8 @@ impl Rendered {
                 .iter()
                 .map(|m| self.mount(pod, m))
                 .collect(),
-            readiness: (probe["path"].as_str().unwrap().to_owned(), probe_port),
+            readiness: probe("readinessProbe"),
+            liveness: probe("livenessProbe"),
             run_as,
             read_only_root: container["securityContext"]["readOnlyRootFilesystem"] == true,
             termination_grace_secs: pod["terminationGracePeriodSeconds"].as_u64().unwrap_or(30),

@@ -6,8 +6,8 @@
 //! environment, volumes, user and ports of the rendered Deployments. Their
 //! readiness probes pass, a 50-task batch submitted through the
 //! scheduler's API completes on the scripted model, readiness drops while
-//! their Redis is down and returns with it, and SIGTERM ends both with
-//! status 0 within their termination grace periods.
+//! their Redis is down (liveness does not) and returns with it, and SIGTERM
+//! ends both with status 0 within their termination grace periods.
 //!
 //! Needs RabbitMQ on 127.0.0.1:5672, `redis-server` (a private Redis is
 //! started, so it can be killed), podman, bubblewrap and the chart's tools
@@ -183,6 +183,7 @@ fn the_image_runs_the_rendered_deployments() {
     let rootfs = work.path().join("rootfs");
     let config = oci::unpack(&archive, &work.path().join("oci"), &rootfs);
     std::fs::remove_file(&archive).unwrap();
+    std::fs::remove_dir_all(work.path().join("oci")).unwrap();
     // The same final stage as the registry path of deploy/Dockerfile.
     assert_eq!(config.entrypoint, ["/usr/local/bin/deepfleet"]);
     assert_eq!(config.user, "10001:10001");
@@ -232,6 +233,7 @@ fn the_image_runs_the_rendered_deployments() {
     wait_ready(&mut worker, &worker_spec, "worker", true, START);
     phase("scheduler and worker ready");
 
+    // The API shares its port with the probes (`http`).
     run_batch(&mut scheduler, scheduler_spec.readiness.1);
     // 4 main-agent and 3 subagent model calls per briefing.
     assert_eq!(model.requests().len(), TASKS * 7);
@@ -246,6 +248,12 @@ fn the_image_runs_the_rendered_deployments() {
         READINESS,
     );
     wait_ready(&mut worker, &worker_spec, "worker", false, READINESS);
+    // Liveness does not follow: restarting the pod would not bring Redis
+    // back.
+    for spec in [&scheduler_spec, &worker_spec] {
+        let (path, port) = &spec.liveness;
+        assert_eq!(http::status(*port, path), 200, "{path} without Redis");
+    }
     phase("not ready without Redis");
     redis.up();
     wait_ready(
