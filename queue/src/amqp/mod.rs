@@ -33,6 +33,7 @@ mod consumer;
 mod dead_letters;
 mod replies;
 mod topology;
+mod uri;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -45,7 +46,7 @@ use lapin::options::{
     ExchangeDeleteOptions, QueueDeclareOptions, QueueDeleteOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
+use lapin::{BasicProperties, Channel, Confirmation, Connect, Connection, ConnectionProperties};
 use uuid::Uuid;
 
 use crate::{Consumer, Queue, QueueError};
@@ -179,11 +180,7 @@ fn connection_error(err: lapin::Error) -> QueueError {
 /// cannot be reached is therefore found out here, with one plain connect,
 /// before lapin is asked; an established connection still recovers.
 async fn reach(url: &str) -> Result<(), QueueError> {
-    // The parser's message may quote the URL, password and all.
-    let uri: lapin::uri::AMQPUri = url.parse().map_err(|_| {
-        QueueError::Connection("not an AMQP URL (amqp[s]://user:password@host:port/vhost)".into())
-    })?;
-    let authority = uri.authority;
+    let authority = uri::parse(url)?.authority;
     tokio::net::TcpStream::connect((authority.host.as_str(), authority.port))
         .await
         .map(drop)
@@ -208,7 +205,7 @@ impl AmqpQueue {
             .with_connection_name(format!("deepfleet {}", config.queue).into())
             .enable_auto_recover();
         let connection =
-            tokio::time::timeout_at(deadline, Connection::connect(&config.url, properties))
+            tokio::time::timeout_at(deadline, uri::parse(&config.url)?.connect(properties))
                 .await
                 .map_err(|_| too_late())?
                 .map_err(connection_error)?;
