@@ -72,9 +72,10 @@ impl StepError {
         match self {
             StepError::Model(e) => match e.kind {
                 ErrorKind::Auth => ErrorCode::ModelAuth,
-                ErrorKind::BadRequest | ErrorKind::InvalidResponse | ErrorKind::Unsupported => {
-                    ErrorCode::ModelBadRequest
-                }
+                ErrorKind::BadRequest
+                | ErrorKind::InvalidResponse
+                | ErrorKind::ResponseTooLarge
+                | ErrorKind::Unsupported => ErrorCode::ModelBadRequest,
                 ErrorKind::ContextOverflow => ErrorCode::ContextOverflow,
                 ErrorKind::RateLimited
                 | ErrorKind::Overloaded
