@@ -204,3 +204,41 @@ async fn a_stream_cut_before_any_delta_is_retried() {
     .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Transport);
 }
+
+/// Issue #14: an answer without choices is undecodable whether streamed
+/// or not; streamed, it used to pass as an empty turn.
+#[tokio::test]
+async fn a_stream_without_choices_is_an_invalid_response_as_unstreamed() {
+    let empty = json!({"id": "x", "object": "chat.completion.chunk", "created": 1,
+        "model": "m", "choices": []});
+    let server = Server::start(vec![
+        Canned::json(
+            200,
+            json!({"id": "x", "object": "chat.completion", "created": 1,
+            "model": "m", "choices": []}),
+        ),
+        Canned::sse_text(format!("data: {empty}\n\ndata: [DONE]\n\n")),
+    ])
+    .await;
+    let client = HttpClient::new(
+        ChatCompletions,
+        TransportConfig {
+            retry: RetryPolicy::none(),
+            ..TransportConfig::new(format!("{}/v1", server.root))
+        },
+    )
+    .unwrap();
+    let plain = client
+        .complete(&request(CallPurpose::Agent))
+        .await
+        .unwrap_err();
+    let streamed = client
+        .stream(&request(CallPurpose::Agent), &Collect::default())
+        .await
+        .unwrap_err();
+    assert_eq!(plain.kind, ErrorKind::InvalidResponse);
+    assert_eq!(
+        (streamed.kind, streamed.message),
+        (plain.kind, plain.message)
+    );
+}
