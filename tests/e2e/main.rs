@@ -17,6 +17,7 @@ mod call_ids;
 mod compression;
 mod crash;
 mod failures;
+mod faulty_providers;
 mod files;
 mod growth;
 mod hitl;

@@ -49,6 +49,12 @@ pub enum StepError {
     /// template or store namespace naming a missing context value).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The step ran past its time limit and was abandoned uncommitted.
+    #[error(
+        "the step ran longer than {} s (worker.step_timeout_secs) and was stopped",
+        .0.as_secs_f64()
+    )]
+    TimedOut(std::time::Duration),
 }
 
 impl StepError {
@@ -58,7 +64,7 @@ impl StepError {
             StepError::Model(e) => e.is_retryable(),
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
-            StepError::Tool { .. } => true,
+            StepError::Tool { .. } | StepError::TimedOut(_) => true,
             StepError::Agent { .. }
             | StepError::Inconsistent(_)
             | StepError::InvalidRequest(_)
@@ -72,9 +78,10 @@ impl StepError {
         match self {
             StepError::Model(e) => match e.kind {
                 ErrorKind::Auth => ErrorCode::ModelAuth,
-                ErrorKind::BadRequest | ErrorKind::InvalidResponse | ErrorKind::Unsupported => {
-                    ErrorCode::ModelBadRequest
-                }
+                ErrorKind::BadRequest
+                | ErrorKind::InvalidResponse
+                | ErrorKind::ResponseTooLarge
+                | ErrorKind::Unsupported => ErrorCode::ModelBadRequest,
                 ErrorKind::ContextOverflow => ErrorCode::ContextOverflow,
                 ErrorKind::RateLimited
                 | ErrorKind::Overloaded
@@ -86,9 +93,10 @@ impl StepError {
             StepError::Agent { .. } => ErrorCode::InvalidSpec,
             StepError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             StepError::LastDelivery => ErrorCode::AttemptsExhausted,
-            StepError::Store(_) | StepError::Queue(_) | StepError::Inconsistent(_) => {
-                ErrorCode::Internal
-            }
+            StepError::Store(_)
+            | StepError::Queue(_)
+            | StepError::Inconsistent(_)
+            | StepError::TimedOut(_) => ErrorCode::Internal,
         }
     }
 }
