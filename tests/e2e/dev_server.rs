@@ -3,7 +3,8 @@
 //! its queue, store and workers inside, and no RabbitMQ or Redis. The
 //! queue and store settings point at a listener of the test's that would
 //! see any connection; it must see none. Then a spec added to the agents
-//! folder is served without a restart.
+//! folder is served without a restart, and SIGTERM stops the process
+//! cleanly.
 //!
 //! Skipped with a note without PyPI, failed under `CI=true` (see
 //! `live_scheduler`).
@@ -96,7 +97,15 @@ async fn langgraph_sdk_drives_the_dev_server_without_servers() {
     }
     assert!(info.contains(r#""graphs":["helper","second"]"#), "{info}");
 
-    let _ = dev.kill().await;
+    // SIGTERM stops it gracefully.
+    let pid = dev.id().unwrap().to_string();
+    let sent = Command::new("kill").args(["-TERM", &pid]).status().await;
+    assert!(sent.unwrap().success(), "kill -TERM {pid}");
+    let exit = tokio::time::timeout(Duration::from_secs(60), dev.wait())
+        .await
+        .expect("deepfleet dev did not stop on SIGTERM")
+        .unwrap();
+    assert!(exit.success(), "deepfleet dev exited with {exit}");
     match trap.accept() {
         Err(e) if e.kind() == ErrorKind::WouldBlock => {}
         other => panic!("deepfleet dev connected to the configured queue or store: {other:?}"),
