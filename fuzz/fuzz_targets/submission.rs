@@ -22,6 +22,7 @@ use deepfleet_proto::keys::records::REPLIES;
 use deepfleet_proto::{AgentSpec, SubmissionRefusal};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_queue::{DeadLetters, Queue, QueueError, Replies, ReplyAddress};
+use deepfleet_scheduler::api::Graphs;
 use deepfleet_scheduler::api::state::ApiState;
 use deepfleet_scheduler::repo::replies::ReplyRecord;
 use deepfleet_scheduler::submissions::{Outcome, parse};
@@ -48,7 +49,7 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
     intake.register(&spec).await.expect("registers");
     let api = ApiState {
         life: Lifecycle::new(intake),
-        graphs: Arc::new(vec!["helper".into()]),
+        graphs: Graphs::new(["helper".to_owned()]),
         started_at: chrono::Utc::now(),
         metrics: None,
     };

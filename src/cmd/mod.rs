@@ -1,7 +1,9 @@
 //! The subcommands.
 
+pub mod agents_dir;
 pub mod batch;
 pub mod consumer_watch;
+pub mod dev;
 pub mod health;
 pub mod keygen;
 pub mod metrics_server;
@@ -10,6 +12,7 @@ pub mod resume;
 pub mod run;
 pub mod scheduler;
 pub mod signals;
+pub mod spec_watch;
 pub mod submit;
 pub mod telemetry;
 pub mod worker;

@@ -16,6 +16,7 @@ mod batch;
 mod call_ids;
 mod compression;
 mod crash;
+mod dev_server;
 mod failures;
 mod faulty_providers;
 mod files;
