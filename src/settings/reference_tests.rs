@@ -196,3 +196,61 @@ fn every_flag_variable_is_a_settings_variable() {
     }
     assert!(flags >= 8, "only {flags} flags show their variable");
 }
+
+/// `DEEPFLEET__...` names in `text`, up to the first character that can
+/// be no part of one; `DEEPFLEET__WORKER__...` (a family) is left out.
+fn variables_named_in(text: &str) -> Vec<String> {
+    let prefix = "DEEPFLEET__";
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || "_<>".contains(c)))
+            .unwrap_or(tail.len());
+        let name = &tail[..end];
+        if !name.ends_with("__") {
+            out.push(name.to_owned());
+        }
+        rest = &tail[end..];
+    }
+    out
+}
+
+#[test]
+fn every_variable_the_docs_and_deployments_name_is_a_setting() {
+    let variables: BTreeSet<String> = settings().iter().map(|name| variable(name)).collect();
+    let mut files = vec![
+        repo_file("README.md"),
+        repo_file("RELIABILITY.md"),
+        repo_file("deploy/compose.yaml"),
+        repo_file("deploy/deepfleet.example.toml"),
+        repo_file("helm/deepfleet/values.yaml"),
+    ];
+    for dir in ["docs", "helm/deepfleet/templates"] {
+        for entry in std::fs::read_dir(repo_file(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                files.push(path);
+            }
+        }
+    }
+    let mut seen = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for name in variables_named_in(&text) {
+            // `DEEPFLEET__PROVIDERS__OPENAI__API_KEY` is an instance of
+            // `DEEPFLEET__PROVIDERS__<NAME>__API_KEY`.
+            let key = name["DEEPFLEET__".len()..]
+                .to_lowercase()
+                .replace("__", ".");
+            assert!(
+                variables.contains(&name) || settings().iter().any(|s| names::matches(s, &key)),
+                "{} names {name}, which sets no setting",
+                file.display()
+            );
+            seen += 1;
+        }
+    }
+    assert!(seen >= 40, "only {seen} variables found");
+}
