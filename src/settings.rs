@@ -120,6 +120,17 @@ pub enum LogFormat {
     Text,
 }
 
+impl LogFormat {
+    /// Whether lines are JSON, given whether stderr is a terminal.
+    pub fn is_json(self, terminal: bool) -> bool {
+        match self {
+            LogFormat::Auto => !terminal,
+            LogFormat::Json => true,
+            LogFormat::Text => false,
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {
@@ -425,6 +436,14 @@ mod tests {
         };
         let err = format!("{err:#}");
         assert!(err.contains("concurency"), "{err}");
+    }
+
+    #[test]
+    fn auto_logs_are_text_on_a_terminal_only() {
+        assert!(!LogFormat::Auto.is_json(true));
+        assert!(LogFormat::Auto.is_json(false));
+        assert!(LogFormat::Json.is_json(true));
+        assert!(!LogFormat::Text.is_json(false));
     }
 
     #[test]

@@ -94,12 +94,7 @@ impl OtlpConfig {
 pub fn init(otlp: Option<&OtlpConfig>, format: LogFormat) -> anyhow::Result<Telemetry> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let terminal = std::io::stderr().is_terminal();
-    let json = match format {
-        LogFormat::Auto => !terminal,
-        LogFormat::Json => true,
-        LogFormat::Text => false,
-    };
-    let logs = if json {
+    let logs = if format.is_json(terminal) {
         tracing_subscriber::fmt::layer()
             .json()
             .with_current_span(true)
