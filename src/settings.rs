@@ -298,6 +298,16 @@ impl Settings {
     }
 }
 
+/// The dotted key a `DEEPFLEET__...` variable sets, lowercase as the
+/// loader reads it (`DEEPFLEET__WORKER__GRACE_SECS` ->
+/// `worker.grace_secs`); `None` for any other variable.
+fn key_of(variable: &str) -> Option<String> {
+    let prefix = format!("{PREFIX}{SEPARATOR}").to_lowercase();
+    let lower = variable.to_lowercase();
+    let rest = lower.strip_prefix(&prefix)?;
+    Some(rest.replace(SEPARATOR, "."))
+}
+
 /// Splits `DEEPFLEET__...` variables into those naming a setting and
 /// those naming none (with the nearest setting's variable); other
 /// variables are dropped.
@@ -305,15 +315,12 @@ fn sort_variables(
     vars: impl IntoIterator<Item = (String, String)>,
     names: &[String],
 ) -> (HashMap<String, String>, Vec<UnknownVariable>) {
-    let prefix = format!("{PREFIX}{SEPARATOR}").to_lowercase();
     let mut known = HashMap::new();
     let mut unknown = Vec::new();
     for (name, value) in vars {
-        let lower = name.to_lowercase();
-        let Some(rest) = lower.strip_prefix(&prefix) else {
+        let Some(key) = key_of(&name) else {
             continue;
         };
-        let key = rest.replace(SEPARATOR, ".");
         if names.iter().any(|setting| names::matches(setting, &key)) {
             known.insert(name, value);
         } else {
@@ -338,22 +345,17 @@ fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>)
     else {
         return error.into();
     };
-    // The environment is the last layer: a value a variable sets is the
-    // one read, whatever origin the error kept.
-    let from_file = origin.as_deref().is_some_and(|o| o != "the environment");
-    let prefix = format!("{PREFIX}{SEPARATOR}").to_lowercase();
-    let name = key.as_deref().filter(|_| !from_file).and_then(|key| {
-        vars.keys().find(|name| {
-            name.to_lowercase()
-                .strip_prefix(&prefix)
-                .is_some_and(|rest| rest.replace(SEPARATOR, ".") == key)
-        })
+    // Errors of custom deserializers (an unknown `log_format`) keep no
+    // origin; as the environment is the last layer, a key a variable sets
+    // is that variable's unless the error names another origin.
+    let from_elsewhere = origin.as_deref().is_some_and(|o| o != "the environment");
+    let name = key.as_deref().filter(|_| !from_elsewhere).and_then(|key| {
+        vars.keys()
+            .find(|name| key_of(name).as_deref() == Some(key))
+            .cloned()
     });
     match name {
-        Some(name) => {
-            let name = name.clone();
-            anyhow::Error::new(error).context(format!("the variable {name}"))
-        }
+        Some(name) => anyhow::Error::new(error).context(format!("the variable {name}")),
         None => error.into(),
     }
 }

@@ -34,6 +34,8 @@ pub fn matches(name: &str, key: &str) -> bool {
     }
 }
 
+/// Deserializes the value at `path`, pushing the path of every leaf
+/// beneath it onto `out`.
 struct Probe<'a> {
     path: String,
     out: &'a mut Vec<String>,
@@ -190,5 +192,22 @@ impl<'de, I: Iterator<Item = &'static str>> MapAccess<'de> for Entries<'_, I> {
 
     fn next_value_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<T::Value, Error> {
         seed.deserialize(self.probe.child(self.pending))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_map_level_matches_any_one_key() {
+        assert!(matches("worker.grace_secs", "worker.grace_secs"));
+        assert!(matches(
+            "providers.<name>.api_key",
+            "providers.openai.api_key"
+        ));
+        assert!(!matches("providers.<name>.api_key", "providers.api_key"));
+        assert!(!matches("worker.grace_secs", "worker"));
+        assert!(!matches("worker", "worker.grace_secs"));
     }
 }
