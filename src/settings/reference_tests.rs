@@ -77,6 +77,31 @@ fn every_setting_is_in_the_reference_with_its_variable_and_default() {
     );
 }
 
+#[test]
+fn the_reference_gives_the_model_clients_own_defaults() {
+    use deepfleet_model::transport::{
+        DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT,
+    };
+    let rows = reference_rows();
+    for (name, want) in [
+        ("providers.<name>.timeout_secs", DEFAULT_TIMEOUT.as_secs()),
+        (
+            "providers.<name>.idle_timeout_secs",
+            DEFAULT_IDLE_TIMEOUT.as_secs(),
+        ),
+        (
+            "providers.<name>.max_response_bytes",
+            DEFAULT_MAX_RESPONSE_BYTES,
+        ),
+    ] {
+        let default = &rows[name].1;
+        assert!(
+            default.starts_with(&format!("`{want}`")),
+            "docs/configuration.md gives `{name}` the default {default:?}, the client {want}"
+        );
+    }
+}
+
 /// The example with every optional setting switched on: `# key = ...`
 /// and `# [table]` lines lose their `# `; prose (`## ...`) stays.
 fn uncommented(example: &str) -> String {
