@@ -23,7 +23,7 @@ struct Cli {
     /// Export traces over OTLP/HTTP to this collector (base URL, e.g.
     /// `http://127.0.0.1:4318`); overrides `otlp_endpoint` and
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`. Off by default.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "DEEPFLEET__OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -69,11 +69,14 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // TLS to providers and brokers uses ring; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let settings = settings::Settings::load(cli.config.as_deref())?;
+    let settings::Loaded { settings, unknown } = settings::Settings::load(cli.config.as_deref())?;
     let explicit = cli.otlp_endpoint.or_else(|| settings.otlp_endpoint.clone());
     let otlp =
         cmd::telemetry::OtlpConfig::resolve(explicit.as_deref(), |name| std::env::var(name).ok())?;
-    let telemetry = cmd::telemetry::init(otlp.as_ref())?;
+    let telemetry = cmd::telemetry::init(otlp.as_ref(), settings.log_format)?;
+    for variable in &unknown {
+        tracing::warn!(variable = %variable.name, "{variable}");
+    }
     let code = match cli.command {
         Command::Run(args) => cmd::run::run(args, settings).await,
         Command::Submit(args) => cmd::submit::run(args, settings).await,

@@ -36,7 +36,7 @@ pub struct RunArgs {
     model: Option<String>,
     /// Serve Prometheus metrics on `/metrics` at this address while the
     /// batch runs (overrides `metrics_listen`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__METRICS_LISTEN")]
     metrics_listen: Option<String>,
     /// Persist the embedded store to this file, so `deepfleet resume` can
     /// continue runs that wait for a human decision, and an interrupted

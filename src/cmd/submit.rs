@@ -20,10 +20,10 @@ pub struct SubmitArgs {
     #[arg(long)]
     agent: PathBuf,
     /// RabbitMQ URL.
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__QUEUE")]
     queue: Option<String>,
     /// Redis URL (`redis://...`, or `redis+cluster://h1:p1,h2:p2`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__STORE")]
     store: Option<String>,
     /// Where result lines go.
     #[arg(long, default_value = "results.jsonl")]
