@@ -21,8 +21,9 @@ use serde::{Deserialize, Serialize};
 const PREFIX: &str = "DEEPFLEET";
 const SEPARATOR: &str = "__";
 
-/// Everything configurable.
-#[derive(Debug, Serialize, Deserialize)]
+/// Everything configurable. Its `Debug` hides the context key and the
+/// URLs' passwords, so printing the settings cannot leak them.
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// RabbitMQ URL of the distributed mode (`--queue` wins). Default:
@@ -70,6 +71,31 @@ pub struct Settings {
 }
 
 /// Worker tuning.
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = |u: &Option<String>| u.as_deref().map(crate::cmd::redacted);
+        f.debug_struct("Settings")
+            .field("queue", &url(&self.queue))
+            .field("store", &url(&self.store))
+            .field("queue_name", &self.queue_name)
+            .field("key_prefix", &self.key_prefix)
+            .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("worker", &self.worker)
+            .field("scheduler", &self.scheduler)
+            .field("otlp_endpoint", &self.otlp_endpoint)
+            .field("metrics_listen", &self.metrics_listen)
+            .field("log_format", &self.log_format)
+            .field("providers", &self.providers)
+            .field(
+                "context_key",
+                &self.context_key.as_ref().map(|_| "[redacted]"),
+            )
+            .field("context_key_file", &self.context_key_file)
+            .field("profiles", &self.profiles)
+            .finish()
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerSettings {
@@ -492,6 +518,30 @@ mod tests {
         assert_eq!(settings.scheduler.listen, "0.0.0.0:2024");
         assert_eq!(settings.scheduler.grace_secs, 5);
         assert_eq!(settings.metrics_listen.as_deref(), Some("0.0.0.0:9464"));
+    }
+
+    #[test]
+    fn printing_the_settings_shows_no_key_or_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        let key = deepfleet_store::sealed::ContextKey::generate_base64();
+        std::fs::write(
+            &file,
+            format!(
+                "queue = \"amqp://u:amqp-pw@mq:5672/%2f\"\nstore = \"redis://:redis-pw@cache:6379\"\n\
+                 context_key = \"{key}\"\n[providers.openai]\napi_key = \"sk-provider\"\n"
+            ),
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&file)).unwrap().settings;
+        let shown = format!("{settings:?}");
+        for secret in [key.as_str(), "amqp-pw", "redis-pw", "sk-provider"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(
+            shown.contains("mq:5672") && shown.contains("[redacted]"),
+            "{shown}"
+        );
     }
 
     #[test]
