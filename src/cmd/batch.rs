@@ -323,9 +323,16 @@ impl Finished {
 }
 
 /// How long a follower waits on the done list alone before it reads its
-/// runs' records: another process following the same batch takes the
-/// notices it pops.
+/// runs' records (another process following the same batch takes the
+/// notices it pops): at least this, and a millisecond per run followed,
+/// so a big batch is not read every few seconds.
 const SWEEP_EVERY: Duration = Duration::from_secs(2);
+
+fn sweep_interval(followed: usize) -> Duration {
+    SWEEP_EVERY.max(Duration::from_millis(
+        u64::try_from(followed).unwrap_or(u64::MAX),
+    ))
+}
 
 /// Writes the result line of each of `follower`'s runs to `results` as it
 /// ends (or parks for a review), until none is left or `interrupt` is
@@ -340,7 +347,7 @@ pub async fn follow(
     let mut swept = Instant::now();
     while follower.remaining() > 0 && !interrupt.is_cancelled() {
         let mut lines = follower.poll().await?;
-        if lines.is_empty() && swept.elapsed() >= SWEEP_EVERY {
+        if lines.is_empty() && swept.elapsed() >= sweep_interval(follower.remaining()) {
             lines = follower.collect_ended().await?;
             swept = Instant::now();
         }
