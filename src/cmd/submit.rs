@@ -81,6 +81,8 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
             "{} run(s) enqueued; not following them (--detach)",
             runs.len()
         );
+        super::consumer_watch::warn_if_unconsumed(intake.queue().as_ref(), &settings.queue_name)
+            .await;
         return Ok(ExitCode::SUCCESS);
     }
     // Without a worker on the queue the batch would wait without a word.
