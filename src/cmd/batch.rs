@@ -65,7 +65,14 @@ pub async fn run_batch(
     context_key: Option<ContextKey>,
     in_process: Option<InProcess>,
 ) -> anyhow::Result<ExitCode> {
-    let intake = intake_for(store.clone(), queue, context_key, plan.spec, plan.tasks).await?;
+    let intake = intake_for(
+        Arc::clone(&store),
+        queue,
+        context_key,
+        plan.spec,
+        plan.tasks,
+    )
+    .await?;
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
