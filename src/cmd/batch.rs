@@ -23,6 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use super::EmbeddedWorker;
+use super::consumer_watch::ConsumerWatch;
 use super::signals::Interrupt;
 use crate::batch_io::Summary;
 use crate::results_file::ResultsFile;
@@ -43,6 +44,10 @@ pub struct BatchPlan<'a> {
     /// The id a new batch takes (`submit`'s batch key, so the same tasks
     /// submitted again are the same batch); `None` for a fresh id.
     pub batch_id: Option<&'a str>,
+    /// The broker's name of the step queue, watched for consumers once
+    /// the batch is named (distributed mode: without a worker on it the
+    /// batch would wait without a word).
+    pub watch_queue: Option<String>,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -79,6 +84,9 @@ pub async fn run_batch(
     if in_process.is_none() {
         announce(batch.batch_id(), plan.out);
     }
+    let watch = plan
+        .watch_queue
+        .map(|name| ConsumerWatch::start(Arc::clone(intake.queue()), name));
     let mut finished = Finished::default();
     finished.add_earlier(&earlier);
     if let Some(local) = &in_process
@@ -117,6 +125,9 @@ pub async fn run_batch(
     let left_note = unfinished_runs_note(in_process.is_some(), plan.state_file);
     if let Some(local) = in_process {
         local.worker.stop().await?;
+    }
+    if let Some(watch) = watch {
+        watch.finish().await;
     }
     progress.finish_and_clear();
     if interrupt.token().is_cancelled() {
@@ -180,11 +191,12 @@ pub fn announce(batch_id: &str, out: &Path) {
     );
 }
 
-/// Records every task of `tasks` in batch `batch_id` and starts the run
+/// Records every task of `tasks` in batch `batch_id`, then starts the run
 /// of each that `skip` leaves out, until `stop` is cancelled; returns
 /// those runs. A task whose run exists already (the batch was submitted
 /// before) gets that run back, not a second one. The tasks are checked
-/// ([`intake_for`]).
+/// ([`intake_for`]). The whole roster comes first, so a follower of the
+/// batch knows every task, and which were never submitted.
 pub async fn enqueue(
     intake: &Intake,
     spec: &AgentSpec,
@@ -195,15 +207,14 @@ pub async fn enqueue(
 ) -> anyhow::Result<Vec<RunRecord>> {
     let roster = TaskBatches::new(Arc::clone(intake.store()));
     roster.open(batch_id, &spec.name).await?;
-    let mut runs = Vec::new();
     for (index, task) in (0_u64..).zip(tasks) {
+        roster.add(batch_id, index, &task.id).await?;
+    }
+    let mut runs = Vec::new();
+    for task in tasks.iter().filter(|t| !skip(&t.id)) {
         if stop.is_cancelled() {
             break;
         }
-        if skip(&task.id) {
-            continue;
-        }
-        roster.add(batch_id, index, &task.id).await?;
         runs.push(intake.submit_to_batch(&spec.name, task, batch_id).await?);
     }
     Ok(runs)

@@ -87,6 +87,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         fresh: args.fresh,
         state_file: args.state.as_deref(),
         batch_id: None,
+        watch_queue: None,
     };
     let in_process = InProcess {
         worker,

@@ -8,14 +8,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
 use deepfleet_proto::TaskLine;
 use tokio_util::sync::CancellationToken;
 
 use super::batch::BatchPlan;
-use super::consumer_watch::ConsumerWatch;
 use crate::batch_io::read_tasks;
 use crate::settings::Settings;
 
@@ -85,8 +83,6 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
             .await;
         return Ok(ExitCode::SUCCESS);
     }
-    // Without a worker on the queue the batch would wait without a word.
-    let watch = ConsumerWatch::start(Arc::clone(&queue), settings.queue_name.clone());
     let plan = BatchPlan {
         spec: &spec,
         tasks: &tasks,
@@ -94,10 +90,9 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         fresh: args.fresh,
         state_file: None,
         batch_id: Some(&batch_id),
+        watch_queue: Some(settings.queue_name.clone()),
     };
-    let outcome = super::batch::run_batch(queue, store, plan, key, None).await;
-    watch.finish().await;
-    outcome
+    super::batch::run_batch(queue, store, plan, key, None).await
 }
 
 /// The id of the batch of `agent` with batch key `key`, or without one,

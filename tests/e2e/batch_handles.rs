@@ -129,6 +129,18 @@ async fn an_interrupted_submit_is_followed_to_the_end_by_its_id() {
     };
     let mut first = submit(&batch, &fleet, "results.jsonl", &[]);
     let id = batch_id_of(&mut first).await;
+    // Interrupted while it still submits, `submit` leaves tasks that only
+    // submitting the file again starts; here every run is in the fleet.
+    let submitted = tokio::time::timeout(PATIENCE, async {
+        while fleet_runs(&fleet).await.len() < TASKS {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        submitted.is_ok(),
+        "submit did not submit every task in time"
+    );
     batch.wait_for_calls(2 * CONCURRENCY + 2).await;
     tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
     interrupt(&mut first, "INT").await;
