@@ -35,6 +35,9 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Enqueue a batch into a running fleet and follow it.
     Submit(cmd::submit::SubmitArgs),
+    /// Re-attach to a submitted batch by its id: status, follow, results,
+    /// cancel.
+    Batch(cmd::batch_handles::BatchArgs),
     /// Execute steps from the fleet's queue.
     Worker(cmd::worker::WorkerArgs),
     /// Answer a run that waits for a human decision and continue it.
@@ -80,6 +83,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let code = match cli.command {
         Command::Run(args) => cmd::run::run(args, settings).await,
         Command::Submit(args) => cmd::submit::run(args, settings).await,
+        Command::Batch(args) => cmd::batch_handles::run(args, settings).await,
         Command::Worker(args) => cmd::worker::run(args, settings).await,
         Command::Resume(args) => cmd::resume::run(args, settings).await,
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,

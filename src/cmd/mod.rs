@@ -2,6 +2,7 @@
 
 pub mod agents_dir;
 pub mod batch;
+pub mod batch_handles;
 pub mod consumer_watch;
 pub mod dev;
 pub mod health;

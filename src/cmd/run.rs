@@ -86,6 +86,8 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         out: &args.out,
         fresh: args.fresh,
         state_file: args.state.as_deref(),
+        batch_id: None,
+        watch_queue: None,
     };
     let in_process = InProcess {
         worker,
