@@ -5,6 +5,7 @@
 
 mod batch_io;
 mod cmd;
+mod redacted_url;
 mod results_file;
 mod settings;
 mod unfinished_batch;

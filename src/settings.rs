@@ -73,7 +73,7 @@ pub struct Settings {
 /// Worker tuning.
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let url = |u: &Option<String>| u.as_deref().map(crate::cmd::redacted);
+        let url = |u: &Option<String>| u.as_deref().map(crate::redacted_url::redacted);
         f.debug_struct("Settings")
             .field("queue", &url(&self.queue))
             .field("store", &url(&self.store))

@@ -140,7 +140,7 @@ async fn start_submissions(
         .with_context(|| {
             format!(
                 "connecting the submission queue at {}",
-                super::redacted(url)
+                crate::redacted_url::redacted(url)
             )
         })?;
     submissions
