@@ -50,12 +50,14 @@ fuzz_target!(|data: &[u8]| {
     block_on(register(&spec));
 });
 
-/// The lines of `source` as YAML counts them: a lone CR breaks a line as
-/// LF and CRLF do (`str::lines` sees none there), and the error lines
-/// come from the YAML parser.
+/// The lines of `source` as the YAML parser counts them: a lone CR, NEL
+/// (U+0085) and the Unicode line and paragraph separators break a line
+/// as LF and CRLF do (`str::lines` sees none of them), and the error
+/// lines come from the parser.
 fn yaml_lines(source: &str) -> usize {
-    let breaks = source.replace("\r\n", "\n").matches(['\r', '\n']).count();
-    let unterminated = !source.is_empty() && !source.ends_with(['\r', '\n']);
+    const BREAKS: [char; 5] = ['\r', '\n', '\u{85}', '\u{2028}', '\u{2029}'];
+    let breaks = source.replace("\r\n", "\n").matches(BREAKS).count();
+    let unterminated = !source.is_empty() && !source.ends_with(BREAKS);
     breaks + usize::from(unterminated)
 }
 
