@@ -26,6 +26,7 @@ fn client(server: &Server, stream: bool) -> HttpClient<Messages> {
 
 fn request(purpose: CallPurpose) -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "claude-sonnet-4-5".into(),
         system: "You are deepfleet.\n<memory>notes</memory>\nToday.".into(),
         messages: vec![

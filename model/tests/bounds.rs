@@ -182,6 +182,7 @@ fn sse(name: &str, data: &Value) -> String {
 
 fn request() -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "m".into(),
         system: String::new(),
         messages: vec![Message::user("Say a lot.")],

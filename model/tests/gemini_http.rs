@@ -26,6 +26,7 @@ fn client(server: &Server, stream: bool) -> HttpClient<GenerateContent> {
 
 fn request(purpose: CallPurpose) -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "gemini-2.5-flash".into(),
         system: "You are deepfleet.".into(),
         messages: vec![Message::user("Read /a and list /.")],

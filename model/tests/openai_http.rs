@@ -51,6 +51,7 @@ fn authorization(request: &Received) -> Option<&str> {
 
 fn request() -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "gpt-4.1-mini".into(),
         system: "You are deepfleet.".into(),
         messages: vec![

@@ -25,6 +25,7 @@ fn client(server: &Server, stream: bool) -> HttpClient<ChatCompletions> {
 
 fn request(purpose: CallPurpose) -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "gpt-4.1-mini".into(),
         system: "You are deepfleet.".into(),
         messages: vec![Message::user("Read both files.")],

@@ -144,6 +144,7 @@ mod tests {
         .unwrap();
         let client = ReplayClient::new(Arc::new(ReplayEngine::new(script)));
         let request = ModelRequest {
+            sampling: Default::default(),
             model: "scripted".into(),
             system: String::new(),
             messages: vec![Message::user("go")],

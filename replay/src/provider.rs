@@ -73,6 +73,7 @@ mod tests {
             register(Providers::with_env(HashMap::new(), |_| None)).with_retry(RetryPolicy::none());
         let spec = format!("replay:{}", path.display());
         let request = ModelRequest {
+            sampling: Default::default(),
             model: String::new(),
             system: String::new(),
             messages: vec![deepfleet_proto::Message::user("x")],

@@ -47,6 +47,7 @@ fn engine() -> Arc<ReplayEngine> {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "scripted".into(),
         system: "You are a test agent.".into(),
         messages,

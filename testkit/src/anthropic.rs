@@ -202,6 +202,7 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
         flush_user(&mut messages, &mut user);
     }
     ModelRequest {
+        sampling: Default::default(),
         model: request.model,
         system,
         messages,

@@ -128,6 +128,7 @@ fn to_neutral(model: String, request: GenerateContentRequest) -> ModelRequest {
         }
     }
     ModelRequest {
+        sampling: Default::default(),
         model,
         system,
         messages,

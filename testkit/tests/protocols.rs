@@ -87,6 +87,7 @@ async fn server() -> ScriptedServer {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "scripted".into(),
         system: "You summarize notes.".into(),
         messages,

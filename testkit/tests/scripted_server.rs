@@ -51,6 +51,7 @@ fn client(url: String) -> HttpClient<ChatCompletions> {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
+        sampling: Default::default(),
         model: "scripted".into(),
         system: "You are a note taker.".into(),
         messages,

@@ -197,6 +197,7 @@ impl Summarizer {
         };
         let prompt = PROMPT.replace("{messages}", &render(&view.messages[..cutoff], true));
         let request = ModelRequest {
+            sampling: Default::default(),
             model: self.model_name.clone(),
             system: String::new(),
             messages: vec![Message::user(prompt)],

@@ -14,6 +14,7 @@ use serde_json::json;
 fn request(cx: &StepContext) -> ModelRequest {
     let start = cx.compaction.view_start();
     ModelRequest {
+        sampling: Default::default(),
         model: "fake".into(),
         system: "sys".into(),
         messages: cx
