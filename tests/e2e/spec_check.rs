@@ -5,10 +5,13 @@
 //! template failed every task later; issue 19: a missing API key ran a
 //! batch for half a minute of retries without naming the key).
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use deepfleet_model::ProviderConfig;
+use deepfleet_proto::ResultStatus;
 use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::script::{ScriptBuilder, When};
@@ -161,6 +164,39 @@ async fn a_missing_api_key_is_refused_before_any_model_call() {
         "subagents[0].model",
         6,
         "set ANTHROPIC_API_KEY or providers.anthropic.api_key",
+    );
+    assert!(server.requests().is_empty(), "a model call was made");
+}
+
+/// A worker given a run on a provider it has no key for (a spec
+/// registered elsewhere) fails the run at once, naming the key, rather
+/// than retrying the provider's 401.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_without_the_key_fails_the_run_naming_it() {
+    let script = ScriptBuilder::new().answer(When::always(), "done");
+    let engine = ReplayEngine::new(Script::from_yaml(&script.build()).unwrap());
+    let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO)
+        .await
+        .unwrap();
+    let config = ProviderConfig {
+        base_url: Some(server.url()),
+        ..ProviderConfig::default()
+    };
+    let mut fleet = crate::support::fleet()
+        .providers(HashMap::from([("openai".to_owned(), config)]))
+        .embedded()
+        .unwrap();
+    let spec = crate::support::spec("keyless", "openai:gpt-x", "");
+    let results = fleet
+        .run(&spec, &[crate::support::task("t1", "hi")])
+        .await
+        .unwrap();
+    fleet.shutdown().await.unwrap();
+    assert_eq!(results[0].status, ResultStatus::Error);
+    let error = format!("{:?}", results[0].error);
+    assert!(
+        error.contains("set OPENAI_API_KEY or providers.openai.api_key"),
+        "{error}"
     );
     assert!(server.requests().is_empty(), "a model call was made");
 }
