@@ -26,7 +26,6 @@ fn client(server: &Server, stream: bool) -> HttpClient<Messages> {
 
 fn request(purpose: CallPurpose) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "claude-sonnet-4-5".into(),
         system: "You are deepfleet.\n<memory>notes</memory>\nToday.".into(),
         messages: vec![
@@ -51,6 +50,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         // After the memory section.
         cache_breakpoints: vec![41],
         purpose,
+        sampling: Default::default(),
     }
 }
 

@@ -182,7 +182,6 @@ fn sse(name: &str, data: &Value) -> String {
 
 fn request() -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "m".into(),
         system: String::new(),
         messages: vec![Message::user("Say a lot.")],
@@ -191,6 +190,7 @@ fn request() -> ModelRequest {
         cache_key: None,
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -26,7 +26,6 @@ fn client(server: &Server, stream: bool) -> HttpClient<GenerateContent> {
 
 fn request(purpose: CallPurpose) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "gemini-2.5-flash".into(),
         system: "You are deepfleet.".into(),
         messages: vec![Message::user("Read /a and list /.")],
@@ -39,6 +38,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![],
         purpose,
+        sampling: Default::default(),
     }
 }
 

@@ -51,7 +51,6 @@ fn authorization(request: &Received) -> Option<&str> {
 
 fn request() -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "gpt-4.1-mini".into(),
         system: "You are deepfleet.".into(),
         messages: vec![
@@ -76,6 +75,7 @@ fn request() -> ModelRequest {
         cache_key: Some("thread-42".into()),
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -25,7 +25,6 @@ fn client(server: &Server, stream: bool) -> HttpClient<ChatCompletions> {
 
 fn request(purpose: CallPurpose) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "gpt-4.1-mini".into(),
         system: "You are deepfleet.".into(),
         messages: vec![Message::user("Read both files.")],
@@ -34,6 +33,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         cache_key: Some("thread-7".into()),
         cache_breakpoints: vec![],
         purpose,
+        sampling: Default::default(),
     }
 }
 

@@ -144,7 +144,6 @@ mod tests {
         .unwrap();
         let client = ReplayClient::new(Arc::new(ReplayEngine::new(script)));
         let request = ModelRequest {
-            sampling: Default::default(),
             model: "scripted".into(),
             system: String::new(),
             messages: vec![Message::user("go")],
@@ -153,6 +152,7 @@ mod tests {
             cache_key: None,
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Summarization,
+            sampling: Default::default(),
         };
         let seen = Mutex::new(Vec::new());
         let sink = |event: DeltaEvent| seen.lock().unwrap().push(event);

@@ -73,7 +73,6 @@ mod tests {
             register(Providers::with_env(HashMap::new(), |_| None)).with_retry(RetryPolicy::none());
         let spec = format!("replay:{}", path.display());
         let request = ModelRequest {
-            sampling: Default::default(),
             model: String::new(),
             system: String::new(),
             messages: vec![deepfleet_proto::Message::user("x")],
@@ -82,6 +81,7 @@ mod tests {
             cache_key: None,
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Agent,
+            sampling: Default::default(),
         };
         let first = providers.resolve(&spec).unwrap();
         assert_eq!(first.model, path.display().to_string());

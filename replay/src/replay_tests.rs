@@ -47,7 +47,6 @@ fn engine() -> Arc<ReplayEngine> {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "scripted".into(),
         system: "You are a test agent.".into(),
         messages,
@@ -56,6 +55,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -202,7 +202,6 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
         flush_user(&mut messages, &mut user);
     }
     ModelRequest {
-        sampling: Default::default(),
         model: request.model,
         system,
         messages,
@@ -219,6 +218,7 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
         cache_key: None,
         cache_breakpoints,
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -87,7 +87,6 @@ async fn server() -> ScriptedServer {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "scripted".into(),
         system: "You summarize notes.".into(),
         messages,
@@ -100,6 +99,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -51,7 +51,6 @@ fn client(url: String) -> HttpClient<ChatCompletions> {
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "scripted".into(),
         system: "You are a note taker.".into(),
         messages,
@@ -60,6 +59,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -6,7 +6,6 @@ use serde_json::json;
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "claude-sonnet-4-5".into(),
         system: "Base.\nMemory.\nTodos.".into(),
         messages,
@@ -26,6 +25,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![13],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -4,7 +4,6 @@ use pretty_assertions::assert_eq;
 
 fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: model.into(),
         system: "Be brief.".into(),
         messages,
@@ -17,6 +16,7 @@ fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

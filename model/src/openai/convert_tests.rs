@@ -7,7 +7,6 @@ use serde_json::json;
 
 fn request(messages: Vec<Message>) -> ModelRequest {
     ModelRequest {
-        sampling: Default::default(),
         model: "gpt-test".into(),
         system: "Be brief.".into(),
         messages,
@@ -20,6 +19,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

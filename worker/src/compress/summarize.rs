@@ -197,7 +197,6 @@ impl Summarizer {
         };
         let prompt = PROMPT.replace("{messages}", &render(&view.messages[..cutoff], true));
         let request = ModelRequest {
-            sampling: Default::default(),
             model: self.model_name.clone(),
             system: String::new(),
             messages: vec![Message::user(prompt)],
@@ -206,6 +205,7 @@ impl Summarizer {
             cache_key: None,
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Summarization,
+            sampling: Default::default(),
         };
         let started = Instant::now();
         let response = match deltas {

@@ -14,7 +14,6 @@ use serde_json::json;
 fn request(cx: &StepContext) -> ModelRequest {
     let start = cx.compaction.view_start();
     ModelRequest {
-        sampling: Default::default(),
         model: "fake".into(),
         system: "sys".into(),
         messages: cx
@@ -29,6 +28,7 @@ fn request(cx: &StepContext) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

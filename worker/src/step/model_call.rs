@@ -72,11 +72,6 @@ pub async fn call_model(
 /// puts first.
 pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
     ModelRequest {
-        sampling: Sampling {
-            temperature: agent.params.temperature,
-            top_p: agent.params.top_p,
-            reasoning_effort: agent.params.reasoning_effort,
-        },
         model: agent.model_name.clone(),
         system: agent.system_prompt(cx),
         messages: cx
@@ -91,6 +86,11 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
         cache_key: Some(cx.run.thread_id.clone()),
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Sampling {
+            temperature: agent.params.temperature,
+            top_p: agent.params.top_p,
+            reasoning_effort: agent.params.reasoning_effort,
+        },
     }
 }
 
