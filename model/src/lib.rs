@@ -194,4 +194,11 @@ pub trait ModelClient: Send + Sync {
         let _ = sink;
         self.complete(request).await
     }
+
+    /// Checks that the provider takes this client's key with one cheap
+    /// call (listing its models), no retries; clients that call no
+    /// remote service have nothing to check.
+    async fn check_access(&self) -> Result<(), ModelError> {
+        Ok(())
+    }
 }

@@ -200,3 +200,109 @@ async fn a_worker_without_the_key_fails_the_run_naming_it() {
     );
     assert!(server.requests().is_empty(), "a model call was made");
 }
+
+/// `run --check-providers` makes one authenticated call per provider
+/// before the first run: a key the provider refuses stops the batch,
+/// exit code 2, naming the field and the provider's answer; a good one
+/// lets it run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_providers_stops_on_a_refused_key_before_any_run() {
+    let script = ScriptBuilder::new().answer(When::always(), "done");
+    let engine = ReplayEngine::new(Script::from_yaml(&script.build()).unwrap());
+    let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO)
+        .await
+        .unwrap();
+    let url = server.url();
+    let (refused, accepted) = tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("agent.yaml"), "name: a\nmodel: 'openai:gpt-x'\n").unwrap();
+        std::fs::write(
+            d.join("tasks.jsonl"),
+            "{\"id\": \"t1\", \"input\": \"hi\"}\n",
+        )
+        .unwrap();
+        let run = |key: &str| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
+                .current_dir(d)
+                .args([
+                    "run",
+                    "tasks.jsonl",
+                    "--agent",
+                    "agent.yaml",
+                    "--check-providers",
+                ])
+                .env("OPENAI_BASE_URL", &url)
+                .env("OPENAI_API_KEY", key)
+                .output()
+                .unwrap();
+            let results = std::fs::read_to_string(d.join("results.jsonl")).unwrap_or_default();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+                results,
+            )
+        };
+        (run("sk-wrong"), run(deepfleet_testkit::fleet::API_KEY))
+    })
+    .await
+    .unwrap();
+    let (code, stderr, results) = refused;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_names(&stderr, "model", 2, "provider openai refused the check");
+    assert!(stderr.contains("HTTP 401"), "{stderr}");
+    assert!(results.is_empty(), "a task ran: {results}");
+    let (code, stderr, results) = accepted;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(results.lines().count(), 1, "{results}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "one model call, by the accepted run"
+    );
+}
+
+/// Each protocol's access check sends its key the way its calls do, and a
+/// refused key comes back as an authentication error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_access_check_speaks_every_protocol() {
+    // Another test may have installed it already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let script = ScriptBuilder::new().answer(When::always(), "done");
+    let engine = ReplayEngine::new(Script::from_yaml(&script.build()).unwrap());
+    let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO)
+        .await
+        .unwrap();
+    for key in [deepfleet_testkit::fleet::API_KEY, "sk-wrong"] {
+        let config = |base_url: String| ProviderConfig {
+            base_url: Some(base_url),
+            api_key: Some(key.to_owned()),
+            ..ProviderConfig::default()
+        };
+        let providers = deepfleet_model::Providers::with_env(
+            HashMap::from([
+                ("openai".to_owned(), config(server.url())),
+                ("anthropic".to_owned(), config(server.root_url())),
+                ("google_genai".to_owned(), config(server.root_url())),
+            ]),
+            |_| None,
+        );
+        for model in ["openai:m", "anthropic:m", "google_genai:m"] {
+            let checked = providers
+                .resolve(model)
+                .unwrap()
+                .client
+                .check_access()
+                .await;
+            match key {
+                deepfleet_testkit::fleet::API_KEY => checked.unwrap(),
+                _ => assert_eq!(
+                    checked.unwrap_err().kind,
+                    deepfleet_model::ErrorKind::Auth,
+                    "{model}"
+                ),
+            }
+        }
+    }
+    assert!(server.requests().is_empty(), "no model call");
+}
