@@ -258,7 +258,10 @@ mod tests {
         let spec_path = dir.path().join("agent.yaml");
         std::fs::write(&spec_path, "name: a\nmodel: replay:s.yaml\n").unwrap();
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let providers = deepfleet_replay::register(Providers::new(Default::default()));
+        let providers =
+            deepfleet_replay::register(Providers::with_env(Default::default(), |name| {
+                (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned())
+            }));
         let options = AgentOptions::default();
         let spec = load_spec(&spec_path, None, &providers, &options).unwrap();
         let expected = dir.path().join("s.yaml").canonicalize().unwrap();

@@ -267,6 +267,8 @@ fn scheduler_serves_probes_and_drains_on_sigterm() {
     // The listen address from the settings, as a pod may set it.
     env.push(("DEEPFLEET__SCHEDULER__LISTEN", format!("127.0.0.1:{port}")));
     env.push(("DEEPFLEET__SCHEDULER__GRACE_SECS", "5".to_owned()));
+    // The scheduler refuses a spec whose provider has no key.
+    env.push(("OPENAI_API_KEY", "sk-unused".to_owned()));
     let mut scheduler = Process::start(
         &["scheduler", "--agents", agents.path().to_str().unwrap()],
         &env,

@@ -19,6 +19,9 @@ pub(crate) struct KnownHost {
     pub(crate) base_url: &'static str,
     /// Key variables tried after `{PROVIDER}_API_KEY`, in order.
     pub(crate) key_variables: &'static [&'static str],
+    /// Whether a call without a key is refused (all hosted APIs; a local
+    /// Ollama takes none), so a missing key fails before the first call.
+    pub(crate) needs_key: bool,
 }
 
 const fn chat_completions(name: &'static str, base_url: &'static str) -> KnownHost {
@@ -27,6 +30,7 @@ const fn chat_completions(name: &'static str, base_url: &'static str) -> KnownHo
         wire: Wire::ChatCompletions,
         base_url,
         key_variables: &[],
+        needs_key: true,
     }
 }
 
@@ -36,18 +40,23 @@ const KNOWN: &[KnownHost] = &[
     chat_completions("openrouter", "https://openrouter.ai/api/v1"),
     chat_completions("fireworks", "https://api.fireworks.ai/inference/v1"),
     chat_completions("baseten", "https://inference.baseten.co/v1"),
-    chat_completions("ollama", "http://localhost:11434/v1"),
+    KnownHost {
+        needs_key: false,
+        ..chat_completions("ollama", "http://localhost:11434/v1")
+    },
     KnownHost {
         name: "anthropic",
         wire: Wire::Messages,
         base_url: "https://api.anthropic.com",
         key_variables: &[],
+        needs_key: true,
     },
     KnownHost {
         name: "google_genai",
         wire: Wire::GenerateContent,
         base_url: "https://generativelanguage.googleapis.com/v1beta",
         key_variables: &["GOOGLE_API_KEY", "GEMINI_API_KEY"],
+        needs_key: true,
     },
 ];
 

@@ -41,6 +41,7 @@ pub mod stream;
 pub mod transport;
 
 use async_trait::async_trait;
+pub use deepfleet_proto::ReasoningEffort;
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -94,6 +95,22 @@ pub struct ModelRequest {
     pub cache_breakpoints: Vec<usize>,
     /// Why the call is made.
     pub purpose: CallPurpose,
+    /// Temperature, top_p and reasoning effort; each provider sends them
+    /// in its own terms.
+    pub sampling: Sampling,
+}
+
+/// Sampling settings of one call (the spec's `model_params` but the
+/// token cap, which is [`ModelRequest::max_output_tokens`]); `None` is
+/// the provider's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Sampling {
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling mass.
+    pub top_p: Option<f64>,
+    /// How hard a reasoning model thinks.
+    pub reasoning_effort: Option<ReasoningEffort>,
 }
 
 /// Why the model stopped.
@@ -176,5 +193,12 @@ pub trait ModelClient: Send + Sync {
     ) -> Result<ModelResponse, ModelError> {
         let _ = sink;
         self.complete(request).await
+    }
+
+    /// Checks that the provider takes this client's key with one cheap
+    /// call (listing its models), no retries; clients that call no
+    /// remote service have nothing to check.
+    async fn check_access(&self) -> Result<(), ModelError> {
+        Ok(())
     }
 }

@@ -150,7 +150,10 @@ impl Providers {
     /// Resolves `provider:model` (split at the first colon, so model names
     /// may contain colons, as Ollama's do). A registered factory answers
     /// for its provider on every call; HTTP clients are built once per
-    /// provider and cached.
+    /// provider and cached. A hosted provider without a key is refused
+    /// here, naming where the key would come from: otherwise every call
+    /// would fail on the provider's 401 (or on DNS, offline) after its
+    /// retries, never naming the key.
     pub fn resolve(&self, spec: &str) -> Result<ResolvedModel, ModelError> {
         let Some((provider, model)) = spec.split_once(':') else {
             return Err(ModelError::new(
@@ -171,6 +174,7 @@ impl Providers {
                 profile,
             });
         }
+        self.check_key(provider)?;
         let mut clients = self.clients.lock().unwrap_or_else(PoisonError::into_inner);
         let client = match clients.get(provider) {
             Some(client) => client.clone(),
@@ -199,7 +203,7 @@ impl Providers {
         let host = known(provider);
         let prefix = provider.to_ascii_uppercase().replace('-', "_");
         let base_url = (self.env)(&format!("{prefix}_BASE_URL"))
-            .or(config.base_url)
+            .or_else(|| config.base_url.clone())
             .or_else(|| host.map(|host| host.base_url.to_owned()))
             .ok_or_else(|| {
                 ModelError::new(
@@ -210,10 +214,7 @@ impl Providers {
                     ),
                 )
             })?;
-        let aliases = host.map_or(&[][..], |host| host.key_variables);
-        let api_key = (self.env)(&format!("{prefix}_API_KEY"))
-            .or_else(|| aliases.iter().find_map(|variable| (self.env)(variable)))
-            .or(config.api_key);
+        let api_key = self.api_key(provider, &config);
         let defaults = TransportConfig::new(base_url);
         let transport = TransportConfig {
             timeout: config
@@ -231,6 +232,48 @@ impl Providers {
             ..defaults
         };
         Ok((wire_of(provider), transport))
+    }
+
+    /// The variables that may hold `provider`'s key, in the order tried.
+    fn key_variables(provider: &str) -> Vec<String> {
+        let prefix = provider.to_ascii_uppercase().replace('-', "_");
+        let aliases = known(provider).map_or(&[][..], |host| host.key_variables);
+        std::iter::once(format!("{prefix}_API_KEY"))
+            .chain(aliases.iter().map(|&variable| variable.to_owned()))
+            .collect()
+    }
+
+    /// `provider`'s key: its variables first, then its configuration.
+    fn api_key(&self, provider: &str, config: &ProviderConfig) -> Option<String> {
+        Self::key_variables(provider)
+            .iter()
+            .find_map(|variable| (self.env)(variable))
+            .or_else(|| config.api_key.clone())
+    }
+
+    /// Refuses a provider that takes no call without a key ([`known`]
+    /// hosts but Ollama) when none is set; a provider named only in the
+    /// configuration (a proxy, a local server) may need none.
+    fn check_key(&self, provider: &str) -> Result<(), ModelError> {
+        if !known(provider).is_some_and(|host| host.needs_key) {
+            return Ok(());
+        }
+        let config = self.configs.get(provider).cloned().unwrap_or_default();
+        if self.api_key(provider, &config).is_some() {
+            return Ok(());
+        }
+        let variables = Self::key_variables(provider);
+        let variables = match variables.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            _ => variables.concat(),
+        };
+        Err(ModelError::new(
+            ErrorKind::Auth,
+            format!(
+                "provider {provider} needs an API key: set {variables} \
+                 or providers.{provider}.api_key"
+            ),
+        ))
     }
 
     fn http(&self) -> Result<reqwest::Client, ModelError> {

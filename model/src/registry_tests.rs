@@ -164,6 +164,58 @@ fn anthropic_and_gemini_get_their_own_protocols_and_key_variables() {
 }
 
 #[test]
+fn hosted_providers_without_a_key_are_refused_naming_where_it_comes_from() {
+    install_crypto();
+    let providers = Providers::with_env(HashMap::new(), |_| None);
+    let error = providers.resolve("openai:gpt-x").err().unwrap();
+    assert_eq!(error.kind, ErrorKind::Auth);
+    assert_eq!(
+        error.message,
+        "provider openai needs an API key: set OPENAI_API_KEY or providers.openai.api_key"
+    );
+    let error = providers
+        .resolve("google_genai:gemini-2.5-pro")
+        .err()
+        .unwrap();
+    assert!(
+        error
+            .message
+            .contains("set GOOGLE_GENAI_API_KEY, GOOGLE_API_KEY or GEMINI_API_KEY or"),
+        "{}",
+        error.message
+    );
+    // Ollama takes no key, nor need a provider known only by its base URL;
+    // an alias variable or the configuration supplies the key.
+    let configs = HashMap::from([
+        (
+            "local".to_owned(),
+            ProviderConfig {
+                base_url: Some("http://127.0.0.1:9/v1".into()),
+                ..ProviderConfig::default()
+            },
+        ),
+        (
+            "anthropic".to_owned(),
+            ProviderConfig {
+                api_key: Some("sk-ant".into()),
+                ..ProviderConfig::default()
+            },
+        ),
+    ]);
+    let providers = Providers::with_env(configs, |name| {
+        (name == "GEMINI_API_KEY").then(|| "AIza".to_owned())
+    });
+    for model in [
+        "ollama:llama3",
+        "local:m",
+        "anthropic:claude-sonnet-4-5",
+        "google_genai:gemini-2.5-pro",
+    ] {
+        providers.resolve(model).unwrap();
+    }
+}
+
+#[test]
 fn resolved_models_carry_profiles_from_config_then_the_table() {
     install_crypto();
     let profile = |input, output| deepfleet_proto::ModelProfile {
@@ -177,7 +229,9 @@ fn resolved_models_carry_profiles_from_config_then_the_table() {
             ..ProviderConfig::default()
         },
     )]);
-    let providers = Providers::with_env(configs, |_| None);
+    let providers = Providers::with_env(configs, |name| {
+        name.ends_with("_API_KEY").then(|| "k".to_owned())
+    });
     let resolved = |spec: &str| providers.resolve(spec).unwrap().profile;
     assert_eq!(
         resolved("ollama:north-mini-code-1.0"),

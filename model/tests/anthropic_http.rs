@@ -50,6 +50,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         // After the memory section.
         cache_breakpoints: vec![41],
         purpose,
+        sampling: Default::default(),
     }
 }
 

@@ -190,6 +190,7 @@ fn request() -> ModelRequest {
         cache_key: None,
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -38,6 +38,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![],
         purpose,
+        sampling: Default::default(),
     }
 }
 

@@ -75,6 +75,7 @@ fn request() -> ModelRequest {
         cache_key: Some("thread-42".into()),
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

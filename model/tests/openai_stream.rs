@@ -33,6 +33,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         cache_key: Some("thread-7".into()),
         cache_breakpoints: vec![],
         purpose,
+        sampling: Default::default(),
     }
 }
 

@@ -17,6 +17,7 @@ pub mod item;
 pub mod job;
 pub mod keys;
 pub mod message;
+pub mod model_params;
 pub mod path;
 pub mod run;
 pub mod run_delta;
@@ -45,6 +46,7 @@ pub use message::{
     AssistantMessage, ContentBlock, ImageSource, Message, SystemMessage, ToolCall, ToolMessage,
     ToolStatus, Usage, UserMessage,
 };
+pub use model_params::{ModelParams, ReasoningEffort};
 pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
 pub use run_delta::{DeltaSource, RunDelta, ToolCallChunk};
 pub use run_event::RunEvent;

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hitl::InterruptOn;
+use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
 
 /// The name of the subagent every agent gets unless it opts out.
@@ -43,6 +44,10 @@ pub struct AgentSpec {
     /// Overrides the built-in profile of the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_profile: Option<ModelProfile>,
+    /// Sampling settings of the agent's model calls (temperature, top_p,
+    /// max_output_tokens, reasoning_effort); subagents inherit them.
+    #[serde(default, skip_serializing_if = "ModelParams::is_empty")]
+    pub model_params: ModelParams,
     /// Offers the `compact_conversation` tool, so the model can summarize
     /// older messages on demand.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -102,6 +107,10 @@ pub struct SubagentSpec {
     /// Tool allowlist; the parent's tools when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Its own sampling settings; each field it leaves unset is the
+    /// parent's.
+    #[serde(default, skip_serializing_if = "ModelParams::is_empty")]
+    pub model_params: ModelParams,
     /// Its own `interrupt_on`; the parent's when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interrupt_on: Option<BTreeMap<String, InterruptOn>>,
@@ -243,8 +252,10 @@ impl AgentSpec {
             if let Some(gates) = &sub.interrupt_on {
                 check_interrupt_on(&at("interrupt_on"), gates)?;
             }
+            sub.model_params.validate(&at("model_params"))?;
         }
         check_interrupt_on("interrupt_on", &self.interrupt_on)?;
+        self.model_params.validate("model_params")?;
         self.check_harness()?;
         if let Some(schema) = &self.state_schema
             && !schema.is_object()
@@ -294,6 +305,14 @@ impl AgentSpec {
         (name == GENERAL_PURPOSE && self.general_purpose_subagent).then(general_purpose)
     }
 
+    /// The sampling settings of a role: a subagent's own, each unset
+    /// field the spec's.
+    pub fn model_params_for(&self, subagent: Option<&SubagentSpec>) -> ModelParams {
+        subagent.map_or(self.model_params, |s| {
+            s.model_params.over(&self.model_params)
+        })
+    }
+
     /// The `interrupt_on` of a role: a subagent's own, else the parent's
     /// (deepagents: declarative and general-purpose subagents inherit it).
     pub fn interrupt_on_for(&self, subagent: Option<&str>) -> BTreeMap<String, InterruptOn> {
@@ -328,6 +347,7 @@ pub fn general_purpose() -> SubagentSpec {
         system_prompt: None,
         model: None,
         tools: None,
+        model_params: ModelParams::default(),
         interrupt_on: None,
         run_async: false,
     }

@@ -152,6 +152,7 @@ mod tests {
             cache_key: None,
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Summarization,
+            sampling: Default::default(),
         };
         let seen = Mutex::new(Vec::new());
         let sink = |event: DeltaEvent| seen.lock().unwrap().push(event);

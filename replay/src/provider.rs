@@ -81,6 +81,7 @@ mod tests {
             cache_key: None,
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Agent,
+            sampling: Default::default(),
         };
         let first = providers.resolve(&spec).unwrap();
         assert_eq!(first.model, path.display().to_string());

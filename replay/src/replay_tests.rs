@@ -55,6 +55,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -123,6 +123,24 @@ pub fn load_checked_spec(
     )
 }
 
+/// `--check-providers`: one cheap authenticated call per provider the
+/// spec at `path` uses, failing (naming the field and line) on a key the
+/// provider refuses or a host that does not answer.
+pub async fn check_provider_access(
+    path: &Path,
+    spec: &AgentSpec,
+    settings: &Settings,
+) -> anyhow::Result<()> {
+    let Err(e) = deepfleet_worker::preflight::check_access(spec, &providers(settings)).await else {
+        return Ok(());
+    };
+    let e = match std::fs::read_to_string(path) {
+        Ok(text) => e.located(&text),
+        Err(_) => e,
+    };
+    Err(anyhow::anyhow!("{}: {e}", path.display()))
+}
+
 /// Serves `/metrics`, `/healthz` and `/readyz` (over `probes`) when `flag`
 /// or the `metrics_listen` setting names an address.
 pub async fn serve_metrics(

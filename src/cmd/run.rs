@@ -47,10 +47,17 @@ pub struct RunArgs {
     /// interrupted run of it), replacing its results.
     #[arg(long)]
     fresh: bool,
+    /// Before the first run, make one cheap authenticated call (listing
+    /// models) per provider the spec uses, and stop if one refuses it.
+    #[arg(long)]
+    check_providers: bool,
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
+    if args.check_providers {
+        super::check_provider_access(&args.agent, &spec, &settings).await?;
+    }
     let tasks = read_tasks(&args.tasks)?;
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(match &args.state {

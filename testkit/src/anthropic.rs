@@ -218,6 +218,7 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
         cache_key: None,
         cache_breakpoints,
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

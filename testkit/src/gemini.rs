@@ -145,6 +145,7 @@ fn to_neutral(model: String, request: GenerateContentRequest) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

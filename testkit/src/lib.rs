@@ -42,9 +42,9 @@ use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{get, post};
 use deepfleet_model::openai::convert::{from_wire, to_wire};
 use deepfleet_model::{ModelRequest, ModelResponse};
 use deepfleet_replay::{ReplayEngine, ScriptedError};
@@ -244,7 +244,25 @@ fn router(state: AppState) -> Router {
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1beta/models/{call}", post(gemini::generate))
         .route("/v1/models/{call}", post(gemini::generate))
+        .route("/models", get(list_models))
+        .route("/v1/models", get(list_models))
+        .route("/v1beta/models", get(list_models))
         .with_state(state)
+}
+
+/// Every protocol's model list, the call `--check-providers` makes: empty
+/// for [`fleet::API_KEY`] in the protocol's key header, else a 401.
+async fn list_models(headers: HeaderMap) -> Response {
+    let key = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let bearer = format!("Bearer {}", fleet::API_KEY);
+    let authorized = key("authorization") == Some(bearer.as_str())
+        || key("x-api-key") == Some(fleet::API_KEY)
+        || key("x-goog-api-key") == Some(fleet::API_KEY);
+    if authorized {
+        return axum::Json(serde_json::json!({"data": [], "models": []})).into_response();
+    }
+    let body = serde_json::json!({"error": {"message": "invalid API key", "type": "invalid_request_error"}});
+    error_response(401, body, None)
 }
 
 /// A JSON error answer with `Retry-After` when the script asks for one.

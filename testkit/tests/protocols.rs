@@ -99,6 +99,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 

@@ -110,6 +110,7 @@ impl SlowBatch {
             .args(["--out", "results.jsonl"])
             .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
             .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
+            .env("OPENAI_API_KEY", API_KEY)
             .spawn()
             .unwrap()
     }

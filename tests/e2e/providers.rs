@@ -142,3 +142,63 @@ async fn cached_tokens_reach_the_result_lines_on_every_protocol() {
         fleet.shutdown().await.unwrap();
     }
 }
+
+/// The spec's `model_params` reach each provider's request body in its
+/// own terms (Anthropic takes no reasoning effort: the README's
+/// Interfaces has the mapping).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_params_reach_every_protocol_in_its_own_terms() {
+    let server = server(Script::from_yaml(&cached_script()).unwrap()).await;
+    let mut fleet = embedded(&server, false);
+    let params = "model_params:\n  temperature: 0.25\n  top_p: 0.5\n  max_output_tokens: 321\n  \
+                  reasoning_effort: low\n";
+    let mut bodies = Vec::new();
+    for provider in PROVIDERS {
+        let spec = spec(
+            &format!("params-{provider}"),
+            &format!("{provider}:scripted-model"),
+            params,
+        );
+        let results = fleet.run(&spec, &[task("a", "Say hi")]).await.unwrap();
+        assert_eq!(
+            results[0].output, "hi",
+            "{provider}: {:?}",
+            results[0].error
+        );
+        let requests = server.requests();
+        bodies.push(requests.last().cloned().unwrap());
+    }
+    fleet.shutdown().await.unwrap();
+    let [openai, anthropic, gemini] = &bodies[..] else {
+        panic!("{bodies:?}");
+    };
+    let picked = |body: &serde_json::Value, keys: &[&str]| -> Vec<serde_json::Value> {
+        keys.iter()
+            .map(|k| body.pointer(k).cloned().unwrap_or_default())
+            .collect()
+    };
+    assert_eq!(
+        picked(
+            openai,
+            &[
+                "/temperature",
+                "/top_p",
+                "/max_completion_tokens",
+                "/reasoning_effort"
+            ]
+        ),
+        [json!(0.25), json!(0.5), json!(321), json!("low")]
+    );
+    assert_eq!(
+        picked(
+            anthropic,
+            &["/temperature", "/top_p", "/max_tokens", "/thinking"]
+        ),
+        [json!(0.25), json!(0.5), json!(321), json!(null)]
+    );
+    assert_eq!(
+        gemini["generationConfig"],
+        json!({"temperature": 0.25, "topP": 0.5, "maxOutputTokens": 321,
+               "thinkingConfig": {"thinkingBudget": 1024}})
+    );
+}

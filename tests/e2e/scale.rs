@@ -7,6 +7,7 @@ use std::time::Duration;
 use deepfleet_proto::{ResultLine, ResultStatus};
 use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
+use deepfleet_testkit::fleet::API_KEY;
 
 use crate::batch::{briefing_tasks, expected_briefing};
 use crate::support::{AMQP_URL, REDIS_URL, distributed, fleet};
@@ -45,6 +46,8 @@ async fn submit_thousand(workers: usize) {
         .arg(&out)
         .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
         .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
+        // Submit refuses a spec whose provider has no key.
+        .env("OPENAI_API_KEY", API_KEY)
         .stdout(std::process::Stdio::null())
         .status()
         .await

@@ -13,7 +13,7 @@ use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
 use deepfleet_proto::harness::HarnessProfile;
 use deepfleet_proto::hitl::InterruptOn;
-use deepfleet_proto::{AgentSpec, ModelProfile, RunRecord, SubagentSpec};
+use deepfleet_proto::{AgentSpec, ModelParams, ModelProfile, RunRecord, SubagentSpec};
 
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
@@ -53,6 +53,8 @@ pub struct Agent {
     pub profile: Option<ModelProfile>,
     /// How long one of its tool calls may take.
     pub tool_timeout: Duration,
+    /// The role's sampling settings (a subagent's own over the spec's).
+    pub params: ModelParams,
     /// The role's own instructions (the spec's or subagent's prompt).
     own_prompt: Option<String>,
     /// The base section: the harness's base prompt, or its harness
@@ -155,6 +157,7 @@ impl Agent {
             tools,
             profile,
             tool_timeout: options.tool_timeout,
+            params: spec.model_params_for(role.as_ref()),
             review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
             own_prompt: match &role {
                 Some(r) => r.system_prompt.clone(),
@@ -411,5 +414,33 @@ mod tests {
         );
         assert!(!notes.contains("`ls`"));
         assert!(prompt.find("## Planning").unwrap() < prompt.find("## Approvals").unwrap());
+    }
+
+    /// A subagent's `model_params` win per field; the rest, and the
+    /// general-purpose subagent's, are the spec's; the step's request
+    /// carries them.
+    #[test]
+    fn model_params_of_each_role_reach_its_requests() {
+        let mut spec = spec();
+        let with = |yaml: &str| AgentSpec::from_yaml(&format!("name: x\nmodel: replay:x\n{yaml}"));
+        spec.model_params = with("model_params: {temperature: 0.2, reasoning_effort: high}")
+            .unwrap()
+            .model_params;
+        spec.subagents[0].model_params = with("model_params: {temperature: 0.9, top_p: 0.5}")
+            .unwrap()
+            .model_params;
+        let request = |subagent: Option<&str>| {
+            let run = run(subagent, u32::from(subagent.is_some()));
+            let cx = StepContext::test(spec.clone(), run.clone());
+            crate::step::model_call::request(&agent(&spec, &run), &cx).sampling
+        };
+        let sampling = |temperature, top_p| deepfleet_model::Sampling {
+            temperature: Some(temperature),
+            top_p,
+            reasoning_effort: Some(deepfleet_proto::ReasoningEffort::High),
+        };
+        assert_eq!(request(None), sampling(0.2, None));
+        assert_eq!(request(Some("critic")), sampling(0.9, Some(0.5)));
+        assert_eq!(request(Some("general-purpose")), sampling(0.2, None));
     }
 }

@@ -7,7 +7,7 @@
 //! without review) would fail or misbehave on every task; here it fails
 //! once, naming the field.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Utc;
 use deepfleet_model::Providers;
@@ -32,19 +32,46 @@ pub fn check(
     check_gates(spec, providers, options)
 }
 
-/// Every model the spec names resolves: a provider the worker serves, a
-/// replay script that loads.
-fn check_models(spec: &AgentSpec, providers: &Providers) -> Result<(), SpecError> {
+/// Every model the spec names, with its field.
+fn models(spec: &AgentSpec) -> impl Iterator<Item = (String, &String)> {
     let subagent_models = spec
         .subagents
         .iter()
         .enumerate()
         .filter_map(|(i, s)| Some((format!("subagents[{i}].model"), s.model.as_ref()?)));
-    for (field, model) in std::iter::once(("model".to_owned(), &spec.model)).chain(subagent_models)
-    {
+    std::iter::once(("model".to_owned(), &spec.model)).chain(subagent_models)
+}
+
+/// Every model the spec names resolves: a provider the worker serves
+/// (with its key, where it needs one), a replay script that loads.
+fn check_models(spec: &AgentSpec, providers: &Providers) -> Result<(), SpecError> {
+    for (field, model) in models(spec) {
         providers
             .resolve(model)
             .map_err(|e| SpecError::field(field, format!("'{model}': {e}")))?;
+    }
+    Ok(())
+}
+
+/// Makes one cheap authenticated call (listing models) per provider the
+/// spec's models use, so a key the provider refuses, or a host that does
+/// not answer, fails once, naming the field, before any run. Run after
+/// [`check`].
+pub async fn check_access(spec: &AgentSpec, providers: &Providers) -> Result<(), SpecError> {
+    let mut checked = BTreeSet::new();
+    for (field, model) in models(spec) {
+        let provider = model.split_once(':').map_or(model.as_str(), |(p, _)| p);
+        if !checked.insert(provider) {
+            continue;
+        }
+        let refused = |e: deepfleet_model::ModelError| {
+            SpecError::field(
+                field.clone(),
+                format!("'{model}': provider {provider} refused the check: {e}"),
+            )
+        };
+        let resolved = providers.resolve(model).map_err(refused)?;
+        resolved.client.check_access().await.map_err(refused)?;
     }
     Ok(())
 }

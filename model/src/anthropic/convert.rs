@@ -21,7 +21,10 @@ use crate::{FinishReason, ModelRequest, ModelResponse};
 /// and the last message's.
 const SYSTEM_BREAKPOINTS: usize = 2;
 
-/// Builds the wire request for `request`, asking for at most `max_tokens`.
+/// Builds the wire request for `request`, asking for at most `max_tokens`
+/// unless it sets its own cap. A reasoning effort is not sent: extended
+/// thinking wants its thinking blocks back on every tool-use turn, and
+/// deepfleet's messages do not keep them.
 pub fn to_wire(request: &ModelRequest, max_tokens: u64) -> MessagesRequest {
     let mut tools: Vec<Tool> = request
         .tools
@@ -49,6 +52,8 @@ pub fn to_wire(request: &ModelRequest, max_tokens: u64) -> MessagesRequest {
         system: system_blocks(&request.system, &request.cache_breakpoints),
         messages,
         tools,
+        temperature: request.sampling.temperature,
+        top_p: request.sampling.top_p,
         stream: None,
     }
 }

@@ -25,6 +25,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![13],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 
@@ -242,5 +243,27 @@ fn a_tool_use_without_a_name_decodes_with_an_empty_name() {
     assert_eq!(
         (calls[0].id.as_str(), calls[0].name.as_str()),
         ("toolu_1", "")
+    );
+}
+
+#[test]
+fn sampling_settings_are_sent_in_messages_terms_without_thinking() {
+    let mut request = request(vec![Message::user("Hi")]);
+    request.sampling = crate::Sampling {
+        temperature: Some(0.3),
+        top_p: Some(0.9),
+        reasoning_effort: Some(crate::ReasoningEffort::High),
+    };
+    request.max_output_tokens = Some(700);
+    let wire = serde_json::to_value(to_wire(&request, 64_000)).unwrap();
+    assert_eq!(
+        (&wire["temperature"], &wire["top_p"], &wire["max_tokens"]),
+        (&json!(0.3), &json!(0.9), &json!(700))
+    );
+    assert!(wire.get("thinking").is_none(), "{wire}");
+    let wire = serde_json::to_value(to_wire(&super::tests::request(vec![]), 64_000)).unwrap();
+    assert!(
+        wire.get("temperature").is_none() && wire.get("top_p").is_none(),
+        "{wire}"
     );
 }

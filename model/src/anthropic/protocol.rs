@@ -34,6 +34,14 @@ impl WireProtocol for Messages {
         }
     }
 
+    fn models_endpoint(&self, base_url: &str) -> String {
+        if base_url.ends_with("/v1") {
+            format!("{base_url}/models")
+        } else {
+            format!("{base_url}/v1/models")
+        }
+    }
+
     fn auth_header(&self, key: &str) -> (HeaderName, String) {
         (HeaderName::from_static("x-api-key"), key.to_owned())
     }
@@ -76,6 +84,10 @@ mod tests {
             assert_eq!(
                 Messages.endpoint(root, "claude-sonnet-4-5", false),
                 "https://api.anthropic.com/v1/messages"
+            );
+            assert_eq!(
+                Messages.models_endpoint(root),
+                "https://api.anthropic.com/v1/models"
             );
         }
     }

@@ -25,6 +25,12 @@ pub struct MessagesRequest {
     /// Tools the model may call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
+    /// Sampling temperature (0 to 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling mass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
     /// Asks for the answer as server-sent [`StreamEvent`]s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stream: Option<bool>,

@@ -15,9 +15,10 @@ use serde_json::{Value, json};
 
 use super::wire::{
     Blob, Content, FileData, FunctionCall, FunctionDeclaration, FunctionResponse,
-    GenerateContentRequest, GenerateContentResponse, GenerationConfig, Part, Tool, UsageMetadata,
+    GenerateContentRequest, GenerateContentResponse, GenerationConfig, Part, ThinkingConfig, Tool,
+    UsageMetadata,
 };
-use crate::{FinishReason, ModelRequest, ModelResponse};
+use crate::{FinishReason, ModelRequest, ModelResponse, ReasoningEffort};
 
 /// The value the API documents for function calls whose thought signature
 /// is unknown. Gemini 3 models reject a model turn with function calls and
@@ -74,9 +75,7 @@ pub fn to_wire(request: &ModelRequest) -> GenerateContentRequest {
                 function_declarations: declarations,
             }]
         },
-        generation_config: request.max_output_tokens.map(|max| GenerationConfig {
-            max_output_tokens: Some(max),
-        }),
+        generation_config: generation_config(request, needs_signature),
     }
 }
 
@@ -158,6 +157,46 @@ fn tool_parts(m: &ToolMessage) -> Vec<Part> {
             .filter_map(content_part),
     );
     parts
+}
+
+/// Thinking budgets (Gemini 2.5) by reasoning effort: the API's own
+/// low-end, a middle, and near the 2.5 Flash ceiling (24,576).
+const THINKING_BUDGETS: [u64; 3] = [1_024, 8_192, 24_576];
+
+/// The sampling and length settings, `None` when the request sets none.
+/// Gemini 3 (`gemini3`) takes a thinking level, `low` or `high` (medium
+/// asks for `high`); earlier models a token budget.
+fn generation_config(request: &ModelRequest, gemini3: bool) -> Option<GenerationConfig> {
+    let thinking_config = request.sampling.reasoning_effort.map(|effort| {
+        if gemini3 {
+            let level = match effort {
+                ReasoningEffort::Low => "low",
+                ReasoningEffort::Medium | ReasoningEffort::High => "high",
+            };
+            ThinkingConfig {
+                thinking_level: Some(level.to_owned()),
+                ..ThinkingConfig::default()
+            }
+        } else {
+            let [low, medium, high] = THINKING_BUDGETS;
+            let budget = match effort {
+                ReasoningEffort::Low => low,
+                ReasoningEffort::Medium => medium,
+                ReasoningEffort::High => high,
+            };
+            ThinkingConfig {
+                thinking_budget: Some(budget),
+                ..ThinkingConfig::default()
+            }
+        }
+    });
+    let config = GenerationConfig {
+        max_output_tokens: request.max_output_tokens,
+        temperature: request.sampling.temperature,
+        top_p: request.sampling.top_p,
+        thinking_config,
+    };
+    (config != GenerationConfig::default()).then_some(config)
 }
 
 /// Model turns already in `request`: the `turn` of synthesized call ids.

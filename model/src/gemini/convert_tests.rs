@@ -16,6 +16,7 @@ fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
         cache_key: None,
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 
@@ -181,4 +182,30 @@ fn a_function_call_without_a_name_decodes_with_an_empty_name() {
     let calls = from_wire(response, 0).message.tool_calls;
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].name, "");
+}
+
+#[test]
+fn sampling_settings_are_sent_as_generation_config() {
+    let sampled = |model: &str, effort| {
+        let mut request = request(model, vec![Message::user("Hi")]);
+        request.sampling = crate::Sampling {
+            temperature: Some(0.3),
+            top_p: Some(0.9),
+            reasoning_effort: Some(effort),
+        };
+        serde_json::to_value(to_wire(&request)).unwrap()["generationConfig"].clone()
+    };
+    assert_eq!(
+        sampled("gemini-2.5-flash", ReasoningEffort::Medium),
+        json!({"maxOutputTokens": 512, "temperature": 0.3, "topP": 0.9,
+               "thinkingConfig": {"thinkingBudget": 8192}})
+    );
+    assert_eq!(
+        sampled("gemini-3-pro-preview", ReasoningEffort::Low)["thinkingConfig"],
+        json!({"thinkingLevel": "low"})
+    );
+    let mut plain = request("gemini-2.5-flash", vec![Message::user("Hi")]);
+    plain.max_output_tokens = None;
+    let wire = serde_json::to_value(to_wire(&plain)).unwrap();
+    assert!(wire.get("generationConfig").is_none(), "{wire}");
 }

@@ -24,15 +24,7 @@ impl WireProtocol for GenerateContent {
     /// The root may name the version (`.../v1`, `.../v1beta`); `v1beta`
     /// is added when it does not. The model may carry a `models/` prefix.
     fn endpoint(&self, base_url: &str, model: &str, stream: bool) -> String {
-        let versioned = base_url
-            .rsplit('/')
-            .next()
-            .is_some_and(|last| last.starts_with("v1"));
-        let version = if versioned {
-            String::new()
-        } else {
-            format!("/{DEFAULT_VERSION}")
-        };
+        let version = version_of(base_url);
         let model = model.trim_start_matches("models/");
         let method = if stream {
             "streamGenerateContent?alt=sse"
@@ -40,6 +32,10 @@ impl WireProtocol for GenerateContent {
             "generateContent"
         };
         format!("{base_url}{version}/models/{model}:{method}")
+    }
+
+    fn models_endpoint(&self, base_url: &str) -> String {
+        format!("{base_url}{}/models", version_of(base_url))
     }
 
     fn auth_header(&self, key: &str) -> (HeaderName, String) {
@@ -64,6 +60,19 @@ impl WireProtocol for GenerateContent {
     }
 }
 
+/// The API version to put after `base_url`: none when it ends in one.
+fn version_of(base_url: &str) -> String {
+    let versioned = base_url
+        .rsplit('/')
+        .next()
+        .is_some_and(|last| last.starts_with("v1"));
+    if versioned {
+        String::new()
+    } else {
+        format!("/{DEFAULT_VERSION}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +88,10 @@ mod tests {
         assert_eq!(
             GenerateContent.endpoint(&format!("{root}/v1"), "gemini-2.5-pro", true),
             format!("{root}/v1/models/gemini-2.5-pro:streamGenerateContent?alt=sse")
+        );
+        assert_eq!(
+            GenerateContent.models_endpoint(root),
+            format!("{root}/v1beta/models")
         );
     }
 }

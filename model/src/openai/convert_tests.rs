@@ -19,6 +19,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_key: Some("thread-1".into()),
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Default::default(),
     }
 }
 
@@ -292,4 +293,29 @@ fn a_tool_call_without_a_name_decodes_with_an_empty_name() {
         (calls[0].id.as_str(), calls[0].name.as_str()),
         ("call_1", "")
     );
+}
+
+#[test]
+fn sampling_settings_are_sent_in_chat_completions_terms() {
+    let mut request = request(vec![Message::user("Hi")]);
+    request.sampling = crate::Sampling {
+        temperature: Some(0.3),
+        top_p: Some(0.9),
+        reasoning_effort: Some(crate::ReasoningEffort::High),
+    };
+    let wire = serde_json::to_value(to_wire(&request)).unwrap();
+    assert_eq!(
+        (
+            &wire["temperature"],
+            &wire["top_p"],
+            &wire["reasoning_effort"],
+            &wire["max_completion_tokens"]
+        ),
+        (&json!(0.3), &json!(0.9), &json!("high"), &json!(256))
+    );
+    // Unset settings stay out of the body: the provider's defaults.
+    let wire = serde_json::to_value(to_wire(&super::tests::request(vec![]))).unwrap();
+    for key in ["temperature", "top_p", "reasoning_effort"] {
+        assert!(wire.get(key).is_none(), "{key}: {wire}");
+    }
 }

@@ -22,6 +22,10 @@ impl WireProtocol for ChatCompletions {
         format!("{base_url}/chat/completions")
     }
 
+    fn models_endpoint(&self, base_url: &str) -> String {
+        format!("{base_url}/models")
+    }
+
     fn auth_header(&self, key: &str) -> (HeaderName, String) {
         (AUTHORIZATION, format!("Bearer {key}"))
     }
@@ -64,6 +68,10 @@ mod tests {
     fn every_call_goes_to_chat_completions_below_the_root() {
         let url = ChatCompletions.endpoint("https://api.openai.com/v1", "gpt-4.1", true);
         assert_eq!(url, "https://api.openai.com/v1/chat/completions");
+        assert_eq!(
+            ChatCompletions.models_endpoint("https://api.openai.com/v1"),
+            "https://api.openai.com/v1/models"
+        );
         let (name, value) = ChatCompletions.auth_header("sk-1");
         assert_eq!(
             (name.as_str(), value.as_str()),

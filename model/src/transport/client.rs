@@ -173,6 +173,15 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
             )
             .await
     }
+
+    async fn check_access(&self) -> Result<(), ModelError> {
+        let request = self
+            .http
+            .get(self.protocol.models_endpoint(&self.base_url))
+            .timeout(self.timeout)
+            .headers(self.headers.clone());
+        send(request, self.body).await.map(drop)
+    }
 }
 
 /// An [`HttpClient`] of any protocol, as the registry holds it: one type

@@ -26,6 +26,10 @@ pub trait WireProtocol: std::fmt::Debug + Send + Sync + 'static {
     /// (trimmed of a trailing slash).
     fn endpoint(&self, base_url: &str, model: &str, stream: bool) -> String;
 
+    /// The URL listing the models below `base_url`: the cheap
+    /// authenticated call that checks a key before a batch.
+    fn models_endpoint(&self, base_url: &str) -> String;
+
     /// The header the API key goes in, and its value for `key`.
     fn auth_header(&self, key: &str) -> (HeaderName, String);
 

@@ -205,6 +205,7 @@ impl Summarizer {
             cache_key: None,
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Summarization,
+            sampling: Default::default(),
         };
         let started = Instant::now();
         let response = match deltas {

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use deepfleet_model::{CallPurpose, DeltaSink, ModelRequest, ModelResponse};
+use deepfleet_model::{CallPurpose, DeltaSink, ModelRequest, ModelResponse, Sampling};
 use deepfleet_proto::AssistantMessage;
 use deepfleet_store::Store;
 use tracing::{Instrument, warn};
@@ -82,10 +82,15 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
             .map(|m| m.message.clone())
             .collect(),
         tools: agent.tools.specs().to_vec(),
-        max_output_tokens: None,
+        max_output_tokens: agent.params.max_output_tokens,
         cache_key: Some(cx.run.thread_id.clone()),
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
+        sampling: Sampling {
+            temperature: agent.params.temperature,
+            top_p: agent.params.top_p,
+            reasoning_effort: agent.params.reasoning_effort,
+        },
     }
 }
 
