@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use deepfleet_proto::{ResultLine, ResultStatus, RunStatus};
+use deepfleet_testkit::fleet::API_KEY;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Child;
 
@@ -22,12 +23,14 @@ use crate::interrupted_batch::{
 };
 use crate::support::{AMQP_URL, Fleet, REDIS_URL, distributed, fleet};
 
-/// The fleet's flags and settings for a `deepfleet` command.
+/// The fleet's flags and settings for a `deepfleet` command (with the
+/// provider key `submit`'s preflight asks for).
 fn in_fleet(batch: &SlowBatch, fleet: &Fleet, args: &[&str]) -> tokio::process::Command {
     let mut cmd = batch.deepfleet(args);
     cmd.args(["--queue", AMQP_URL, "--store", REDIS_URL])
         .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
-        .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix);
+        .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
+        .env("OPENAI_API_KEY", API_KEY);
     cmd
 }
 
