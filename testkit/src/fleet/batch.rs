@@ -129,14 +129,20 @@ impl Fleet {
         })
     }
 
+    /// The intake runs are submitted through: this fleet's store, queue
+    /// and context key.
+    pub fn intake(&self) -> anyhow::Result<Intake> {
+        let key = ContextKey::from_base64(&self.worker_command.context_key)?;
+        Ok(Intake::new(self.store.clone(), self.queue.clone()).with_context_key(key))
+    }
+
     async fn submit_killing(
         &mut self,
         spec: &AgentSpec,
         tasks: &[TaskLine],
         killer: &mut Killer,
     ) -> anyhow::Result<(BatchFollower, Vec<RunRecord>)> {
-        let key = ContextKey::from_base64(&self.worker_command.context_key)?;
-        let intake = Intake::new(self.store.clone(), self.queue.clone()).with_context_key(key);
+        let intake = self.intake()?;
         intake.register(spec).await?;
         let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
         let batch = follower.batch_id().to_owned();

@@ -105,6 +105,24 @@ impl PrivateRabbit {
         self.port
     }
 
+    /// What the node logged so far (its log files, concatenated), to check
+    /// that it saw what a test made happen.
+    pub fn log(&self) -> String {
+        let Ok(entries) = std::fs::read_dir(self.dir.path().join("log")) else {
+            return String::new();
+        };
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        paths.sort();
+        paths
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect()
+    }
+
     /// Stops the node as an operator would (SIGTERM: clients are told the
     /// broker is shutting down) and waits until it is gone.
     pub async fn stop(&mut self) -> anyhow::Result<()> {

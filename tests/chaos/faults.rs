@@ -1,0 +1,143 @@
+//! The faults a batch runs through: SIGKILLed workers (restarted, as
+//! Kubernetes restarts a pod), one RabbitMQ restart, one Redis restart,
+//! and one worker frozen (SIGSTOP) past the broker's consumer timeout.
+
+use std::time::Duration;
+
+use deepfleet_testkit::fleet::Fleet;
+use deepfleet_testkit::servers::{PrivateRabbit, PrivateRedis};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use tokio::time::Instant;
+
+/// Share of the batch's runs done when each one-off fault strikes: each
+/// lands while plenty of work is in flight.
+const BROKER_RESTART_AT: f64 = 0.2;
+const REDIS_RESTART_AT: f64 = 0.45;
+const PAUSE_AT: f64 = 0.65;
+
+/// How long past the consumer timeout the frozen worker stays frozen: the
+/// broker checks its consumers every second.
+const PAUSE_MARGIN: Duration = Duration::from_secs(5);
+
+/// What happened, for the report.
+#[derive(Debug, Default, Clone)]
+pub struct Figures {
+    pub kills: usize,
+    pub broker_restarts: usize,
+    pub broker_down: Duration,
+    pub redis_restarts: usize,
+    pub redis_down: Duration,
+    pub pauses: usize,
+    pub paused_for: Duration,
+    /// Worker processes that exited by themselves (they should not: a
+    /// worker rides out a lost broker or store).
+    pub exits: usize,
+}
+
+/// Drives the faults from the batch's progress.
+pub struct Faults<'a> {
+    rabbit: &'a mut PrivateRabbit,
+    redis: &'a mut PrivateRedis,
+    rng: StdRng,
+    kill_every: Duration,
+    next_kill: Instant,
+    pause: Duration,
+    /// The frozen worker and when it was frozen.
+    paused: Option<(usize, Instant)>,
+    pub figures: Figures,
+}
+
+impl<'a> Faults<'a> {
+    /// Faults on `rabbit` and `redis`, random from `seed`, a kill every
+    /// `kill_every` on average, a worker frozen for `consumer_timeout` and
+    /// a margin.
+    pub fn new(
+        rabbit: &'a mut PrivateRabbit,
+        redis: &'a mut PrivateRedis,
+        seed: u64,
+        kill_every: Duration,
+        consumer_timeout: Duration,
+    ) -> Self {
+        Faults {
+            rabbit,
+            redis,
+            rng: StdRng::seed_from_u64(seed),
+            kill_every,
+            next_kill: Instant::now() + kill_every,
+            pause: consumer_timeout + PAUSE_MARGIN,
+            paused: None,
+            figures: Figures::default(),
+        }
+    }
+
+    /// Does whatever is due with `done` of `total` runs finished.
+    pub async fn tick(
+        &mut self,
+        fleet: &mut Fleet,
+        done: usize,
+        total: usize,
+    ) -> anyhow::Result<()> {
+        self.figures.exits += fleet.replace_exited_workers()?;
+        self.end_pause_if_due(fleet).await?;
+        let progress = done as f64 / total.max(1) as f64;
+        if self.figures.broker_restarts == 0 && progress >= BROKER_RESTART_AT {
+            eprintln!("chaos: restarting RabbitMQ at {done}/{total}");
+            self.figures.broker_down = self.rabbit.restart().await?;
+            self.figures.broker_restarts += 1;
+        } else if self.figures.redis_restarts == 0 && progress >= REDIS_RESTART_AT {
+            eprintln!("chaos: restarting Redis at {done}/{total}");
+            self.figures.redis_down = self.redis.restart().await?;
+            self.figures.redis_restarts += 1;
+        } else if self.figures.pauses == 0 && progress >= PAUSE_AT {
+            let i = self.rng.random_range(0..fleet.worker_pids().len());
+            eprintln!("chaos: freezing worker {i} at {done}/{total}");
+            fleet.signal_worker(i, "STOP").await?;
+            self.paused = Some((i, Instant::now()));
+            self.figures.pauses += 1;
+        }
+        if Instant::now() >= self.next_kill {
+            self.kill_one(fleet).await?;
+        }
+        Ok(())
+    }
+
+    /// Lets a frozen worker go on, however long it was frozen (the batch
+    /// may end while it is).
+    pub async fn finish(&mut self, fleet: &mut Fleet) -> anyhow::Result<()> {
+        if let Some((i, since)) = self.paused.take() {
+            fleet.signal_worker(i, "CONT").await?;
+            self.figures.paused_for = since.elapsed();
+        }
+        Ok(())
+    }
+
+    async fn end_pause_if_due(&mut self, fleet: &mut Fleet) -> anyhow::Result<()> {
+        if let Some((i, since)) = self.paused
+            && since.elapsed() >= self.pause
+        {
+            eprintln!("chaos: thawing worker {i} after {:?}", since.elapsed());
+            fleet.signal_worker(i, "CONT").await?;
+            self.figures.paused_for = since.elapsed();
+            self.paused = None;
+        }
+        Ok(())
+    }
+
+    /// SIGKILLs a random worker that is not frozen (a replacement starts
+    /// at once), and picks when the next one dies: between half and one
+    /// and a half times the mean interval.
+    async fn kill_one(&mut self, fleet: &mut Fleet) -> anyhow::Result<()> {
+        let workers = fleet.worker_pids().len();
+        let frozen = self.paused.map(|(i, _)| i);
+        let candidates: Vec<usize> = (0..workers).filter(|&i| Some(i) != frozen).collect();
+        if !candidates.is_empty() {
+            let i = candidates[self.rng.random_range(0..candidates.len())];
+            fleet.kill_worker(i).await?;
+            self.figures.kills += 1;
+        }
+        let factor = self.rng.random_range(0.5..1.5);
+        self.next_kill = Instant::now() + self.kill_every.mul_f64(factor);
+        Ok(())
+    }
+}
