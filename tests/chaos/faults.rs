@@ -127,9 +127,20 @@ impl<'a> Faults<'a> {
     /// SIGKILLs a random worker that is not frozen (a replacement starts
     /// at once), and picks when the next one dies: between half and one
     /// and a half times the mean interval.
+    ///
+    /// A kill waits until the workers consume (the frozen one may have lost
+    /// its consumer to the timeout): on a loaded machine a worker may take
+    /// longer to start than the interval, and kills landing only on
+    /// workers still starting would stop the batch rather than test it.
     async fn kill_one(&mut self, fleet: &mut Fleet) -> anyhow::Result<()> {
         let workers = fleet.worker_pids().len();
         let frozen = self.paused.map(|(i, _)| i);
+        if !fleet
+            .consumers_at_least(workers - usize::from(frozen.is_some()))
+            .await
+        {
+            return Ok(());
+        }
         let candidates: Vec<usize> = (0..workers).filter(|&i| Some(i) != frozen).collect();
         if !candidates.is_empty() {
             let i = candidates[self.rng.random_range(0..candidates.len())];

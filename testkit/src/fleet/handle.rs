@@ -120,6 +120,16 @@ impl Fleet {
         Ok(self.dead.drain_dead_letters(max).await?)
     }
 
+    /// Whether at least `n` consumers are attached to the step queue (each
+    /// worker process attaches one once it is ready); `false` while the
+    /// broker cannot tell.
+    pub async fn consumers_at_least(&self, n: usize) -> bool {
+        match self.queue.consumers().await {
+            Ok(Some(count)) => usize::try_from(count).is_ok_and(|count| count >= n),
+            Ok(None) | Err(_) => false,
+        }
+    }
+
     /// Sends SIGTERM to worker `i` and waits for it to exit successfully;
     /// returns how long that took.
     pub async fn terminate_worker(&mut self, i: usize) -> anyhow::Result<Duration> {
