@@ -35,6 +35,14 @@ pub struct Figures {
     pub exits: usize,
 }
 
+/// The faults that strike once each.
+#[derive(Debug, Clone, Copy)]
+enum OneOff {
+    BrokerRestart,
+    RedisRestart,
+    Pause,
+}
+
 /// Drives the faults from the batch's progress.
 pub struct Faults<'a> {
     rabbit: &'a mut PrivateRabbit,
@@ -81,23 +89,60 @@ impl<'a> Faults<'a> {
         self.figures.exits += fleet.replace_exited_workers()?;
         self.end_pause_if_due(fleet).await?;
         let progress = done as f64 / total.max(1) as f64;
-        if self.figures.broker_restarts == 0 && progress >= BROKER_RESTART_AT {
-            eprintln!("chaos: restarting RabbitMQ at {done}/{total}");
-            self.figures.broker_down = self.rabbit.restart().await?;
-            self.figures.broker_restarts += 1;
-        } else if self.figures.redis_restarts == 0 && progress >= REDIS_RESTART_AT {
-            eprintln!("chaos: restarting Redis at {done}/{total}");
-            self.figures.redis_down = self.redis.restart().await?;
-            self.figures.redis_restarts += 1;
-        } else if self.figures.pauses == 0 && progress >= PAUSE_AT {
-            let i = self.rng.random_range(0..fleet.worker_pids().len());
-            eprintln!("chaos: freezing worker {i} at {done}/{total}");
-            fleet.signal_worker(i, "STOP").await?;
-            self.paused = Some((i, Instant::now()));
-            self.figures.pauses += 1;
+        if let Some(fault) = self.due(progress)
+            // The servers restart, and a worker freezes, under a fleet that
+            // is up: a worker still starting when its broker or store goes
+            // away exits, by design, to be restarted; that is not what
+            // this tests.
+            && fleet.consumers_at_least(fleet.worker_pids().len()).await
+        {
+            self.strike(fault, fleet, done, total).await?;
         }
         if Instant::now() >= self.next_kill {
             self.kill_one(fleet).await?;
+        }
+        Ok(())
+    }
+
+    /// The one-off fault due at `progress`, if any: each once, in order.
+    fn due(&self, progress: f64) -> Option<OneOff> {
+        let f = &self.figures;
+        if f.broker_restarts == 0 {
+            (progress >= BROKER_RESTART_AT).then_some(OneOff::BrokerRestart)
+        } else if f.redis_restarts == 0 {
+            (progress >= REDIS_RESTART_AT).then_some(OneOff::RedisRestart)
+        } else if f.pauses == 0 {
+            (progress >= PAUSE_AT).then_some(OneOff::Pause)
+        } else {
+            None
+        }
+    }
+
+    async fn strike(
+        &mut self,
+        fault: OneOff,
+        fleet: &mut Fleet,
+        done: usize,
+        total: usize,
+    ) -> anyhow::Result<()> {
+        match fault {
+            OneOff::BrokerRestart => {
+                eprintln!("chaos: restarting RabbitMQ at {done}/{total}");
+                self.figures.broker_down = self.rabbit.restart().await?;
+                self.figures.broker_restarts += 1;
+            }
+            OneOff::RedisRestart => {
+                eprintln!("chaos: restarting Redis at {done}/{total}");
+                self.figures.redis_down = self.redis.restart().await?;
+                self.figures.redis_restarts += 1;
+            }
+            OneOff::Pause => {
+                let i = self.rng.random_range(0..fleet.worker_pids().len());
+                eprintln!("chaos: freezing worker {i} at {done}/{total}");
+                fleet.signal_worker(i, "STOP").await?;
+                self.paused = Some((i, Instant::now()));
+                self.figures.pauses += 1;
+            }
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ use uuid::Uuid;
 
 use super::dead_letters::REASON_HEADER;
 use super::recovery::{Backoff, Health};
-use super::{Route, Shared, connection_error, recovery};
+use super::{PUBLISH_PATIENCE, Route, Shared, connection_error, recovery};
 use crate::{Consumer, Delivery, QueueError, ReplyAddress};
 
 /// How often a consumer waiting for deliveries checks that its channel is
@@ -58,12 +58,28 @@ async fn open(shared: &Shared, prefetch: u16) -> Result<(Channel, lapin::Consume
 }
 
 impl AmqpConsumer {
-    /// Subscribes to the main queue.
+    /// Subscribes to the main queue, waiting up to [`PUBLISH_PATIENCE`]
+    /// for a connection being recovered (the broker restarting just as a
+    /// worker starts); fails at once for anything else.
     pub(super) async fn subscribe(
         shared: Arc<Shared>,
         prefetch: u16,
     ) -> Result<AmqpConsumer, QueueError> {
-        let (channel, consumer) = open(&shared, prefetch).await?;
+        let deadline = tokio::time::Instant::now() + PUBLISH_PATIENCE;
+        let mut backoff = Backoff::new();
+        let (channel, consumer) = loop {
+            match open(&shared, prefetch).await {
+                Ok(opened) => break opened,
+                Err(e)
+                    if recovery::reconnecting(&shared.connection)
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tracing::warn!(error = %e, "subscribing waits for the broker connection");
+                    backoff.wait().await;
+                }
+                Err(e) => return Err(e),
+            }
+        };
         Ok(AmqpConsumer {
             shared,
             prefetch,

@@ -46,6 +46,13 @@ pub(super) fn connection_properties(queue: &str) -> ConnectionProperties {
         })
 }
 
+/// Whether `connection` is being (re)established: neither usable nor gone
+/// for good.
+pub(super) fn reconnecting(connection: &Connection) -> bool {
+    let conn = connection.status();
+    !(conn.connected() || conn.closed() || conn.errored() || conn.closing())
+}
+
 /// The state of a channel and its connection, as far as retrying goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Health {

@@ -195,13 +195,31 @@ impl Drop for PrivateRabbit {
         if let Some(mut group) = self.group.take() {
             group.kill();
         }
-        // The node started an epmd of its own on its port; it outlives
-        // the node unless told to go.
+        stop_epmd(self.epmd_port);
+    }
+}
+
+/// Stops the epmd a node started on `port`: it outlives the node unless
+/// told to go, and refuses to go while it still lists the node, which it
+/// notices gone a moment after the node died.
+fn stop_epmd(port: u16) {
+    let port = port.to_string();
+    for _ in 0..50 {
+        let still_there = Command::new("epmd")
+            .args(["-port", &port, "-names"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !still_there {
+            return;
+        }
         let _ = Command::new("epmd")
-            .args(["-port", &self.epmd_port.to_string(), "-kill"])
+            .args(["-port", &port, "-kill"])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
