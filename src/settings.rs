@@ -65,6 +65,13 @@ pub struct WorkerSettings {
     pub retry_base_ms: u64,
     /// Longest backoff of a failed step, in milliseconds.
     pub retry_max_ms: u64,
+    /// Seconds one tool call may take before it is stopped and the model
+    /// reads a timeout error (`DEEPFLEET__WORKER__TOOL_TIMEOUT_SECS`).
+    pub tool_timeout_secs: u64,
+    /// Seconds one step may take before it is abandoned and retried
+    /// (`DEEPFLEET__WORKER__STEP_TIMEOUT_SECS`); keep it under RabbitMQ's
+    /// `consumer_timeout` (30 minutes by default).
+    pub step_timeout_secs: u64,
 }
 
 /// The scheduler's HTTP server.
@@ -87,6 +94,14 @@ impl WorkerSettings {
             max_attempts: self.max_attempts,
             base_delay: std::time::Duration::from_millis(self.retry_base_ms),
             max_delay: std::time::Duration::from_millis(self.retry_max_ms),
+        }
+    }
+
+    /// The step and tool-call time limits these settings describe.
+    pub fn time_limits(&self) -> deepfleet_worker::TimeLimits {
+        deepfleet_worker::TimeLimits {
+            step: std::time::Duration::from_secs(self.step_timeout_secs),
+            tool_call: std::time::Duration::from_secs(self.tool_timeout_secs),
         }
     }
 }
@@ -131,6 +146,8 @@ impl Settings {
             .set_default("worker.grace_secs", 30)?
             .set_default("worker.retry_base_ms", 1_000)?
             .set_default("worker.retry_max_ms", 60_000)?
+            .set_default("worker.tool_timeout_secs", 300)?
+            .set_default("worker.step_timeout_secs", 1_200)?
             .set_default("scheduler.listen", "127.0.0.1:2024")?
             .set_default("scheduler.grace_secs", 20)?;
         if let Some(file) = file {
@@ -209,6 +226,24 @@ mod tests {
         std::fs::remove_file(&key_file).unwrap();
         let err = format!("{:#}", settings.context_key().unwrap_err());
         assert!(err.contains("DEEPFLEET__CONTEXT_KEY_FILE"), "{err}");
+    }
+
+    #[test]
+    fn time_limits_default_and_come_from_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let empty = dir.path().join("empty.toml");
+        std::fs::write(&empty, "").unwrap();
+        let defaults = Settings::load(Some(&empty)).unwrap().worker.time_limits();
+        assert_eq!(defaults, deepfleet_worker::TimeLimits::default());
+        let file = dir.path().join("deepfleet.toml");
+        std::fs::write(
+            &file,
+            "[worker]\ntool_timeout_secs = 30\nstep_timeout_secs = 600\n",
+        )
+        .unwrap();
+        let set = Settings::load(Some(&file)).unwrap().worker.time_limits();
+        assert_eq!(set.tool_call, std::time::Duration::from_secs(30));
+        assert_eq!(set.step, std::time::Duration::from_secs(600));
     }
 
     #[test]

@@ -64,7 +64,7 @@ async fn quiet_server(latency: Duration) -> anyhow::Result<(String, JoinHandle<(
     let engine = Arc::new(engine()?);
     let task = tokio::spawn(async move {
         // Ends only when aborted; a listener error shows as failed runs.
-        let _ = deepfleet_testkit::serve(engine, latency, listener).await;
+        let _ = deepfleet_testkit::serve(engine, latency, None, listener).await;
     });
     Ok((url, task))
 }

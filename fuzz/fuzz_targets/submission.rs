@@ -8,19 +8,21 @@
 //! back to itself; with nothing able to fail transiently, a message is
 //! never requeued, only accepted or refused; an accepted one has its run,
 //! its reply record and its files under their normalised paths, and a
-//! refused one is dead-lettered with the reason and its payload.
+//! refused one is answered once with a refusal giving the reason, and
+//! dead-lettered with that reason and its payload.
 #![no_main]
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use deepfleet_fuzz::json::assert_round_trip;
 use deepfleet_fuzz::runtime::block_on;
-use deepfleet_proto::AgentSpec;
 use deepfleet_proto::keys::records::REPLIES;
+use deepfleet_proto::{AgentSpec, SubmissionRefusal};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_queue::{DeadLetters, Queue, QueueError, Replies, ReplyAddress};
+use deepfleet_scheduler::api::Graphs;
 use deepfleet_scheduler::api::state::ApiState;
 use deepfleet_scheduler::repo::replies::ReplyRecord;
 use deepfleet_scheduler::submissions::{Outcome, parse};
@@ -47,13 +49,14 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
     intake.register(&spec).await.expect("registers");
     let api = ApiState {
         life: Lifecycle::new(intake),
-        graphs: Arc::new(vec!["helper".into()]),
+        graphs: Graphs::new(["helper".to_owned()]),
         started_at: chrono::Utc::now(),
         metrics: None,
     };
+    let answers = Arc::new(Answers::default());
     let submissions = SubmissionIntake::new(
         api,
-        Replier::new(Arc::clone(&store), Arc::new(NoReplies)),
+        Replier::new(Arc::clone(&store), Arc::clone(&answers) as Arc<dyn Replies>),
         ReservedQueues::new(["deepfleet"]),
     );
     let queue = MemoryQueue::new();
@@ -83,9 +86,18 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
                 (dead[0].reason.as_str(), dead[0].payload.as_slice()),
                 (reason.as_str(), payload)
             );
+            let answers = answers.taken();
+            assert_eq!(answers.len(), 1, "a refusal is answered once");
+            let answer: SubmissionRefusal =
+                serde_json::from_slice(&answers[0]).expect("the answer is a refusal");
+            assert_eq!(
+                answer.error, reason,
+                "the answer says what the dead letter says"
+            );
         }
         (Outcome::Accepted(run_id), Ok(submission)) => {
             assert!(dead.is_empty());
+            assert!(answers.taken().is_empty(), "no run ends here");
             let record: ReplyRecord = serde_json::from_value(
                 store
                     .get_record(REPLIES, &run_id)
@@ -121,12 +133,21 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
     }
 }
 
-/// The in-process queue carries no reply address; no run ends here.
-struct NoReplies;
+/// Keeps every answer published: the in-process queue carries no reply
+/// address, and only refusals are answered here (no run ends).
+#[derive(Default)]
+struct Answers(Mutex<Vec<Vec<u8>>>);
+
+impl Answers {
+    fn taken(&self) -> Vec<Vec<u8>> {
+        std::mem::take(&mut *self.0.lock().expect("answers"))
+    }
+}
 
 #[async_trait]
-impl Replies for NoReplies {
-    async fn reply(&self, _: &ReplyAddress, _: Vec<u8>) -> Result<(), QueueError> {
-        Err(QueueError::Closed)
+impl Replies for Answers {
+    async fn reply(&self, _: &ReplyAddress, answer: Vec<u8>) -> Result<(), QueueError> {
+        self.0.lock().expect("answers").push(answer);
+        Ok(())
     }
 }

@@ -21,6 +21,10 @@ pub enum ErrorKind {
     ContextOverflow,
     /// The provider answered something we cannot decode.
     InvalidResponse,
+    /// The answer grew past the transport's `max_response_bytes`: a
+    /// runaway generation or a broken proxy, which another attempt would
+    /// only pay for again.
+    ResponseTooLarge,
     /// A provider or model this build does not know.
     Unsupported,
 }
@@ -62,6 +66,7 @@ impl ModelError {
             | ErrorKind::BadRequest
             | ErrorKind::ContextOverflow
             | ErrorKind::InvalidResponse
+            | ErrorKind::ResponseTooLarge
             | ErrorKind::Unsupported => false,
         }
     }

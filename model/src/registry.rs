@@ -21,7 +21,7 @@ use crate::hosts::{known, wire_of};
 use crate::profiles;
 use crate::protocols::Wire;
 use crate::retry::RetryPolicy;
-use crate::transport::{DEFAULT_TIMEOUT, HttpModel, TransportConfig, http_client};
+use crate::transport::{HttpModel, TransportConfig, http_client};
 use crate::{ErrorKind, ModelClient, ModelError};
 
 /// Settings of one provider, e.g. a `[providers.openai]` table.
@@ -34,9 +34,18 @@ pub struct ProviderConfig {
     /// API key; `{PROVIDER}_API_KEY` overrides it.
     #[serde(default)]
     pub api_key: Option<String>,
-    /// Limit of one HTTP attempt, in seconds.
+    /// Limit of one HTTP attempt, in seconds, from connecting to the
+    /// answer's last byte, streamed or not (default 600).
     #[serde(default)]
     pub timeout_secs: Option<u64>,
+    /// Longest silence in the middle of an answer, in seconds, before the
+    /// attempt fails as a timeout (default 300).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Largest answer body read, in bytes, before the call fails as
+    /// `ResponseTooLarge` (default 16 MiB).
+    #[serde(default)]
+    pub max_response_bytes: Option<u64>,
     /// Whether every call streams (SSE), deltas discarded unless the
     /// caller asks for them; long completions then never sit idle on a
     /// proxy's timeout.
@@ -55,6 +64,8 @@ impl fmt::Debug for ProviderConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout_secs", &self.timeout_secs)
+            .field("idle_timeout_secs", &self.idle_timeout_secs)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("stream", &self.stream)
             .field("profiles", &self.profiles)
             .finish()
@@ -203,16 +214,21 @@ impl Providers {
         let api_key = (self.env)(&format!("{prefix}_API_KEY"))
             .or_else(|| aliases.iter().find_map(|variable| (self.env)(variable)))
             .or(config.api_key);
-        let timeout = config
-            .timeout_secs
-            .map(Duration::from_secs)
-            .unwrap_or(DEFAULT_TIMEOUT);
+        let defaults = TransportConfig::new(base_url);
         let transport = TransportConfig {
-            base_url,
-            api_key,
-            timeout,
+            timeout: config
+                .timeout_secs
+                .map_or(defaults.timeout, Duration::from_secs),
+            idle_timeout: config
+                .idle_timeout_secs
+                .map_or(defaults.idle_timeout, Duration::from_secs),
+            max_response_bytes: config
+                .max_response_bytes
+                .unwrap_or(defaults.max_response_bytes),
             retry: self.retry,
             stream: config.stream,
+            api_key,
+            ..defaults
         };
         Ok((wire_of(provider), transport))
     }

@@ -208,3 +208,25 @@ fn provider_config_reads_stream_and_profiles() {
         .unwrap();
     assert!(error.to_string().contains("strem"), "{error}");
 }
+
+#[test]
+fn provider_config_sets_the_bounds_of_an_answer() {
+    let configs: HashMap<String, ProviderConfig> = serde_json::from_value(serde_json::json!({
+        "openai": {"idle_timeout_secs": 20, "max_response_bytes": 1048576},
+        "anthropic": {}
+    }))
+    .unwrap();
+    let providers = Providers::with_env(configs, |_| None);
+    let (_, set) = providers.route("openai").unwrap();
+    assert_eq!(set.idle_timeout, Duration::from_secs(20));
+    assert_eq!(set.max_response_bytes, 1_048_576);
+    let (_, defaults) = providers.route("anthropic").unwrap();
+    assert_eq!(
+        defaults.idle_timeout,
+        crate::transport::DEFAULT_IDLE_TIMEOUT
+    );
+    assert_eq!(
+        defaults.max_response_bytes,
+        crate::transport::DEFAULT_MAX_RESPONSE_BYTES
+    );
+}

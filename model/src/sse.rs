@@ -2,9 +2,9 @@
 //!
 //! [`SseDecoder`] is sans-IO (bytes in, events out) so chunk boundaries
 //! falling anywhere, even inside a UTF-8 character, are tested without a
-//! server; [`for_each_event`] drives it from a reqwest body.
+//! server; [`for_each_event`] drives it from a bounded reqwest body.
 
-use crate::classify::classify_transport;
+use crate::transport::BoundedBody;
 use crate::{ErrorKind, ModelError};
 
 /// One event: its `event:` name (empty when absent) and its `data:` lines
@@ -73,14 +73,14 @@ impl SseDecoder {
     }
 }
 
-/// Reads `response`'s body as SSE, calling `handle` for each event in
-/// order; stops at the first error `handle` returns.
+/// Reads `body` as SSE, calling `handle` for each event in order; stops
+/// at the first error `handle` returns or the body's bounds raise.
 pub(crate) async fn for_each_event(
-    mut response: reqwest::Response,
+    mut body: BoundedBody,
     mut handle: impl FnMut(SseEvent) -> Result<(), ModelError>,
 ) -> Result<(), ModelError> {
     let mut decoder = SseDecoder::default();
-    while let Some(chunk) = response.chunk().await.map_err(|e| classify_transport(&e))? {
+    while let Some(chunk) = body.chunk().await? {
         for event in decoder.push(&chunk)? {
             handle(event)?;
         }

@@ -242,3 +242,27 @@ async fn an_error_inside_the_stream_after_a_delta_is_not_retried() {
     assert_eq!(server.requests().len(), 1);
     assert_eq!(sink.events().len(), 1);
 }
+
+/// Issue #14: a blocked prompt answers with no candidates. Streamed, that
+/// single event has no finish reason either; it was taken for a cut
+/// stream and retried, while the same answer not streamed is a filtered,
+/// empty turn. Both are the filtered turn now.
+#[tokio::test]
+async fn a_blocked_prompt_is_the_same_filtered_turn_streamed_or_not() {
+    let blocked = json!({"promptFeedback": {"blockReason": "SAFETY"},
+        "usageMetadata": {"promptTokenCount": 12, "totalTokenCount": 12}});
+    let server = Server::start(vec![
+        Canned::json(200, blocked.clone()),
+        Canned::sse(&[("", blocked)]),
+    ])
+    .await;
+    let client = client(&server, false);
+    let plain = client.complete(&request(CallPurpose::Agent)).await.unwrap();
+    let streamed = client
+        .stream(&request(CallPurpose::Agent), &Collect::default())
+        .await
+        .unwrap();
+    assert_eq!(plain.finish, FinishReason::ContentFilter);
+    assert_eq!(streamed, plain);
+    assert_eq!(server.requests().len(), 2);
+}

@@ -146,6 +146,25 @@ async fn the_stream_option_makes_complete_stream() {
     assert_eq!(server.requests()[0].body["stream"], true);
 }
 
+/// Issue #14: `complete` on a streaming client discards the deltas, so a
+/// stream cut after some of them is retried whole like any cut answer.
+#[tokio::test]
+async fn complete_retries_a_stream_cut_after_deltas_nobody_saw() {
+    // Role and text deltas, then the connection closes.
+    let cut: String = recorded_stream().split_inclusive("\n\n").take(3).collect();
+    let server = Server::start(vec![
+        Canned::sse_text(cut),
+        Canned::sse_text(recorded_stream()),
+    ])
+    .await;
+    let response = client(&server, true)
+        .complete(&request(CallPurpose::Agent))
+        .await
+        .unwrap();
+    assert_eq!(response.message.tool_calls.len(), 2);
+    assert_eq!(server.requests().len(), 2);
+}
+
 #[tokio::test]
 async fn a_stream_cut_before_any_delta_is_retried() {
     let cut = || {
@@ -184,4 +203,42 @@ async fn a_stream_cut_before_any_delta_is_retried() {
     .await
     .unwrap_err();
     assert_eq!(error.kind, ErrorKind::Transport);
+}
+
+/// Issue #14: an answer without choices is undecodable whether streamed
+/// or not; streamed, it used to pass as an empty turn.
+#[tokio::test]
+async fn a_stream_without_choices_is_an_invalid_response_as_unstreamed() {
+    let empty = json!({"id": "x", "object": "chat.completion.chunk", "created": 1,
+        "model": "m", "choices": []});
+    let server = Server::start(vec![
+        Canned::json(
+            200,
+            json!({"id": "x", "object": "chat.completion", "created": 1,
+            "model": "m", "choices": []}),
+        ),
+        Canned::sse_text(format!("data: {empty}\n\ndata: [DONE]\n\n")),
+    ])
+    .await;
+    let client = HttpClient::new(
+        ChatCompletions,
+        TransportConfig {
+            retry: RetryPolicy::none(),
+            ..TransportConfig::new(format!("{}/v1", server.root))
+        },
+    )
+    .unwrap();
+    let plain = client
+        .complete(&request(CallPurpose::Agent))
+        .await
+        .unwrap_err();
+    let streamed = client
+        .stream(&request(CallPurpose::Agent), &Collect::default())
+        .await
+        .unwrap_err();
+    assert_eq!(plain.kind, ErrorKind::InvalidResponse);
+    assert_eq!(
+        (streamed.kind, streamed.message),
+        (plain.kind, plain.message)
+    );
 }

@@ -275,7 +275,7 @@ mod tests {
             .unwrap();
         let api = ApiState {
             life: crate::lifecycle::Lifecycle::new(intake),
-            graphs: Arc::new(vec!["helper".into()]),
+            graphs: crate::api::Graphs::new(["helper".to_owned()]),
             started_at: chrono::Utc::now(),
             metrics: None,
         };

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deepfleet_queue::Queue;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 /// How often the broker is asked, and how often the warning is repeated
@@ -104,9 +105,14 @@ fn message(notice: &Notice, name: &str) -> String {
     }
 }
 
-/// Watches a queue's consumers in the background until dropped.
+/// Longest wait for the last look at the consumers when the batch ends.
+const LAST_LOOK: Duration = Duration::from_secs(2);
+
+/// Watches a queue's consumers in the background until finished or
+/// dropped.
 pub struct ConsumerWatch {
     task: JoinHandle<()>,
+    stop: Option<oneshot::Sender<()>>,
 }
 
 impl ConsumerWatch {
@@ -124,22 +130,45 @@ impl ConsumerWatch {
         cadence: Cadence,
         report: impl Fn(&str) + Send + 'static,
     ) -> Self {
+        let (stop, mut stopped) = oneshot::channel();
         let task = tokio::spawn(async move {
             let mut tracker = Tracker::new(cadence.repeat);
             let mut ticks = tokio::time::interval(cadence.poll);
             loop {
-                ticks.tick().await;
+                let last = tokio::select! {
+                    _ = ticks.tick() => false,
+                    _ = &mut stopped => true,
+                };
                 let count = match queue.consumers().await {
                     Ok(Some(count)) => Ok(count),
                     Ok(None) => return,
                     Err(e) => Err(e.to_string()),
                 };
                 if let Some(notice) = tracker.observe(count, Instant::now()) {
-                    report(&message(&notice, &name));
+                    // The last look only closes a warning; a fresh one
+                    // would say nothing useful once the batch is over.
+                    if !last || matches!(notice, Notice::Consumed { .. }) {
+                        report(&message(&notice, &name));
+                    }
+                }
+                if last {
+                    return;
                 }
             }
         });
-        ConsumerWatch { task }
+        ConsumerWatch {
+            task,
+            stop: Some(stop),
+        }
+    }
+
+    /// Stops watching after one last look, so that a batch a late worker
+    /// finished between two polls still says that the warning is over.
+    pub async fn finish(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = tokio::time::timeout(LAST_LOOK, &mut self.task).await;
     }
 }
 
@@ -273,5 +302,47 @@ mod tests {
             "{lines:?}"
         );
         assert_eq!(lines[1], "queue q now has 1 consumer: the batch goes on");
+    }
+
+    #[tokio::test]
+    async fn finishing_takes_a_last_look_that_closes_a_warning() {
+        let queue = Arc::new(MemoryQueue::new());
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = Arc::clone(&lines);
+        // The next poll would come only after the test is over.
+        let cadence = Cadence {
+            poll: Duration::from_secs(3600),
+            repeat: Duration::from_secs(3600),
+        };
+        let watch = ConsumerWatch::start_with(queue.clone(), "q".into(), cadence, move |l| {
+            sink.lock().unwrap().push(l.to_owned());
+        });
+        while lines.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let _consumer = queue.consume(1).await.unwrap();
+        watch.finish().await;
+        let lines = lines.lock().unwrap().clone();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert_eq!(lines[1], "queue q now has 1 consumer: the batch goes on");
+    }
+
+    #[tokio::test]
+    async fn a_last_look_at_an_unconsumed_queue_adds_no_warning() {
+        let queue = Arc::new(MemoryQueue::new());
+        let lines = Arc::new(Mutex::new(Vec::<String>::new()));
+        let sink = Arc::clone(&lines);
+        let cadence = Cadence {
+            poll: Duration::from_secs(3600),
+            repeat: Duration::ZERO,
+        };
+        let watch = ConsumerWatch::start_with(queue.clone(), "q".into(), cadence, move |l| {
+            sink.lock().unwrap().push(l.to_owned());
+        });
+        while lines.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        watch.finish().await;
+        assert_eq!(lines.lock().unwrap().len(), 1);
     }
 }

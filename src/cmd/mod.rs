@@ -1,7 +1,9 @@
 //! The subcommands.
 
+pub mod agents_dir;
 pub mod batch;
 pub mod consumer_watch;
+pub mod dev;
 pub mod health;
 pub mod keygen;
 pub mod metrics_server;
@@ -10,6 +12,7 @@ pub mod resume;
 pub mod run;
 pub mod scheduler;
 pub mod signals;
+pub mod spec_watch;
 pub mod submit;
 pub mod telemetry;
 pub mod worker;
@@ -89,8 +92,8 @@ pub fn redacted(url: &str) -> String {
     }
 }
 
-/// A step runner as the settings configure it (providers, retries, harness
-/// profiles), opening runs' context with `key` and reporting to `events`.
+/// A step runner as the settings configure it (providers, retries, time
+/// limits, harness profiles), opening runs' context with `key` and reporting to `events`.
 pub fn step_runner(
     queue: Arc<dyn Queue>,
     store: Arc<dyn Store>,
@@ -100,6 +103,7 @@ pub fn step_runner(
 ) -> Arc<StepRunner> {
     let providers = Arc::new(providers(settings));
     let mut runner = StepRunner::new(queue, store, providers, settings.worker.retry())
+        .with_time_limits(settings.worker.time_limits())
         .with_context_key(key)
         .with_profiles(settings.profiles.clone());
     if let Some(events) = events {
@@ -116,10 +120,11 @@ pub fn providers(settings: &Settings) -> Providers {
 }
 
 /// What a worker of these settings adds to every agent: its harness
-/// profiles.
+/// profiles and tool-call time limit.
 pub fn agent_options(settings: &Settings) -> AgentOptions {
     AgentOptions {
         profiles: settings.profiles.clone(),
+        tool_timeout: settings.worker.time_limits().tool_call,
         ..AgentOptions::default()
     }
 }

@@ -11,8 +11,9 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args;
 use deepfleet_fleet::Metrics;
+use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::AmqpQueue;
-use deepfleet_scheduler::api::{self, ApiState, MetricsRender};
+use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
 use deepfleet_scheduler::{Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
 use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -43,8 +44,9 @@ pub struct SchedulerArgs {
     /// `127.0.0.1:2024`).
     #[arg(long)]
     listen: Option<String>,
-    /// Directory of agent specs (`*.yaml`/`*.yml`); each is a graph named
-    /// after the spec.
+    /// Directory of agent specs: each YAML file with top-level `name` and
+    /// `model` is a graph named after the spec; other files (a replay
+    /// script beside its spec) are skipped.
     #[arg(long)]
     agents: PathBuf,
     /// RabbitMQ queue taking JSON submissions (docs/queue-intake.md); its
@@ -65,14 +67,16 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     if let Some(key) = settings.context_key()? {
         intake = intake.with_context_key(key);
     }
-    let graphs = register_graphs(&intake, &args.agents, &settings).await?;
+    let graphs = Graphs::default();
+    let load = |path: &Path| super::load_checked_spec(path, None, &settings);
+    register_graphs(&intake, &args.agents, &load, &graphs).await?;
     let life = Lifecycle::new(intake);
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
     let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
     let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());
     let state = ApiState {
         life,
-        graphs: Arc::new(graphs),
+        graphs,
         started_at: chrono::Utc::now(),
         metrics: Some(render),
     };
@@ -102,28 +106,23 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// Registers every spec of `dir` and returns the graph names, sorted.
-async fn register_graphs(
+/// Registers every spec of `dir` (the files that declare an agent, see
+/// [`super::agents_dir`]), each loaded by `load`, and serves them as
+/// `graphs`.
+pub(super) async fn register_graphs(
     intake: &Intake,
     dir: &Path,
-    settings: &Settings,
-) -> anyhow::Result<Vec<String>> {
-    let mut graphs = Vec::new();
-    for path in spec_files(dir)? {
-        let spec = super::load_checked_spec(&path, None, settings)?;
+    load: &dyn Fn(&Path) -> anyhow::Result<AgentSpec>,
+    graphs: &Graphs,
+) -> anyhow::Result<()> {
+    for (path, spec) in super::agents_dir::load_specs(dir, load)? {
         intake
             .register(&spec)
             .await
             .with_context(|| format!("registering {}", path.display()))?;
-        graphs.push(spec.name);
+        graphs.add(&spec.name);
     }
-    anyhow::ensure!(
-        !graphs.is_empty(),
-        "no agent specs (*.yaml, *.yml) in {}",
-        dir.display()
-    );
-    graphs.sort();
-    Ok(graphs)
+    Ok(())
 }
 
 /// Starts consuming the submission queue `name` and answering its
@@ -162,7 +161,7 @@ async fn start_submissions(
 
 /// Serves `app` on `addr` until `shutdown`; then stops accepting, lets
 /// open requests finish for up to `grace`, and returns.
-async fn serve(
+pub(super) async fn serve(
     addr: &str,
     app: axum::Router,
     shutdown: CancellationToken,
@@ -186,15 +185,4 @@ async fn serve(
     }
     info!("scheduler stopped");
     Ok(())
-}
-
-/// The spec files of `dir`, sorted.
-fn spec_files(dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-        .collect();
-    files.sort();
-    Ok(files)
 }

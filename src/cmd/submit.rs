@@ -44,7 +44,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
     // Without a worker on the queue the batch would wait without a word.
-    let _watch = ConsumerWatch::start(Arc::clone(&queue), settings.queue_name.clone());
+    let watch = ConsumerWatch::start(Arc::clone(&queue), settings.queue_name.clone());
     let plan = BatchPlan {
         spec: &spec,
         tasks: &tasks,
@@ -52,5 +52,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         fresh: args.fresh,
         state_file: None,
     };
-    super::batch::run_batch(queue, store, plan, key, None).await
+    let outcome = super::batch::run_batch(queue, store, plan, key, None).await;
+    watch.finish().await;
+    outcome
 }

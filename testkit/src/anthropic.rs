@@ -2,6 +2,7 @@
 //! and the engine's answer a Messages response or event stream.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -16,7 +17,9 @@ use deepfleet_proto::{
     AssistantMessage, ContentBlock, Message, ToolCall, ToolMessage, ToolStatus, UserMessage,
 };
 use deepfleet_replay::ScriptedError;
+use serde_json::{Value, json};
 
+use crate::faults::{self, Fault, Wire};
 use crate::{AppState, arguments_object, error_response, pieces, sse_response};
 
 pub(crate) async fn messages(State(state): State<AppState>, body: Bytes) -> Response {
@@ -29,10 +32,98 @@ pub(crate) async fn messages(State(state): State<AppState>, body: Bytes) -> Resp
         Err(e) => return error(400, format!("not a messages request: {e}"), None),
     };
     let stream = request.stream == Some(true);
-    match state.answer(&to_neutral(request)) {
-        Ok(answer) if stream => sse_response(events(answer)),
-        Ok(answer) => axum::Json(to_wire(answer)).into_response(),
-        Err(scripted) => scripted_error(scripted),
+    let request = to_neutral(request);
+    let fault = state.fault();
+    faults::respond(fault, &Anthropic, stream, |oversized| {
+        match state.answer(&request) {
+            Ok(mut answer) => {
+                if let Some(bytes) = oversized {
+                    answer.message.content = vec![ContentBlock::text(faults::filler(bytes))];
+                }
+                if stream {
+                    sse_response(events(answer))
+                } else {
+                    axum::Json(to_wire(answer)).into_response()
+                }
+            }
+            Err(scripted) => scripted_error(scripted),
+        }
+    })
+    .await
+}
+
+/// Faults as Messages answers.
+struct Anthropic;
+
+impl Wire for Anthropic {
+    fn error(&self, status: u16, message: String, retry_after: Option<Duration>) -> Response {
+        error(status, message, retry_after)
+    }
+
+    fn broken(&self, fault: &Fault, stream: bool) -> Response {
+        let usage = json!({"input_tokens": 1, "output_tokens": 1});
+        let mut message = json!({"id": "msg_fault", "type": "message", "role": "assistant",
+            "model": "scripted", "content": [], "stop_reason": "tool_use",
+            "stop_sequence": null, "usage": usage});
+        let mut block = json!({"type": "tool_use", "id": "toolu_fault", "name": "ls",
+            "input": "{\"path\": "});
+        match fault {
+            Fault::MissingToolName => {
+                if let Some(fields) = block.as_object_mut() {
+                    fields.remove("name");
+                }
+                block["input"] = json!({});
+            }
+            Fault::Empty => message["stop_reason"] = json!("end_turn"),
+            _ => {}
+        }
+        let blocks = if *fault == Fault::Empty {
+            Vec::new()
+        } else {
+            vec![block]
+        };
+        if !stream {
+            message["content"] = json!(blocks);
+            return axum::Json(message).into_response();
+        }
+        let stop_reason = message["stop_reason"].clone();
+        message["stop_reason"] = Value::Null;
+        let mut out = vec![(
+            "message_start",
+            json!({"type": "message_start", "message": message}),
+        )];
+        for (index, mut block) in blocks.into_iter().enumerate() {
+            // The start carries an empty input; the arguments follow.
+            let arguments = match &block["input"] {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            block["input"] = json!({});
+            out.push((
+                "content_block_start",
+                json!({"type": "content_block_start", "index": index, "content_block": block}),
+            ));
+            out.push((
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": arguments}}),
+            ));
+            out.push((
+                "content_block_stop",
+                json!({"type": "content_block_stop", "index": index}),
+            ));
+        }
+        out.push((
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": stop_reason,
+                "stop_sequence": null}, "usage": {"output_tokens": 1}}),
+        ));
+        out.push(("message_stop", json!({"type": "message_stop"})));
+        sse_response(
+            out.into_iter()
+                .map(|(name, data)| (name, data.to_string()))
+                .collect(),
+        )
     }
 }
 

@@ -2,6 +2,8 @@
 //! input, and the engine's answer a `GenerateContentResponse`, or a
 //! sequence of them as SSE for `streamGenerateContent`.
 
+use std::time::Duration;
+
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
@@ -18,6 +20,7 @@ use deepfleet_proto::{
 use deepfleet_replay::ScriptedError;
 use serde_json::{Value, json};
 
+use crate::faults::{self, Fault, Wire};
 use crate::{AppState, arguments_object, error_response, pieces, sse_response};
 
 /// `call` is the path's last segment: `{model}:{method}`.
@@ -39,10 +42,51 @@ pub(crate) async fn generate(
         Ok(request) => request,
         Err(e) => return error(400, format!("not a generateContent request: {e}"), None),
     };
-    match state.answer(&to_neutral(model, request)) {
-        Ok(answer) if stream => sse_response(chunks(&answer)),
-        Ok(answer) => axum::Json(to_wire(&answer)).into_response(),
-        Err(scripted) => scripted_error(scripted),
+    let request = to_neutral(model, request);
+    let fault = state.fault();
+    faults::respond(fault, &Gemini, stream, |oversized| {
+        match state.answer(&request) {
+            Ok(mut answer) => {
+                if let Some(bytes) = oversized {
+                    answer.message.content = vec![ContentBlock::text(faults::filler(bytes))];
+                }
+                if stream {
+                    sse_response(chunks(&answer))
+                } else {
+                    axum::Json(to_wire(&answer)).into_response()
+                }
+            }
+            Err(scripted) => scripted_error(scripted),
+        }
+    })
+    .await
+}
+
+/// Faults as `generateContent` answers.
+struct Gemini;
+
+impl Wire for Gemini {
+    fn error(&self, status: u16, message: String, retry_after: Option<Duration>) -> Response {
+        error(status, message, retry_after)
+    }
+
+    fn broken(&self, fault: &Fault, stream: bool) -> Response {
+        let call = match fault {
+            Fault::MissingToolName => json!({"args": {}}),
+            _ => json!({"name": "ls", "args": "{\"path\": "}),
+        };
+        let body = if *fault == Fault::Empty {
+            json!({"candidates": [], "modelVersion": "scripted"})
+        } else {
+            json!({"candidates": [{"content": {"role": "model",
+                "parts": [{"functionCall": call}]}, "finishReason": "STOP"}],
+                "modelVersion": "scripted"})
+        };
+        if stream {
+            sse_response(vec![("", body.to_string())])
+        } else {
+            axum::Json(body).into_response()
+        }
     }
 }
 

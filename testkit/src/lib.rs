@@ -14,8 +14,11 @@
 //! engine's answer into that protocol's response, so one script drives a
 //! run on any provider. Streamed answers cut text and tool arguments into
 //! small pieces, so clients really assemble them. Every request body is
-//! recorded for assertions. [`serve`] runs the same endpoints on a
-//! listener of the caller's (this crate's `scripted-server` binary).
+//! recorded for assertions. [`ScriptedServer::start_faulty`] injects
+//! provider faults ([`faults`]): error statuses, hangs, stalls, cut or
+//! undecodable answers, broken tool calls, empty and oversized answers.
+//! [`serve`] runs the same endpoints on a listener of the caller's (this
+//! crate's `scripted-server` binary).
 //!
 //! [`fleet`] is the fleet under test, embedded or on RabbitMQ and Redis,
 //! shared by the e2e suite and the benchmarks; [`script`] builds the
@@ -26,6 +29,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod anthropic;
+pub mod faults;
 pub mod fleet;
 mod gemini;
 pub mod growth;
@@ -46,6 +50,7 @@ use axum::routing::post;
 use deepfleet_model::openai::convert::{from_wire, to_wire};
 use deepfleet_model::{ModelRequest, ModelResponse};
 use deepfleet_replay::{ReplayEngine, ScriptedError};
+use faults::{Fault, Faults};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -53,6 +58,9 @@ use tokio::task::JoinHandle;
 
 /// Characters per piece of streamed text or arguments.
 const PIECE_CHARS: usize = 7;
+/// Most pieces one text streams in: a huge text streams in pieces of
+/// its thousandth.
+const MAX_PIECES: usize = 1_000;
 
 /// Request bodies with their arrival times, shared with the handlers.
 type RequestLog = Arc<Mutex<Vec<(Instant, Value)>>>;
@@ -64,6 +72,8 @@ struct AppState {
     /// Request bodies received, with when they arrived, when someone
     /// wants them.
     requests: Option<RequestLog>,
+    /// The faults to inject, if any.
+    faults: Option<Arc<Faults>>,
 }
 
 impl AppState {
@@ -84,6 +94,11 @@ impl AppState {
             tokio::time::sleep(self.latency).await;
         }
         Ok(value)
+    }
+
+    /// The fault the current request gets, if any.
+    fn fault(&self) -> Option<Fault> {
+        self.faults.as_ref().and_then(|faults| faults.take())
     }
 
     /// Answers a provider-neutral request through the engine, as the
@@ -118,6 +133,24 @@ impl ScriptedServer {
     /// Starts serving `engine` on a free loopback port; every answer waits
     /// `latency` first (to model a provider's response time).
     pub async fn start(engine: Arc<ReplayEngine>, latency: Duration) -> anyhow::Result<Self> {
+        Self::serving(engine, latency, None).await
+    }
+
+    /// Like [`ScriptedServer::start`], injecting `faults` (see
+    /// [`faults::Faults`]).
+    pub async fn start_faulty(
+        engine: Arc<ReplayEngine>,
+        latency: Duration,
+        faults: Arc<Faults>,
+    ) -> anyhow::Result<Self> {
+        Self::serving(engine, latency, Some(faults)).await
+    }
+
+    async fn serving(
+        engine: Arc<ReplayEngine>,
+        latency: Duration,
+        faults: Option<Arc<Faults>>,
+    ) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -125,6 +158,7 @@ impl ScriptedServer {
             engine,
             latency,
             requests: Some(requests.clone()),
+            faults,
         });
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -188,16 +222,18 @@ impl Drop for ScriptedServer {
 }
 
 /// Serves `engine` on `listener` until the task is cancelled (request
-/// bodies are not kept).
+/// bodies are not kept), injecting `faults` when given.
 pub async fn serve(
     engine: Arc<ReplayEngine>,
     latency: Duration,
+    faults: Option<Arc<Faults>>,
     listener: TcpListener,
 ) -> anyhow::Result<()> {
     let app = router(AppState {
         engine,
         latency,
         requests: None,
+        faults,
     });
     axum::serve(listener, app).await?;
     Ok(())
@@ -248,13 +284,25 @@ fn sse_response(events: Vec<(&'static str, String)>) -> Response {
         .into_response()
 }
 
-/// `text` in pieces of [`PIECE_CHARS`] characters (none for "").
+/// `text` in pieces of [`PIECE_CHARS`] characters, or in [`MAX_PIECES`]
+/// pieces when that makes them longer (none for "").
 fn pieces(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    chars
-        .chunks(PIECE_CHARS)
-        .map(|piece| piece.iter().collect())
-        .collect()
+    let size = PIECE_CHARS.max(text.len() / MAX_PIECES);
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut count = 0;
+    for c in text.chars() {
+        piece.push(c);
+        count += 1;
+        if count == size {
+            pieces.push(std::mem::take(&mut piece));
+            count = 0;
+        }
+    }
+    if !piece.is_empty() {
+        pieces.push(piece);
+    }
+    pieces
 }
 
 /// Tool-call arguments as a JSON object for protocols that carry objects:

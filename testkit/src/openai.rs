@@ -1,6 +1,8 @@
 //! The Chat Completions endpoint: the engine speaks this protocol, so
 //! requests go to it as they are; `stream: true` answers as SSE chunks.
 
+use std::time::Duration;
+
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
@@ -9,8 +11,9 @@ use deepfleet_model::openai::wire::{
     ErrorBody, ErrorDetail,
 };
 use deepfleet_replay::ScriptedError;
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use crate::faults::{self, Fault, Wire};
 use crate::{AppState, error_response, pieces, sse_response};
 
 pub(crate) async fn complete(State(state): State<AppState>, body: Bytes) -> Response {
@@ -22,13 +25,95 @@ pub(crate) async fn complete(State(state): State<AppState>, body: Bytes) -> Resp
         Ok(request) => request,
         Err(e) => return invalid_request(format!("not a chat completions request: {e}")),
     };
-    match state.engine.answer(&request) {
-        Ok(response) if request.stream == Some(true) => {
-            let usage = request.stream_options.is_some_and(|o| o.include_usage);
-            sse_response(chunks(response, usage))
+    let stream = request.stream == Some(true);
+    let fault = state.fault();
+    faults::respond(fault, &Chat, stream, |oversized| {
+        match state.engine.answer(&request) {
+            Ok(mut response) => {
+                if let (Some(bytes), Some(choice)) = (oversized, response.choices.first_mut()) {
+                    choice.message.content = Some(faults::filler(bytes));
+                }
+                if stream {
+                    let usage = request.stream_options.is_some_and(|o| o.include_usage);
+                    sse_response(chunks(response, usage))
+                } else {
+                    axum::Json(response).into_response()
+                }
+            }
+            Err(error) => scripted_error(error),
         }
-        Ok(response) => axum::Json(response).into_response(),
-        Err(error) => scripted_error(error),
+    })
+    .await
+}
+
+/// Faults as Chat Completions answers.
+struct Chat;
+
+impl Wire for Chat {
+    fn error(&self, status: u16, message: String, retry_after: Option<Duration>) -> Response {
+        let kind = match status {
+            429 => "rate_limit_error",
+            500..=599 => "server_error",
+            _ => "invalid_request_error",
+        };
+        let body = ErrorBody {
+            error: ErrorDetail {
+                message,
+                kind: Some(kind.to_owned()),
+                code: None,
+            },
+        };
+        scripted_error(ScriptedError {
+            status,
+            body,
+            retry_after,
+        })
+    }
+
+    fn broken(&self, fault: &Fault, stream: bool) -> Response {
+        let call = match fault {
+            Fault::MissingToolName => json!({"id": "call_fault", "type": "function",
+                "function": {"arguments": "{}"}}),
+            _ => json!({"id": "call_fault", "type": "function",
+                "function": {"name": "ls", "arguments": "{\"path\": "}}),
+        };
+        let calls = if *fault == Fault::Empty {
+            Vec::new()
+        } else {
+            vec![call]
+        };
+        let head = json!({"id": "chatcmpl-fault", "created": 0, "model": "scripted"});
+        if !stream {
+            let choices = if calls.is_empty() {
+                json!([])
+            } else {
+                json!([{"index": 0, "finish_reason": "tool_calls", "message": {
+                    "role": "assistant", "content": null, "tool_calls": calls}}])
+            };
+            let mut body = head;
+            body["object"] = json!("chat.completion");
+            body["choices"] = choices;
+            return axum::Json(body).into_response();
+        }
+        let chunk = |choices: Value| {
+            let mut chunk = head.clone();
+            chunk["object"] = json!("chat.completion.chunk");
+            chunk["choices"] = choices;
+            ("", chunk.to_string())
+        };
+        let mut events = Vec::new();
+        if let Some(call) = calls.first() {
+            let mut piece = call.clone();
+            piece["index"] = json!(0);
+            events.push(chunk(json!([{"index": 0, "delta": {
+                "role": "assistant", "tool_calls": [piece]}}])));
+            events.push(chunk(json!([{"index": 0, "delta": {},
+                "finish_reason": "tool_calls"}])));
+        } else {
+            events.push(chunk(json!([])));
+        }
+        events.push(("", "[DONE]".to_owned()));
+        sse_response(events)
     }
 }
 

@@ -12,6 +12,7 @@ use deepfleet_model::transport::{HttpClient, TransportConfig};
 use deepfleet_model::{CallPurpose, ErrorKind, FinishReason, ModelClient, ModelRequest};
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, ToolStatus};
 use deepfleet_replay::{ReplayEngine, Script};
+use deepfleet_testkit::faults::{Fault, Faults};
 use deepfleet_testkit::{ScriptedServer, serve};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -154,11 +155,46 @@ async fn latency_delays_answers_and_drop_stops_the_server() {
 async fn serve_answers_on_a_given_listener_without_the_v1_prefix() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let task = tokio::spawn(serve(engine(), Duration::ZERO, listener));
+    let task = tokio::spawn(serve(engine(), Duration::ZERO, None, listener));
     let response = client(format!("http://{address}"))
         .complete(&request(vec![Message::user("Write a note about seals")]))
         .await
         .unwrap();
     assert_eq!(response.message.tool_calls[0].name, "write_file");
+    task.abort();
+}
+
+/// A fault plan served by `serve` (the `scripted-server --fault` path):
+/// the first requests get the fault, then the script answers.
+#[tokio::test]
+async fn serve_injects_a_fault_then_steps_aside() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let fault: Fault = "status=503".parse().unwrap();
+    let faults = Arc::new(Faults::times(fault, 2));
+    let task = tokio::spawn(serve(
+        engine(),
+        Duration::ZERO,
+        Some(faults.clone()),
+        listener,
+    ));
+    let mut once = TransportConfig::new(format!("http://{address}"));
+    once.retry = RetryPolicy::none();
+    let once = HttpClient::new(ChatCompletions, once).unwrap();
+    let error = once
+        .complete(&request(vec![Message::user("Write a note about seals")]))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (error.kind, error.status),
+        (ErrorKind::Overloaded, Some(503))
+    );
+    // The retrying client meets the second fault, then the answer.
+    let response = client(format!("http://{address}"))
+        .complete(&request(vec![Message::user("Write a note about seals")]))
+        .await
+        .unwrap();
+    assert_eq!(response.message.tool_calls[0].name, "write_file");
+    assert_eq!(faults.served(), 2);
     task.abort();
 }

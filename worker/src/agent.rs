@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
@@ -31,6 +32,7 @@ use crate::middleware::skills::Skills;
 use crate::middleware::subagents::Subagents;
 use crate::middleware::summarization::{CompactionTool, Summarization};
 use crate::prompt::{self, PromptSection, Slot};
+use crate::step::time_limits::DEFAULT_TOOL_TIMEOUT;
 use crate::tools::ToolRegistry;
 
 /// A runnable agent.
@@ -49,6 +51,8 @@ pub struct Agent {
     /// roles on the spec's model, else the resolved model's profile);
     /// compression sizes itself by it.
     pub profile: Option<ModelProfile>,
+    /// How long one of its tool calls may take.
+    pub tool_timeout: Duration,
     /// The role's own instructions (the spec's or subagent's prompt).
     own_prompt: Option<String>,
     /// The base section: the harness's base prompt, or its harness
@@ -150,6 +154,7 @@ impl Agent {
             stack,
             tools,
             profile,
+            tool_timeout: options.tool_timeout,
             review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
             own_prompt: match &role {
                 Some(r) => r.system_prompt.clone(),
@@ -204,7 +209,7 @@ pub struct AgentCache {
 }
 
 /// What a worker adds to every agent it builds.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct AgentOptions {
     /// Harness profiles by `provider:model` or `provider` (from the
     /// worker's configuration).
@@ -212,6 +217,18 @@ pub struct AgentOptions {
     /// The worker's own middleware (a team's extensions), in stack order,
     /// after the built-in layers.
     pub middleware: Vec<Arc<dyn Middleware>>,
+    /// How long one tool call may take (`worker.tool_timeout_secs`).
+    pub tool_timeout: Duration,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            profiles: BTreeMap::new(),
+            middleware: Vec::new(),
+            tool_timeout: DEFAULT_TOOL_TIMEOUT,
+        }
+    }
 }
 
 impl AgentCache {

@@ -53,6 +53,12 @@ pub enum StepError {
     /// template or store namespace naming a missing context value).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The step ran past its time limit and was abandoned uncommitted.
+    #[error(
+        "the step ran longer than {} s (worker.step_timeout_secs) and was stopped",
+        .0.as_secs_f64()
+    )]
+    TimedOut(std::time::Duration),
 }
 
 impl StepError {
@@ -62,7 +68,7 @@ impl StepError {
             StepError::Model(e) => e.is_retryable(),
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
-            StepError::Tool { .. } | StepError::LastDelivery => true,
+            StepError::Tool { .. } | StepError::TimedOut(_) | StepError::LastDelivery => true,
             StepError::Agent { .. } | StepError::Inconsistent(_) | StepError::InvalidRequest(_) => {
                 false
             }
@@ -75,9 +81,10 @@ impl StepError {
         match self {
             StepError::Model(e) => match e.kind {
                 ErrorKind::Auth => ErrorCode::ModelAuth,
-                ErrorKind::BadRequest | ErrorKind::InvalidResponse | ErrorKind::Unsupported => {
-                    ErrorCode::ModelBadRequest
-                }
+                ErrorKind::BadRequest
+                | ErrorKind::InvalidResponse
+                | ErrorKind::ResponseTooLarge
+                | ErrorKind::Unsupported => ErrorCode::ModelBadRequest,
                 ErrorKind::ContextOverflow => ErrorCode::ContextOverflow,
                 ErrorKind::RateLimited
                 | ErrorKind::Overloaded
@@ -93,7 +100,8 @@ impl StepError {
             StepError::LastDelivery
             | StepError::Store(_)
             | StepError::Queue(_)
-            | StepError::Inconsistent(_) => ErrorCode::Internal,
+            | StepError::Inconsistent(_)
+            | StepError::TimedOut(_) => ErrorCode::Internal,
         }
     }
 }

@@ -25,4 +25,4 @@ pub mod trace;
 pub use context::StepContext;
 pub use error::StepError;
 pub use runtime::Worker;
-pub use step::{RetryConfig, StepRunner};
+pub use step::{RetryConfig, StepRunner, TimeLimits};

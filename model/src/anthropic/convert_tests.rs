@@ -225,3 +225,22 @@ fn a_tool_use_without_an_id_parses_with_an_empty_one() {
         .collect();
     assert_eq!(ids, ["", ""]);
 }
+
+/// Issue #14: a `tool_use` without a name is the harness's to answer (an
+/// unknown-tool error the model reads), not an undecodable answer.
+#[test]
+fn a_tool_use_without_a_name_decodes_with_an_empty_name() {
+    let response: MessagesResponse = serde_json::from_value(serde_json::json!({
+        "id": "msg", "type": "message", "role": "assistant", "model": "m",
+        "content": [{"type": "tool_use", "id": "toolu_1", "input": {}}],
+        "stop_reason": "tool_use", "stop_sequence": null,
+        "usage": {"input_tokens": 1, "output_tokens": 1}
+    }))
+    .unwrap();
+    let calls = from_wire(response).message.tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].name.as_str()),
+        ("toolu_1", "")
+    );
+}

@@ -95,7 +95,9 @@ pub enum Block {
         /// (the harness names such calls).
         #[serde(default)]
         id: String,
-        /// Tool name.
+        /// Tool name; empty when the model sent none (the harness
+        /// answers such a call with an error the model reads).
+        #[serde(default)]
         name: String,
         /// Arguments, a JSON object.
         input: Value,

@@ -168,3 +168,17 @@ fn blocked_and_truncated_answers_map() {
         assert_eq!(finish_reason(reason, calls), expected, "{reason:?}");
     }
 }
+
+/// Issue #14: a `functionCall` without a name is the harness's to answer
+/// (an unknown-tool error the model reads), not an undecodable answer.
+#[test]
+fn a_function_call_without_a_name_decodes_with_an_empty_name() {
+    let response: GenerateContentResponse = serde_json::from_value(serde_json::json!({
+        "candidates": [{"content": {"role": "model",
+            "parts": [{"functionCall": {"args": {}}}]}, "finishReason": "STOP"}]
+    }))
+    .unwrap();
+    let calls = from_wire(response, 0).message.tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "");
+}

@@ -9,12 +9,15 @@ use super::wire::GenerateContentResponse;
 use crate::classify::classify_stream_error;
 use crate::stream::Assembler;
 use crate::transport::StreamDecoder;
-use crate::{ErrorKind, ModelError, ModelResponse};
+use crate::{ErrorKind, FinishReason, ModelError, ModelResponse};
 
 /// Folds the events of one streamed answer.
 pub struct ChunkReader {
     turn: usize,
     finish_reason: Option<String>,
+    /// Events read, and whether any carried a candidate.
+    events: usize,
+    candidates: bool,
 }
 
 impl ChunkReader {
@@ -23,6 +26,8 @@ impl ChunkReader {
         ChunkReader {
             turn,
             finish_reason: None,
+            events: 0,
+            candidates: false,
         }
     }
 }
@@ -53,9 +58,11 @@ impl StreamDecoder for ChunkReader {
         if let Some(usage) = chunk.usage_metadata {
             out.usage = usage_from_wire(usage);
         }
+        self.events += 1;
         let Some(candidate) = chunk.candidates.into_iter().next() else {
             return Ok(());
         };
+        self.candidates = true;
         for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
             if part.thought == Some(true) {
                 continue;
@@ -76,8 +83,13 @@ impl StreamDecoder for ChunkReader {
     }
 
     /// The response, once the stream ended; a stream cut before the finish
-    /// reason is a transport failure.
+    /// reason is a transport failure. Events without any candidate are a
+    /// blocked prompt: the filtered, empty turn the same answer unstreamed
+    /// is.
     fn finish(self, out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
+        if self.events > 0 && !self.candidates {
+            return Ok(out.finish(FinishReason::ContentFilter));
+        }
         let Some(reason) = self.finish_reason else {
             return Err(ModelError::new(
                 ErrorKind::Transport,

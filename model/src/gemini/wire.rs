@@ -89,7 +89,9 @@ pub struct FunctionCall {
     /// Call id, when the API assigns one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
-    /// Tool name.
+    /// Tool name; empty when the model sent none (the harness answers
+    /// such a call with an error the model reads).
+    #[serde(default)]
     pub name: String,
     /// Arguments, a JSON object.
     #[serde(default)]

@@ -273,3 +273,23 @@ fn a_tool_call_without_an_id_parses_with_an_empty_one() {
         .collect();
     assert_eq!(ids, ["", ""]);
 }
+
+/// Issue #14: a call without a name is the harness's to answer (an
+/// unknown-tool error the model reads), not an undecodable answer.
+#[test]
+fn a_tool_call_without_a_name_decodes_with_an_empty_name() {
+    let response: ChatResponse = serde_json::from_value(json!({
+        "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": null,
+            "tool_calls": [{"id": "call_1", "type": "function",
+                            "function": {"arguments": "{}"}}]}}]
+    }))
+    .unwrap();
+    let calls = from_wire(response).unwrap().message.tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (calls[0].id.as_str(), calls[0].name.as_str()),
+        ("call_1", "")
+    );
+}

@@ -14,6 +14,8 @@ use crate::{ErrorKind, FinishReason, ModelError, ModelResponse};
 pub struct ChunkReader {
     finish_reason: Option<String>,
     done: bool,
+    /// Whether any chunk carried a choice.
+    chose: bool,
 }
 
 impl StreamDecoder for ChunkReader {
@@ -43,6 +45,7 @@ impl StreamDecoder for ChunkReader {
         }
         // deepfleet asks for one candidate; others would interleave.
         for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            self.chose = true;
             if let Some(text) = &choice.delta.content {
                 out.text(text);
             }
@@ -66,12 +69,19 @@ impl StreamDecoder for ChunkReader {
 
     /// The response, once the stream ended; a stream cut before its
     /// finish reason or `[DONE]` is a transport failure (retryable if no
-    /// delta was delivered yet).
+    /// delta was delivered yet), and one without a choice is undecodable,
+    /// as the same answer unstreamed is.
     fn finish(self, out: Assembler<'_>) -> Result<ModelResponse, ModelError> {
         if !self.done && self.finish_reason.is_none() {
             return Err(ModelError::new(
                 ErrorKind::Transport,
                 "the stream ended before the completion finished",
+            ));
+        }
+        if !self.chose {
+            return Err(ModelError::new(
+                ErrorKind::InvalidResponse,
+                "the response has no choices",
             ));
         }
         let finish: FinishReason =

@@ -255,7 +255,9 @@ fn function_kind() -> String {
 /// The function part of a tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionCall {
-    /// Tool name.
+    /// Tool name; empty when the model sent none (the harness answers
+    /// such a call with an error the model reads).
+    #[serde(default)]
     pub name: String,
     /// Arguments as the model wrote them: JSON text, possibly broken.
     #[serde(default)]

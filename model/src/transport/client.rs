@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use super::body::{BodyLimits, BoundedBody};
 use super::config::TransportConfig;
 use super::http::{http_client, json, secret_header, send};
 use super::protocol::{StreamDecoder, WireProtocol};
@@ -28,6 +29,7 @@ pub struct HttpClient<P> {
     headers: HeaderMap,
     authorized: bool,
     timeout: Duration,
+    body: BodyLimits,
     retry: RetryPolicy,
     stream: bool,
 }
@@ -40,6 +42,7 @@ impl<P: fmt::Debug> fmt::Debug for HttpClient<P> {
             .field("base_url", &self.base_url)
             .field("authorized", &self.authorized)
             .field("timeout", &self.timeout)
+            .field("body", &self.body)
             .field("retry", &self.retry)
             .field("stream", &self.stream)
             .finish()
@@ -77,6 +80,10 @@ impl<P: WireProtocol> HttpClient<P> {
             headers,
             authorized: config.api_key.is_some(),
             timeout: config.timeout,
+            body: BodyLimits {
+                idle_timeout: config.idle_timeout,
+                max_bytes: config.max_response_bytes,
+            },
             retry: config.retry,
             stream: config.stream,
         })
@@ -106,7 +113,7 @@ impl<P: WireProtocol> HttpClient<P> {
             .timeout(self.timeout)
             .headers(self.headers.clone())
             .json(body);
-        send(request).await
+        send(request, self.body).await
     }
 
     async fn call(
@@ -115,7 +122,7 @@ impl<P: WireProtocol> HttpClient<P> {
         request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
         let response = self.attempt(&request.model, false, body).await?;
-        let decoded: P::Response = json(response).await?;
+        let decoded: P::Response = json(response, self.body).await?;
         self.protocol.response(decoded, request)
     }
 
@@ -129,7 +136,8 @@ impl<P: WireProtocol> HttpClient<P> {
         let response = self.attempt(&request.model, true, body).await?;
         let mut out = Assembler::new(sink, request.purpose, delivered);
         let mut decoder = self.protocol.decoder(request);
-        for_each_event(response, |event| decoder.apply(&event.data, &mut out)).await?;
+        let body = BoundedBody::new(response, self.body)?;
+        for_each_event(body, |event| decoder.apply(&event.data, &mut out)).await?;
         decoder.finish(out)
     }
 }
@@ -138,7 +146,14 @@ impl<P: WireProtocol> HttpClient<P> {
 impl<P: WireProtocol> ModelClient for HttpClient<P> {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
         if self.stream {
-            return self.stream(request, &Discard).await;
+            // Nobody sees discarded deltas, so a stream cut after some of
+            // them is retried whole, as a cut non-streamed answer is.
+            let body = self.protocol.request(request, true);
+            let unseen = AtomicBool::new(false);
+            return self
+                .retry
+                .run(|| self.call_streamed(&body, request, &Discard, &unseen))
+                .await;
         }
         let body = self.protocol.request(request, false);
         self.retry.run(|| self.call(&body, request)).await

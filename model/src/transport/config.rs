@@ -10,6 +10,16 @@ use crate::retry::RetryPolicy;
 /// models take minutes.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
+/// Longest wait for the next bytes of an answer whose headers came: a
+/// stalled stream or body fails this long after its last byte instead of
+/// at the request timeout. Long enough for a reasoning model that thinks
+/// before its first token.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// Largest answer body read: far above any real completion (a 128k-token
+/// answer is under 1 MiB of JSON), far below what hurts a worker.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Settings of one [`super::HttpClient`].
 #[derive(Clone)]
 pub struct TransportConfig {
@@ -18,8 +28,13 @@ pub struct TransportConfig {
     pub base_url: String,
     /// Sent in the protocol's authentication header, when set.
     pub api_key: Option<String>,
-    /// Limit of one HTTP attempt.
+    /// Limit of one HTTP attempt, from connecting to the body's last
+    /// byte, streamed or not.
     pub timeout: Duration,
+    /// Longest gap between two chunks of an answer's body.
+    pub idle_timeout: Duration,
+    /// Most bytes of one answer's body (the `ResponseTooLarge` cap).
+    pub max_response_bytes: u64,
     /// Retries of transient failures.
     pub retry: RetryPolicy,
     /// Whether `complete` streams too (long completions then never sit
@@ -28,13 +43,16 @@ pub struct TransportConfig {
 }
 
 impl TransportConfig {
-    /// Defaults for `base_url`: no key, [`DEFAULT_TIMEOUT`], the default
-    /// retry policy, no streaming.
+    /// Defaults for `base_url`: no key, [`DEFAULT_TIMEOUT`],
+    /// [`DEFAULT_IDLE_TIMEOUT`], [`DEFAULT_MAX_RESPONSE_BYTES`], the
+    /// default retry policy, no streaming.
     pub fn new(base_url: impl Into<String>) -> Self {
         TransportConfig {
             base_url: base_url.into(),
             api_key: None,
             timeout: DEFAULT_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             retry: RetryPolicy::default(),
             stream: false,
         }
@@ -48,6 +66,8 @@ impl fmt::Debug for TransportConfig {
             .field("base_url", &self.base_url)
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("timeout", &self.timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("retry", &self.retry)
             .field("stream", &self.stream)
             .finish()

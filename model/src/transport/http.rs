@@ -1,14 +1,19 @@
 //! The reqwest plumbing under [`super::HttpClient`]: building the reqwest
 //! client, marking secret headers, sending a request and turning a failed
-//! answer into a classified [`ModelError`], and decoding a JSON body.
+//! answer into a classified [`ModelError`], and decoding a JSON body, each
+//! body read within its [`BodyLimits`].
 
 use std::time::SystemTime;
 
 use reqwest::header::{HeaderValue, RETRY_AFTER};
 use serde::de::DeserializeOwned;
 
+use super::body::{BodyLimits, BoundedBody};
 use crate::classify::{classify_status, classify_transport, parse_retry_after};
 use crate::{ErrorKind, ModelError};
+
+/// Most bytes of an error answer read for its message.
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 /// Builds a reqwest client, refusing instead of panicking when the process
 /// installed no rustls crypto provider (reqwest is built without one).
@@ -39,9 +44,10 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, ModelError> {
 }
 
 /// Sends `request`; a non-2xx answer becomes an error classified from its
-/// status, body and `Retry-After`.
+/// status, (the start of) its body and `Retry-After`.
 pub(crate) async fn send(
     request: reqwest::RequestBuilder,
+    limits: BodyLimits,
 ) -> Result<reqwest::Response, ModelError> {
     let response = request.send().await.map_err(|e| classify_transport(&e))?;
     let status = response.status();
@@ -53,16 +59,25 @@ pub(crate) async fn send(
         .get(RETRY_AFTER)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| parse_retry_after(value, SystemTime::now()));
-    let text = response.text().await.map_err(|e| classify_transport(&e))?;
+    let limits = BodyLimits {
+        max_bytes: u64::MAX,
+        ..limits
+    };
+    let body = match BoundedBody::new(response, limits) {
+        Ok(body) => body.prefix(MAX_ERROR_BODY_BYTES).await,
+        Err(_) => Vec::new(),
+    };
+    let text = String::from_utf8_lossy(&body);
     Err(classify_status(status.as_u16(), &text, retry_after))
 }
 
 /// Reads and decodes a successful JSON answer.
 pub(crate) async fn json<T: DeserializeOwned>(
     response: reqwest::Response,
+    limits: BodyLimits,
 ) -> Result<T, ModelError> {
-    let text = response.text().await.map_err(|e| classify_transport(&e))?;
-    serde_json::from_str(&text).map_err(|e| {
+    let body = BoundedBody::new(response, limits)?.bytes().await?;
+    serde_json::from_slice(&body).map_err(|e| {
         ModelError::new(
             ErrorKind::InvalidResponse,
             format!("cannot decode the completion: {e}"),

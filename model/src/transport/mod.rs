@@ -4,16 +4,21 @@
 //! A protocol (Chat Completions, Messages, `generateContent`) only says
 //! where a call goes, which header carries the key, and how requests,
 //! answers and streamed events map to its wire types. Sending, retries,
-//! error classification with `Retry-After`, key redaction and streamed
-//! assembly are the transport's, so a setting added here (HTTP/2, a proxy,
+//! error classification with `Retry-After`, key redaction, the bounds of
+//! an answer's body (bytes and idle time) and streamed assembly are the
+//! transport's, so a setting added here (HTTP/2, a proxy,
 //! a rate limiter: see `HttpClient::attempt`) reaches every provider.
 
+mod body;
 mod client;
 mod config;
 mod http;
 mod protocol;
 
+pub(crate) use body::BoundedBody;
 pub use client::{HttpClient, HttpModel};
-pub use config::{DEFAULT_TIMEOUT, TransportConfig};
+pub use config::{
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, TransportConfig,
+};
 pub(crate) use http::http_client;
 pub use protocol::{StreamDecoder, WireProtocol};

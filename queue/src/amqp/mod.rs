@@ -39,6 +39,7 @@ mod dead_letters;
 mod recovery;
 mod replies;
 mod topology;
+mod uri;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,7 +52,7 @@ use lapin::options::{
     QueueDeleteOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Confirmation, Connection};
+use lapin::{BasicProperties, Channel, Confirmation, Connect, Connection};
 
 use crate::{Consumer, Queue, QueueError};
 use consumer::AmqpConsumer;
@@ -197,11 +198,7 @@ fn connection_error(err: lapin::Error) -> QueueError {
 /// cannot be reached is therefore found out here, with one plain connect,
 /// before lapin is asked; an established connection still recovers.
 async fn reach(url: &str) -> Result<(), QueueError> {
-    // The parser's message may quote the URL, password and all.
-    let uri: lapin::uri::AMQPUri = url.parse().map_err(|_| {
-        QueueError::Connection("not an AMQP URL (amqp[s]://user:password@host:port/vhost)".into())
-    })?;
-    let authority = uri.authority;
+    let authority = uri::parse(url)?.authority;
     tokio::net::TcpStream::connect((authority.host.as_str(), authority.port))
         .await
         .map(drop)
@@ -224,7 +221,7 @@ impl AmqpQueue {
             .map_err(|_| too_late())??;
         let properties = recovery::connection_properties(&config.queue);
         let connection =
-            tokio::time::timeout_at(deadline, Connection::connect(&config.url, properties))
+            tokio::time::timeout_at(deadline, uri::parse(&config.url)?.connect(properties))
                 .await
                 .map_err(|_| too_late())?
                 .map_err(connection_error)?;

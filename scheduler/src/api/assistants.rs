@@ -68,7 +68,12 @@ async fn search(
     State(state): State<ApiState>,
     Body(body): Body<AssistantSearchParams>,
 ) -> Result<Json<Vec<Assistant>>, ApiError> {
-    let mut all: Vec<Assistant> = state.graphs.iter().map(|g| system(&state, g)).collect();
+    let mut all: Vec<Assistant> = state
+        .graphs
+        .names()
+        .iter()
+        .map(|g| system(&state, g))
+        .collect();
     all.extend(assistants(state.store()).list().await?);
     all.retain(|a| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
@@ -100,6 +105,7 @@ async fn delete(
 pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Assistant, ApiError> {
     if let Some(graph) = state
         .graphs
+        .names()
         .iter()
         .find(|g| *g == id_or_graph || system_assistant_id(g) == id_or_graph)
     {
@@ -129,7 +135,7 @@ fn system(state: &ApiState, graph: &str) -> Assistant {
 fn unknown_graph(state: &ApiState, graph: &str) -> ApiError {
     ApiError::not_found(format!(
         "Graph '{graph}' not found. Expected one of: {:?}",
-        state.graphs
+        state.graphs.names()
     ))
 }
 

@@ -18,6 +18,7 @@ pub mod convert;
 pub mod error;
 pub mod follow;
 pub mod follower;
+pub mod graphs;
 pub mod modes;
 pub mod partials;
 pub mod run_create;
@@ -46,6 +47,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
+pub use graphs::Graphs;
 pub use state::{ApiState, MetricsRender};
 
 /// Largest request body accepted.

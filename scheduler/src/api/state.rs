@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use deepfleet_store::Store;
 
+use crate::api::graphs::Graphs;
 use crate::lifecycle::Lifecycle;
 
 /// Renders the process's Prometheus metrics for `/metrics`.
@@ -15,8 +16,8 @@ pub type MetricsRender = Arc<dyn Fn() -> String + Send + Sync>;
 pub struct ApiState {
     /// Run lifecycle over the store and queue.
     pub life: Lifecycle,
-    /// The registered graphs (agent spec names), sorted.
-    pub graphs: Arc<Vec<String>>,
+    /// The registered graphs (agent spec names).
+    pub graphs: Graphs,
     /// When this scheduler started: the system assistants' timestamps.
     pub started_at: DateTime<Utc>,
     /// The metrics registry's renderer, when the binary has one.

@@ -31,7 +31,7 @@ async fn info(State(state): State<ApiState>) -> Json<InfoResponse> {
         },
         metadata: InfoMetadata {
             server: "deepfleet".to_owned(),
-            graphs: state.graphs.to_vec(),
+            graphs: state.graphs.names(),
         },
     })
 }

@@ -76,7 +76,7 @@ pub async fn api() -> TestApi {
     intake.register(&spec).await.unwrap();
     let state = ApiState {
         life: Lifecycle::new(intake),
-        graphs: Arc::new(vec![GRAPH.to_owned()]),
+        graphs: crate::api::Graphs::new([GRAPH.to_owned()]),
         started_at: Utc::now(),
         metrics: None,
     };

@@ -4,7 +4,9 @@
 //!
 //! A binary of the test kit, not of `deepfleet`, so the shipped binary
 //! links no test support: `cargo run -p deepfleet-testkit --bin
-//! scripted-server -- --script SCRIPT.yaml`.
+//! scripted-server -- --script SCRIPT.yaml`. `--fault status=429
+//! --fault-times 3` makes it a faulty provider (see
+//! `deepfleet_testkit::faults`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Parser;
 use deepfleet_replay::ReplayEngine;
+use deepfleet_testkit::faults::{Fault, Faults};
 
 /// Serve a replay script as an OpenAI-compatible endpoint.
 #[derive(Parser)]
@@ -27,6 +30,14 @@ struct Args {
     /// Delay added to every answer, in milliseconds.
     #[arg(long, default_value_t = 0)]
     latency_ms: u64,
+    /// A fault to inject: `status=429`, `status=429,retry_after=2`,
+    /// `hang`, `stall`, `truncate`, `malformed_json`, `bad_tool_arguments`,
+    /// `missing_tool_name`, `empty` or `oversized=BYTES`.
+    #[arg(long)]
+    fault: Option<Fault>,
+    /// How many requests get the fault (all when omitted).
+    #[arg(long, requires = "fault")]
+    fault_times: Option<u32>,
 }
 
 #[tokio::main]
@@ -42,9 +53,16 @@ async fn main() -> anyhow::Result<()> {
         args.script.display(),
         listener.local_addr()?
     );
+    let faults = args.fault.map(|fault| {
+        Arc::new(match args.fault_times {
+            Some(times) => Faults::times(fault, times),
+            None => Faults::always(fault),
+        })
+    });
     deepfleet_testkit::serve(
         Arc::new(engine),
         Duration::from_millis(args.latency_ms),
+        faults,
         listener,
     )
     .await?;

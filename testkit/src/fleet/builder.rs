@@ -14,7 +14,7 @@ use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::{EventSink, NoopSink};
-use deepfleet_worker::{RetryConfig, StepRunner, Worker};
+use deepfleet_worker::{RetryConfig, StepRunner, TimeLimits, Worker};
 use tokio_util::sync::CancellationToken;
 
 use super::handle::{Fleet, Remote};
@@ -56,6 +56,7 @@ impl FleetBuilder {
                 context_key: ContextKey::generate_base64(),
                 log_level: "warn".to_owned(),
                 fast_retries: false,
+                time_limits: None,
             },
             providers: HashMap::new(),
             events: Arc::new(NoopSink),
@@ -127,6 +128,12 @@ impl FleetBuilder {
         self
     }
 
+    /// Runs steps and tool calls under `limits` instead of the defaults.
+    pub fn time_limits(mut self, limits: TimeLimits) -> Self {
+        self.worker.time_limits = Some(limits);
+        self
+    }
+
     /// `RUST_LOG` of worker processes.
     pub fn log_level(mut self, level: &str) -> Self {
         level.clone_into(&mut self.worker.log_level);
@@ -157,11 +164,13 @@ impl FleetBuilder {
             |_| None,
         )));
         let key = ContextKey::from_base64(&self.worker.context_key)?;
-        let runner = Arc::new(
-            StepRunner::new(queue.clone(), store.clone(), providers, self.retries())
-                .with_events(Arc::clone(&self.events))
-                .with_context_key(key),
-        );
+        let runner = StepRunner::new(queue.clone(), store.clone(), providers, self.retries())
+            .with_events(Arc::clone(&self.events))
+            .with_context_key(key);
+        let runner = Arc::new(match self.worker.time_limits {
+            Some(limits) => runner.with_time_limits(limits),
+            None => runner,
+        });
         let worker = Worker::new(queue.clone(), runner, self.worker.concurrency, GRACE);
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();

@@ -204,6 +204,7 @@ impl Drop for Fleet {
                 return;
             };
             // Bounded: the connections may depend on the test's runtime.
+            // The timer must be made inside the runtime, not before it.
             let _ = runtime
                 .block_on(async { tokio::time::timeout(CLEANUP_LIMIT, remote.delete()).await });
         });

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use deepfleet_queue::QueueError;
+use deepfleet_worker::TimeLimits;
 use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -40,6 +41,9 @@ pub(super) struct WorkerCommand {
     pub(super) context_key: String,
     pub(super) log_level: String,
     pub(super) fast_retries: bool,
+    /// Step and tool-call limits, when not the defaults (whole seconds
+    /// for worker processes).
+    pub(super) time_limits: Option<TimeLimits>,
 }
 
 impl WorkerCommand {
@@ -78,6 +82,16 @@ impl WorkerCommand {
             .env(
                 "DEEPFLEET__WORKER__RETRY_MAX_MS",
                 FAST_RETRY_MAX.as_millis().to_string(),
+            );
+        }
+        if let Some(limits) = self.time_limits {
+            cmd.env(
+                "DEEPFLEET__WORKER__STEP_TIMEOUT_SECS",
+                limits.step.as_secs().max(1).to_string(),
+            )
+            .env(
+                "DEEPFLEET__WORKER__TOOL_TIMEOUT_SECS",
+                limits.tool_call.as_secs().max(1).to_string(),
             );
         }
         if let Some(url) = &self.model_url {

@@ -3,13 +3,14 @@
 //! Every virtual path is taken relative to the root. A path with `..` is
 //! refused before it reaches the disk; the resolved path (symlinks
 //! followed) must stay under the canonical root, so a symlink pointing out
-//! is refused too; and files are opened with `O_NOFOLLOW`, so a symlink
-//! swapped in after the check is not followed either. Not meant for a
-//! shared fleet: a spec with a local route reads the worker's disk.
+//! is refused too; and files are opened as `disk.rs` says (no symlink
+//! followed, regular files only, reads capped). Searches walk the tree
+//! holding one file at a time. Not meant for a shared fleet: a spec with
+//! a local route reads the worker's disk.
 
-use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::fs::{self, Metadata, OpenOptions};
+use std::io::{self, Write};
+use std::ops::ControlFlow;
 use std::path::{Component, Path, PathBuf};
 
 use async_trait::async_trait;
@@ -17,10 +18,10 @@ use base64::Engine;
 use chrono::{DateTime, Utc};
 use deepfleet_proto::{Encoding, FileData};
 
-use super::{Backend, BackendError, FileInfo, GrepResult, StateBackend};
-
-/// Largest file read, as deepagents' filesystem backend.
-const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+use super::disk::{Abandoned, MAX_FILE_BYTES, blocking, open_regular, read_regular, walk};
+use super::pattern::GlobPattern;
+use super::search::{GrepScope, Hits, dir_prefix, glob_lists};
+use super::{Backend, BackendError, FileInfo, GrepResult};
 
 /// Files under one directory of the worker's disk.
 #[derive(Debug, Clone)]
@@ -82,42 +83,6 @@ impl LocalBackend {
         let relative = path.strip_prefix(&self.root).unwrap_or(path);
         format!("/{}", relative.to_string_lossy())
     }
-
-    /// Every regular file under `dir` (symlinks not followed), as data.
-    fn walk(&self, dir: &Path, out: &mut BTreeMap<String, FileData>) -> io::Result<()> {
-        for entry in fs::read_dir(dir)? {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                self.walk(&entry.path(), out)?;
-            } else if kind.is_file() && entry.metadata()?.len() <= MAX_FILE_BYTES {
-                let data = read_file(&entry.path())?;
-                out.insert(self.virtual_path(&entry.path()), data);
-            }
-        }
-        Ok(())
-    }
-
-    /// A state backend over a snapshot of the tree, for glob and grep.
-    async fn snapshot(&self) -> Result<StateBackend, BackendError> {
-        let this = self.clone();
-        blocking(move || {
-            let mut files = BTreeMap::new();
-            this.walk(&this.root, &mut files)
-                .map_err(|e| io_error("/", e))?;
-            Ok(StateBackend::new(files))
-        })
-        .await
-    }
-}
-
-/// Runs blocking file IO off the async workers.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, BackendError> + Send + 'static,
-) -> Result<T, BackendError> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| BackendError::Unavailable(format!("file task failed: {e}")))?
 }
 
 fn io_error(path: &str, e: io::Error) -> BackendError {
@@ -132,22 +97,9 @@ fn io_error(path: &str, e: io::Error) -> BackendError {
     }
 }
 
-/// Opens without following a symlink in the last component.
-fn open_nofollow(path: &Path, options: &mut OpenOptions) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    options.custom_flags(libc::O_NOFOLLOW).open(path)
-}
-
+/// The file at `path` as data: text when it is UTF-8, else base64.
 fn read_file(path: &Path) -> io::Result<FileData> {
-    let mut file = open_nofollow(path, OpenOptions::new().read(true))?;
-    let meta = file.metadata()?;
-    if meta.len() > MAX_FILE_BYTES {
-        return Err(io::Error::other(format!(
-            "file is larger than {MAX_FILE_BYTES} bytes"
-        )));
-    }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.read_to_end(&mut bytes)?;
+    let (bytes, meta) = read_regular(path)?;
     let modified: DateTime<Utc> = meta
         .modified()
         .map(Into::into)
@@ -168,13 +120,22 @@ fn read_file(path: &Path) -> io::Result<FileData> {
     })
 }
 
+fn file_info(path: String, meta: &Metadata) -> FileInfo {
+    FileInfo {
+        path,
+        is_dir: false,
+        size: meta.len(),
+        modified_at: meta.modified().ok().map(Into::into),
+    }
+}
+
 #[async_trait]
 impl Backend for LocalBackend {
     async fn ls(&self, path: &str) -> Result<Vec<FileInfo>, BackendError> {
         let dir = self.resolve(path)?;
         let this = self.clone();
         let shown = path.to_owned();
-        blocking(move || {
+        blocking(move |_| {
             let meta = fs::symlink_metadata(&dir).map_err(|e| io_error(&shown, e))?;
             if !meta.is_dir() {
                 return Err(BackendError::Other(format!(
@@ -205,7 +166,7 @@ impl Backend for LocalBackend {
     async fn read(&self, path: &str) -> Result<FileData, BackendError> {
         let disk = self.resolve(path)?;
         let shown = path.to_owned();
-        blocking(move || {
+        blocking(move |_| {
             if fs::symlink_metadata(&disk).is_ok_and(|m| m.is_dir()) {
                 return Err(BackendError::IsDirectory);
             }
@@ -218,7 +179,7 @@ impl Backend for LocalBackend {
         let disk = self.resolve(path)?;
         let this = self.clone();
         let (shown, content) = (path.to_owned(), content.to_owned());
-        blocking(move || {
+        blocking(move |_| {
             if let Some(parent) = disk.parent() {
                 fs::create_dir_all(parent).map_err(|e| io_error(&shown, e))?;
                 // A directory created through a symlink swapped in meanwhile
@@ -231,7 +192,7 @@ impl Backend for LocalBackend {
                     )));
                 }
             }
-            let mut file = open_nofollow(
+            let (mut file, _) = open_regular(
                 &disk,
                 OpenOptions::new().write(true).create(true).truncate(true),
             )
@@ -250,7 +211,7 @@ impl Backend for LocalBackend {
             ));
         }
         let shown = path.to_owned();
-        blocking(move || {
+        blocking(move |_| {
             let meta = fs::symlink_metadata(&disk).map_err(|e| io_error(&shown, e))?;
             let removed = if meta.is_dir() {
                 fs::remove_dir_all(&disk)
@@ -263,12 +224,23 @@ impl Backend for LocalBackend {
     }
 
     async fn glob(&self, pattern: &str, path: Option<&str>) -> Result<Vec<FileInfo>, BackendError> {
-        if let Some(path) = path {
-            self.resolve(path)?;
-        }
-        let mut found = self.snapshot().await?.glob(pattern, path).await?;
-        found.sort_by(|a, b| a.path.cmp(&b.path));
-        Ok(found)
+        let pattern = GlobPattern::new(pattern)?;
+        let base = path.unwrap_or("/");
+        let dir = self.resolve(base)?;
+        let prefix = dir_prefix(base);
+        let this = self.clone();
+        blocking(move |abandoned| {
+            let mut found = Vec::new();
+            this.walk_from(&dir, abandoned, &mut |disk, meta| {
+                let key = this.virtual_path(disk);
+                if glob_lists(&pattern, &prefix, &key) {
+                    found.push(file_info(key, meta));
+                }
+                ControlFlow::Continue(())
+            })?;
+            Ok(found)
+        })
+        .await
     }
 
     async fn grep(
@@ -278,107 +250,59 @@ impl Backend for LocalBackend {
         glob: Option<&str>,
         max_count: usize,
     ) -> Result<GrepResult, BackendError> {
-        if let Some(path) = path {
-            self.resolve(path)?;
+        let scope = GrepScope::new(path, glob)?;
+        let start = self.resolve(path.unwrap_or("/"))?;
+        let mut hits = Hits::new(pattern, max_count);
+        let this = self.clone();
+        blocking(move |abandoned| {
+            this.walk_from(&start, abandoned, &mut |disk, meta| {
+                let key = this.virtual_path(disk);
+                if meta.len() > MAX_FILE_BYTES || !scope.includes(&key) {
+                    return ControlFlow::Continue(());
+                }
+                // A file that vanished or cannot be read is not searched.
+                match read_file(disk) {
+                    Ok(data) if data.encoding == Encoding::Utf8 => {
+                        if hits.search(&key, &data.content) {
+                            ControlFlow::Continue(())
+                        } else {
+                            ControlFlow::Break(())
+                        }
+                    }
+                    _ => ControlFlow::Continue(()),
+                }
+            })?;
+            Ok(hits.finish())
+        })
+        .await
+    }
+}
+
+impl LocalBackend {
+    /// Walks the regular files at or under `start` (nothing when it does
+    /// not exist), in path order.
+    fn walk_from(
+        &self,
+        start: &Path,
+        abandoned: &Abandoned,
+        visit: &mut dyn FnMut(&Path, &Metadata) -> ControlFlow<()>,
+    ) -> Result<(), BackendError> {
+        let shown = self.virtual_path(start);
+        let meta = match fs::symlink_metadata(start) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io_error(&shown, e)),
+        };
+        if meta.is_file() {
+            // One file: whether the visit stops the walk makes no difference.
+            let _ = visit(start, &meta);
+        } else if meta.is_dir() {
+            walk(start, abandoned, visit).map_err(|e| io_error(&shown, e))?;
         }
-        self.snapshot()
-            .await?
-            .grep(pattern, path, glob, max_count)
-            .await
+        Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    fn setup() -> (tempfile::TempDir, LocalBackend) {
-        let dir = tempfile::tempdir().unwrap();
-        fs::create_dir(dir.path().join("root")).unwrap();
-        let backend = LocalBackend::new(dir.path().join("root")).unwrap();
-        (dir, backend)
-    }
-
-    #[tokio::test]
-    async fn files_round_trip_under_the_root() {
-        let (dir, b) = setup();
-        b.write("/notes/a.md", "alpha\nbeta").await.unwrap();
-        assert_eq!(
-            fs::read_to_string(dir.path().join("root/notes/a.md")).unwrap(),
-            "alpha\nbeta"
-        );
-        assert_eq!(b.read("/notes/a.md").await.unwrap().content, "alpha\nbeta");
-        let paths = |v: Vec<FileInfo>| v.into_iter().map(|f| f.path).collect::<Vec<_>>();
-        assert_eq!(paths(b.ls("/").await.unwrap()), ["/notes/"]);
-        assert_eq!(paths(b.glob("*.md", None).await.unwrap()), ["/notes/a.md"]);
-        assert_eq!(
-            b.grep("beta", None, None, 5).await.unwrap().matches[0].line,
-            2
-        );
-        assert_eq!(b.read("/notes").await, Err(BackendError::IsDirectory));
-        b.delete("/notes").await.unwrap();
-        assert_eq!(b.read("/notes/a.md").await, Err(BackendError::NotFound));
-    }
-
-    #[tokio::test]
-    async fn traversal_is_refused() {
-        let (dir, b) = setup();
-        fs::write(dir.path().join("secret.txt"), "s").unwrap();
-        for path in ["/../secret.txt", "/a/../../secret.txt"] {
-            assert!(
-                matches!(b.read(path).await, Err(BackendError::InvalidPath(_))),
-                "{path}"
-            );
-        }
-        assert!(matches!(
-            b.write("/../x.txt", "x").await,
-            Err(BackendError::InvalidPath(_))
-        ));
-        assert!(!dir.path().join("x.txt").exists());
-    }
-
-    #[tokio::test]
-    async fn symlink_escapes_are_refused() {
-        let (dir, b) = setup();
-        let outside = dir.path().join("outside");
-        fs::create_dir(&outside).unwrap();
-        fs::write(outside.join("secret.txt"), "s").unwrap();
-        let root = dir.path().join("root");
-        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
-        std::os::unix::fs::symlink(outside.join("secret.txt"), root.join("file-link")).unwrap();
-
-        let err = b.read("/link/secret.txt").await.unwrap_err();
-        assert!(err.to_string().contains("outside root directory"), "{err}");
-        assert!(matches!(
-            b.read("/file-link").await,
-            Err(BackendError::InvalidPath(_))
-        ));
-        assert!(matches!(
-            b.write("/link/new.txt", "x").await,
-            Err(BackendError::InvalidPath(_))
-        ));
-        assert!(!outside.join("new.txt").exists());
-        assert!(matches!(
-            b.ls("/link").await,
-            Err(BackendError::InvalidPath(_))
-        ));
-        // Searches do not follow links out of the root either.
-        assert_eq!(
-            b.grep("s", None, None, 5).await.unwrap().matches,
-            Vec::new()
-        );
-    }
-
-    #[test]
-    fn nofollow_refuses_a_symlink_swapped_in() {
-        let dir = tempfile::tempdir().unwrap();
-        fs::write(dir.path().join("target"), "t").unwrap();
-        std::os::unix::fs::symlink(dir.path().join("target"), dir.path().join("link")).unwrap();
-        let err = read_file(&dir.path().join("link")).unwrap_err();
-        assert!(matches!(
-            io_error("/link", err),
-            BackendError::InvalidPath(_)
-        ));
-    }
-}
+#[path = "local_tests.rs"]
+mod tests;

@@ -6,9 +6,12 @@
 //! and local backends implement the same trait.
 
 pub mod composite;
+pub mod disk;
 pub mod local;
 pub mod path;
+pub mod pattern;
 pub mod routes;
+pub mod search;
 pub mod state;
 pub mod store;
 

@@ -113,9 +113,11 @@ fn render_label(template: &str, agent: &str, context: Option<&Value>) -> Result<
     }
     out.push_str(rest);
     if out.is_empty() || out.contains(['.', '\0']) {
+        // The rendered label is not quoted: it holds context values, and
+        // run errors are stored and shown.
         return Err(bad(
             template,
-            &format!("renders to {out:?}, which is not a namespace label (non-empty, no '.')"),
+            "renders to an empty label or one with '.' or NUL, which is not a namespace label",
         ));
     }
     Ok(out)
@@ -164,6 +166,14 @@ mod tests {
         assert!(err.to_string().contains("'user.id'"), "{err}");
         let err = namespace(&spec, Some(&json!({"user": {"id": "a.b"}}))).unwrap_err();
         assert!(err.to_string().contains("not a namespace label"), "{err}");
+    }
+
+    #[test]
+    fn a_label_that_cannot_be_one_does_not_quote_the_context() {
+        let spec = spec("backend:\n  store_namespace: ['{context.token}']\n");
+        let err = namespace(&spec, Some(&json!({"token": "sk.secret-value"}))).unwrap_err();
+        assert!(err.to_string().contains("not a namespace label"), "{err}");
+        assert!(!err.to_string().contains("secret-value"), "{err}");
     }
 
     #[tokio::test]

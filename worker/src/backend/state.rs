@@ -6,8 +6,6 @@
 //! deepagents' read-your-writes inside a superstep). Directories are not
 //! stored: they are implied by the paths of the files under them.
 
-mod pattern;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -15,9 +13,9 @@ use async_trait::async_trait;
 use chrono::Utc;
 use deepfleet_proto::{Encoding, FileData};
 
-pub use pattern::GlobPattern;
-
-use super::{Backend, BackendError, FileInfo, GrepMatch, GrepResult};
+use super::pattern::GlobPattern;
+use super::search::{GrepScope, Hits, dir_prefix, glob_lists};
+use super::{Backend, BackendError, FileInfo, GrepResult};
 
 /// Files of one thread, checkpointed with it.
 #[derive(Debug, Clone, Default)]
@@ -58,11 +56,6 @@ impl StateBackend {
         // elsewhere while holding the lock does not invalidate them.
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
-}
-
-/// `path` as a directory prefix ending with `/`.
-fn dir_prefix(path: &str) -> String {
-    format!("{}/", path.trim_end_matches('/'))
 }
 
 fn file_info(path: &str, data: &FileData) -> FileInfo {
@@ -153,10 +146,7 @@ impl Backend for StateBackend {
         let mut found: Vec<(&String, &FileData)> = files
             .current
             .iter()
-            .filter(|(key, _)| {
-                key.strip_prefix(&prefix)
-                    .is_some_and(|relative| pattern.matches(relative))
-            })
+            .filter(|(key, _)| glob_lists(&pattern, &prefix, key))
             .collect();
         // Newest first, as deepagents' state backend orders glob results;
         // the path breaks ties so equal stamps still sort deterministically.
@@ -174,48 +164,18 @@ impl Backend for StateBackend {
         glob: Option<&str>,
         max_count: usize,
     ) -> Result<GrepResult, BackendError> {
-        let filter = glob.map(GlobPattern::new).transpose()?;
-        let path = path.unwrap_or("/");
-        let prefix = dir_prefix(path);
+        let scope = GrepScope::new(path, glob)?;
         let files = self.lock();
-        let mut result = GrepResult::default();
+        let mut hits = Hits::new(pattern, max_count);
         for (key, data) in &files.current {
-            // A file path searches that one file.
-            let Some(relative) = key
-                .strip_prefix(&prefix)
-                .or_else(|| (key == path).then(|| key.rsplit('/').next().unwrap_or_default()))
-            else {
-                continue;
-            };
-            if data.encoding == Encoding::Base64 {
+            if data.encoding == Encoding::Base64 || !scope.includes(key) {
                 continue;
             }
-            if let Some(filter) = &filter {
-                let name = if filter.is_bare() {
-                    relative.rsplit('/').next().unwrap_or_default()
-                } else {
-                    relative
-                };
-                if !filter.matches(name) {
-                    continue;
-                }
-            }
-            for (index, line) in data.content.lines().enumerate() {
-                if !line.contains(pattern) {
-                    continue;
-                }
-                if result.matches.len() == max_count {
-                    result.truncated = true;
-                    return Ok(result);
-                }
-                result.matches.push(GrepMatch {
-                    path: key.clone(),
-                    line: index + 1,
-                    text: line.to_owned(),
-                });
+            if !hits.search(key, &data.content) {
+                break;
             }
         }
-        Ok(result)
+        Ok(hits.finish())
     }
 }
 

@@ -76,6 +76,7 @@ fn error_class(kind: ErrorKind) -> &'static str {
         ErrorKind::BadRequest => "bad_request",
         ErrorKind::ContextOverflow => "context_overflow",
         ErrorKind::InvalidResponse => "invalid_response",
+        ErrorKind::ResponseTooLarge => "response_too_large",
         ErrorKind::Unsupported => "unsupported",
     }
 }

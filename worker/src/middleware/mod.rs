@@ -145,6 +145,8 @@ impl<'a> ToolNext<'a> {
     }
 }
 
+/// The answer to a call of a tool the agent does not have; a call with no
+/// name at all (a provider that dropped it) is told so.
 fn unknown_tool(name: &str, tools: &ToolRegistry) -> String {
     let available = tools
         .names()
@@ -152,5 +154,29 @@ fn unknown_tool(name: &str, tools: &ToolRegistry) -> String {
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ");
+    if name.is_empty() {
+        return format!("Error: the tool call has no tool name, try one of [{available}].");
+    }
     format!("Error: {name} is not a valid tool, try one of [{available}].")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    /// Issue #14: a call a provider sent without a name is answered as
+    /// such, not as a call of a tool named ``.
+    #[test]
+    fn a_call_without_a_name_is_told_it_has_none() {
+        let tools = ToolRegistry::default();
+        assert_eq!(
+            unknown_tool("", &tools),
+            "Error: the tool call has no tool name, try one of []."
+        );
+        assert_eq!(
+            unknown_tool("frobnicate", &tools),
+            "Error: frobnicate is not a valid tool, try one of []."
+        );
+    }
 }

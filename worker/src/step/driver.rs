@@ -28,6 +28,7 @@ use crate::step::execute::{StepInput, execute};
 use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
 use crate::step::retry::RetryConfig;
+use crate::step::time_limits::TimeLimits;
 
 /// Executes step messages. Holds no run state: every message is handled
 /// from what the store says.
@@ -37,6 +38,8 @@ pub struct StepRunner {
     pub(super) providers: Arc<Providers>,
     pub(super) agents: AgentCache,
     pub(super) retry: RetryConfig,
+    /// How long one step may run.
+    step_timeout: std::time::Duration,
     pub(super) events: Arc<dyn EventSink>,
     /// Opens runs' sealed runtime context; `None` fails runs that have one.
     pub(super) context_key: Option<ContextKey>,
@@ -76,9 +79,22 @@ impl StepRunner {
             providers,
             agents: AgentCache::default(),
             retry,
+            step_timeout: TimeLimits::default().step,
             events: Arc::new(NoopSink),
             context_key: None,
         }
+    }
+
+    /// Runs steps and their tool calls under `limits` (see
+    /// [`crate::step::time_limits`]).
+    pub fn with_time_limits(mut self, limits: TimeLimits) -> Self {
+        self.step_timeout = limits.step;
+        let options = AgentOptions {
+            tool_timeout: limits.tool_call,
+            ..self.agents.options().clone()
+        };
+        self.agents = AgentCache::new(options);
+        self
     }
 
     /// Opens runs' runtime context with the fleet's `key`.
@@ -175,10 +191,15 @@ impl StepRunner {
             scope: &scope,
         };
         let last_delivery = delivery.deliveries_left() == Some(0);
-        let settled = match self
-            .step(&job, envelope.traceparent.as_deref(), last_delivery)
-            .await
-        {
+        // Abandoning a step is as safe as a crash: fencing makes a repeat
+        // of whatever it had done harmless.
+        let stepped = tokio::time::timeout(
+            self.step_timeout,
+            self.step(&job, envelope.traceparent.as_deref(), last_delivery),
+        )
+        .await
+        .unwrap_or(Err(Failure::Step(StepError::TimedOut(self.step_timeout))));
+        let settled = match stepped {
             Ok(()) => delivery.ack().await,
             Err(Failure::Reject(reason)) => {
                 return self

@@ -22,6 +22,7 @@
 //! - [`resume`]: completing a turn parked on its subagents;
 //! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - [`spans`]: trace spans of model and tool calls;
+//! - [`time_limits`]: how long a step and a tool call may take;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
 
@@ -43,8 +44,10 @@ pub mod resume;
 mod retry;
 pub mod run_budget;
 pub mod spans;
+pub mod time_limits;
 pub mod tool_calls;
 pub mod turn;
 
 pub use driver::StepRunner;
 pub use retry::RetryConfig;
+pub use time_limits::TimeLimits;
