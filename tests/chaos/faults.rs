@@ -12,9 +12,9 @@ use tokio::time::Instant;
 
 /// Share of the batch's runs done when each one-off fault strikes: each
 /// lands while plenty of work is in flight.
-const BROKER_RESTART_AT: f64 = 0.2;
-const REDIS_RESTART_AT: f64 = 0.45;
-const PAUSE_AT: f64 = 0.65;
+const BROKER_RESTART_AT: f64 = 0.15;
+const REDIS_RESTART_AT: f64 = 0.35;
+const PAUSE_AT: f64 = 0.55;
 
 /// How long past the consumer timeout the frozen worker stays frozen: the
 /// broker checks its consumers every second.
@@ -26,6 +26,8 @@ pub struct Figures {
     pub kills: usize,
     pub broker_restarts: usize,
     pub broker_down: Duration,
+    /// From the broker's return until every worker consumed again.
+    pub resubscribed_in: Duration,
     pub redis_restarts: usize,
     pub redis_down: Duration,
     pub pauses: usize,
@@ -33,6 +35,38 @@ pub struct Figures {
     /// Worker processes that exited by themselves (they should not: a
     /// worker rides out a lost broker or store).
     pub exits: usize,
+}
+
+/// How long this process's broker connection may take to come back.
+const RECONNECT_LIMIT: Duration = Duration::from_secs(60);
+
+/// Waits until the broker answers through the fleet's own connection.
+pub async fn answers(fleet: &Fleet) -> anyhow::Result<()> {
+    let deadline = Instant::now() + RECONNECT_LIMIT;
+    while fleet.queue.depth().await.is_err() {
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the broker did not answer within {RECONNECT_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
+/// Waits until every worker consumes again after the broker came back;
+/// how long that took.
+async fn all_consume(fleet: &Fleet) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    answers(fleet).await?;
+    let workers = fleet.worker_pids().len();
+    while !fleet.consumers_at_least(workers).await {
+        anyhow::ensure!(
+            started.elapsed() < RECONNECT_LIMIT,
+            "not every worker consumed again within {RECONNECT_LIMIT:?} of the broker's restart"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(started.elapsed())
 }
 
 /// The faults that strike once each.
@@ -130,6 +164,10 @@ impl<'a> Faults<'a> {
                 eprintln!("chaos: restarting RabbitMQ at {done}/{total}");
                 self.figures.broker_down = self.rabbit.restart().await?;
                 self.figures.broker_restarts += 1;
+                // Every worker subscribes again by itself (and this
+                // process's own connection, which reads the consumer
+                // counts, recovers too).
+                self.figures.resubscribed_in = all_consume(fleet).await?;
             }
             OneOff::RedisRestart => {
                 eprintln!("chaos: restarting Redis at {done}/{total}");

@@ -16,10 +16,10 @@
 //! as a provider does, so steps take time and the faults land on work in
 //! flight (the reference run's server answers at once).
 //!
-//! Knobs (environment): `CHAOS_RUNS` (top-level runs, default 120; `make
+//! Knobs (environment): `CHAOS_RUNS` (top-level runs, default 200; `make
 //! chaos` runs 1,000), `CHAOS_WORKERS` (worker processes, default 3),
 //! `CHAOS_CONCURRENCY` (steps per worker, default 8),
-//! `CHAOS_MODEL_LATENCY_MS` (default 250), `CHAOS_KILL_EVERY_MS` (mean
+//! `CHAOS_MODEL_LATENCY_MS` (default 500), `CHAOS_KILL_EVERY_MS` (mean
 //! interval between kills, default 2000), `CHAOS_SEED` (default random;
 //! printed), `CHAOS_LOG` (workers' `RUST_LOG`, default `error`).
 //!
@@ -76,10 +76,10 @@ impl Knobs {
                 .unwrap_or(default)
         };
         Knobs {
-            runs: usize::try_from(number("CHAOS_RUNS", 120)).unwrap(),
+            runs: usize::try_from(number("CHAOS_RUNS", 200)).unwrap(),
             workers: usize::try_from(number("CHAOS_WORKERS", 3)).unwrap(),
             concurrency: u16::try_from(number("CHAOS_CONCURRENCY", 8)).unwrap(),
-            latency: Duration::from_millis(number("CHAOS_MODEL_LATENCY_MS", 250)),
+            latency: Duration::from_millis(number("CHAOS_MODEL_LATENCY_MS", 500)),
             kill_every: Duration::from_millis(number("CHAOS_KILL_EVERY_MS", 2000)),
             seed: number("CHAOS_SEED", rand::random()),
             log: std::env::var("CHAOS_LOG").unwrap_or_else(|_| "error".to_owned()),
@@ -202,7 +202,10 @@ async fn a_delegating_batch_loses_and_repeats_nothing_through_faults() {
         audit: audit::audit(&*fleet.store, &redis_url, &fleet.prefix)
             .await
             .unwrap(),
-        dead: fleet.drain_dead_letters(10_000).await.unwrap(),
+        dead: {
+            faults::answers(&fleet).await.unwrap();
+            fleet.drain_dead_letters(10_000).await.unwrap()
+        },
         timed_out: rabbit.log().contains("delivery acknowledgement on channel"),
         figures,
         poll_errors: outcome.poll_errors,

@@ -70,7 +70,8 @@ impl Verdict {
         let f = &self.figures;
         format!(
             "chaos figures: runs {} ({} with subagents, {} steps), kills {}, \
-             RabbitMQ restarts {} (away {:.1?}), Redis restarts {} (away {:.1?}), \
+             RabbitMQ restarts {} (away {:.1?}, every worker consuming again {:.1?} later), \
+             Redis restarts {} (away {:.1?}), \
              pauses {} ({:.1?}; the broker timed the frozen consumer out: {}), \
              workers gone by themselves {}, store errors the follower rode out {}, \
              lost {}, duplicated {}, dead letters {}, wall {:.1?} \
@@ -81,6 +82,7 @@ impl Verdict {
             f.kills,
             f.broker_restarts,
             f.broker_down,
+            f.resubscribed_in,
             f.redis_restarts,
             f.redis_down,
             f.pauses,

@@ -23,9 +23,10 @@ use lapin::{Channel, Connection, ConnectionProperties};
 
 /// First wait between reconnection attempts.
 const RECONNECT_MIN: Duration = Duration::from_millis(100);
-/// Longest wait between reconnection attempts: a broker back from a
-/// restart is found within this.
-pub(super) const RECONNECT_MAX: Duration = Duration::from_secs(5);
+/// Longest wait between reconnection attempts (jitter adds up to as much
+/// again): a broker back from a restart is found within seconds, and a
+/// large fleet does not hammer one that is still down.
+pub(super) const RECONNECT_MAX: Duration = Duration::from_secs(2);
 
 /// Connection properties named for `queue`, recovering by themselves.
 ///
@@ -121,6 +122,6 @@ mod tests {
             backoff.wait().await;
             waits.push(started.elapsed().as_millis());
         }
-        assert_eq!(waits, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        assert_eq!(waits, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
     }
 }
