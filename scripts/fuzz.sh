@@ -81,7 +81,10 @@ for target in "${targets[@]}"; do
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$done_line")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")
   corp=$(sed -nE 's/.* corp: ([0-9]+)\/.*/\1/p' <<<"$done_line")
-  summary+=("| $target | $took | $execs | $corp | $cov | $ft | 0 |")
+  row="| $target | $took | $execs | $corp | $cov | $ft | 0 |"
+  summary+=("$row")
+  # Said at once: a later target's failure must not lose this one's figures.
+  echo "fuzz: $row" >&2
   if [ "${FUZZ_MERGE:-0}" = "1" ]; then
     "${fuzz[@]}" run "${build[@]}" "$target" "$kept" "$found" -- -merge=1 >"$log.merge" 2>&1 ||
       { tail -n 20 "$log.merge" >&2; exit 1; }

@@ -5,6 +5,7 @@
 
 mod batch_io;
 mod cmd;
+mod redacted_url;
 mod results_file;
 mod settings;
 mod unfinished_batch;
@@ -23,7 +24,7 @@ struct Cli {
     /// Export traces over OTLP/HTTP to this collector (base URL, e.g.
     /// `http://127.0.0.1:4318`); overrides `otlp_endpoint` and
     /// `OTEL_EXPORTER_OTLP_ENDPOINT`. Off by default.
-    #[arg(long, global = true)]
+    #[arg(long, global = true, env = "DEEPFLEET__OTLP_ENDPOINT")]
     otlp_endpoint: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -35,6 +36,9 @@ enum Command {
     Run(cmd::run::RunArgs),
     /// Enqueue a batch into a running fleet and follow it.
     Submit(cmd::submit::SubmitArgs),
+    /// Re-attach to a submitted batch by its id: status, follow, results,
+    /// cancel.
+    Batch(cmd::batch_handles::BatchArgs),
     /// Execute steps from the fleet's queue.
     Worker(cmd::worker::WorkerArgs),
     /// Answer a run that waits for a human decision and continue it.
@@ -69,14 +73,18 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // TLS to providers and brokers uses ring; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let settings = settings::Settings::load(cli.config.as_deref())?;
+    let settings::Loaded { settings, unknown } = settings::Settings::load(cli.config.as_deref())?;
     let explicit = cli.otlp_endpoint.or_else(|| settings.otlp_endpoint.clone());
     let otlp =
         cmd::telemetry::OtlpConfig::resolve(explicit.as_deref(), |name| std::env::var(name).ok())?;
-    let telemetry = cmd::telemetry::init(otlp.as_ref())?;
+    let telemetry = cmd::telemetry::init(otlp.as_ref(), settings.log_format)?;
+    for variable in &unknown {
+        tracing::warn!(variable = %variable.name, "{variable}");
+    }
     let code = match cli.command {
         Command::Run(args) => cmd::run::run(args, settings).await,
         Command::Submit(args) => cmd::submit::run(args, settings).await,
+        Command::Batch(args) => cmd::batch_handles::run(args, settings).await,
         Command::Worker(args) => cmd::worker::run(args, settings).await,
         Command::Resume(args) => cmd::resume::run(args, settings).await,
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,

@@ -2,8 +2,8 @@
 //! flushed) as its run ends, so a batch that is interrupted keeps every
 //! line it had. Reopened to continue that batch, it says which tasks have
 //! their line and refuses them a second one. An open results file is
-//! locked, so two processes never follow one batch into it (each would
-//! take the other's notices of ended runs and wait for them forever).
+//! locked, so two processes never follow one batch into it (neither
+//! would know of the lines the other writes, and a task could get two).
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};

@@ -1,90 +1,239 @@
 //! Configuration: defaults, then an optional TOML file, then
 //! `DEEPFLEET__...` environment variables, then command-line flags.
+//!
+//! The types below are the one list of settings: their `Default` impls
+//! are the defaults the loader starts from, [`names`] reads every
+//! setting's name off them, and the tests hold `docs/configuration.md`
+//! and `deploy/deepfleet.example.toml` to both.
 
-use std::collections::HashMap;
+mod names;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use deepfleet_model::ProviderConfig;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-/// Everything configurable.
-#[derive(Debug, Deserialize)]
+/// The prefix of every setting's variable, and the separator of its
+/// path's segments (`DEEPFLEET__WORKER__CONCURRENCY`).
+const PREFIX: &str = "DEEPFLEET";
+const SEPARATOR: &str = "__";
+
+/// Everything configurable. Its `Debug` hides the context key and the
+/// URLs' passwords, so printing the settings cannot leak them.
+#[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
-    /// RabbitMQ URL of the distributed mode.
+    /// RabbitMQ URL of the distributed mode (`--queue` wins). Default:
+    /// none.
     pub queue: Option<String>,
-    /// Redis URL of the distributed mode.
+    /// Redis URL of the distributed mode (`--store` wins). Default: none.
     pub store: Option<String>,
-    /// Name of the step queue.
+    /// Name of the step queue. Default: `deepfleet.steps`.
     pub queue_name: String,
-    /// Prefix of every Redis key.
+    /// Prefix of every Redis key. Default: `deepfleet`.
     pub key_prefix: String,
     /// Seconds a command waits to connect to RabbitMQ or Redis before it
-    /// fails naming the server (`DEEPFLEET__CONNECT_TIMEOUT_SECS`).
+    /// fails naming the server. Default: 10.
     pub connect_timeout_secs: u64,
     /// Worker tuning.
     pub worker: WorkerSettings,
     /// The scheduler's HTTP server.
     pub scheduler: SchedulerSettings,
-    /// OTLP/HTTP collector base URL for traces; none = the standard
-    /// `OTEL_EXPORTER_OTLP_*` variables decide (no export without them).
+    /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
+    /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
+    /// export without them). Default: none.
     pub otlp_endpoint: Option<String>,
     /// Where a worker (or an embedded run) serves `/metrics`, `/healthz`
-    /// and `/readyz` (`DEEPFLEET__METRICS_LISTEN`, e.g. `0.0.0.0:9464`).
+    /// and `/readyz`, e.g. `0.0.0.0:9464` (`--metrics-listen` wins).
+    /// Default: none (not served).
     pub metrics_listen: Option<String>,
-    /// Model providers by name (`[providers.openai]`).
-    #[serde(default)]
+    /// How log lines on stderr look. Default: `auto`.
+    pub log_format: LogFormat,
+    /// Model providers by name (`[providers.openai]`). Default: none.
+    #[serde(default, skip_serializing)]
     pub providers: HashMap<String, ProviderConfig>,
-    /// The fleet's key for runtime context: base64 of 32 bytes
-    /// (`DEEPFLEET__CONTEXT_KEY`). Every scheduler and worker of a fleet
-    /// shares it; contexts are stored and queued only sealed with it.
+    /// The fleet's key for runtime context: base64 of 32 bytes. Every
+    /// scheduler and worker of a fleet shares it; contexts are stored and
+    /// queued only sealed with it. Default: none.
     pub context_key: Option<String>,
     /// A file holding the context key, as `deepfleet keygen --out` writes
-    /// it (`DEEPFLEET__CONTEXT_KEY_FILE`), for processes that share a
-    /// volume rather than a variable; `context_key` wins when both are set.
+    /// it, for processes that share a volume rather than a variable;
+    /// `context_key` wins when both are set. Default: none.
     pub context_key_file: Option<PathBuf>,
     /// Harness profiles by `provider:model` or `provider`
     /// (`[profiles."openai:gpt-5"]`): prompt and tool adjustments per model;
-    /// a spec's own `profiles` lie on top.
-    #[serde(default)]
-    pub profiles: std::collections::BTreeMap<String, deepfleet_proto::harness::HarnessProfile>,
+    /// a spec's own `profiles` lie on top. Default: none.
+    #[serde(default, skip_serializing)]
+    pub profiles: BTreeMap<String, deepfleet_proto::harness::HarnessProfile>,
 }
 
 /// Worker tuning.
-#[derive(Debug, Deserialize)]
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let url = |u: &Option<String>| u.as_deref().map(crate::redacted_url::redacted);
+        f.debug_struct("Settings")
+            .field("queue", &url(&self.queue))
+            .field("store", &url(&self.store))
+            .field("queue_name", &self.queue_name)
+            .field("key_prefix", &self.key_prefix)
+            .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("worker", &self.worker)
+            .field("scheduler", &self.scheduler)
+            .field("otlp_endpoint", &self.otlp_endpoint)
+            .field("metrics_listen", &self.metrics_listen)
+            .field("log_format", &self.log_format)
+            .field("providers", &self.providers)
+            .field(
+                "context_key",
+                &self.context_key.as_ref().map(|_| "[redacted]"),
+            )
+            .field("context_key_file", &self.context_key_file)
+            .field("profiles", &self.profiles)
+            .finish()
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerSettings {
-    /// Steps one worker runs at once (its prefetch).
+    /// Steps one worker runs at once (its prefetch; `--concurrency`
+    /// wins). Default: 64.
     pub concurrency: u16,
-    /// Deliveries of a failing step before its run fails.
+    /// Deliveries of a failing step before its run fails. Default: 5.
     pub max_attempts: u32,
-    /// Seconds to let steps in flight finish on shutdown.
+    /// Seconds to let steps in flight finish on shutdown. Default: 30.
     pub grace_secs: u64,
-    /// First backoff of a failed step, in milliseconds.
+    /// First backoff of a failed step, in milliseconds. Default: 1000.
     pub retry_base_ms: u64,
-    /// Longest backoff of a failed step, in milliseconds.
+    /// Longest backoff of a failed step, in milliseconds. Default: 60000.
     pub retry_max_ms: u64,
     /// Seconds one tool call may take before it is stopped and the model
-    /// reads a timeout error (`DEEPFLEET__WORKER__TOOL_TIMEOUT_SECS`).
+    /// reads a timeout error. Default: 300.
     pub tool_timeout_secs: u64,
-    /// Seconds one step may take before it is abandoned and retried
-    /// (`DEEPFLEET__WORKER__STEP_TIMEOUT_SECS`); keep it under RabbitMQ's
-    /// `consumer_timeout` (30 minutes by default).
+    /// Seconds one step may take before it is abandoned and retried; keep
+    /// it under RabbitMQ's `consumer_timeout` (30 minutes by default).
+    /// Default: 1200.
     pub step_timeout_secs: u64,
 }
 
 /// The scheduler's HTTP server.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SchedulerSettings {
-    /// Address of the API, `/metrics`, `/healthz` and `/readyz`
-    /// (`DEEPFLEET__SCHEDULER__LISTEN`; loopback by default, `0.0.0.0:2024`
-    /// in a pod).
+    /// Address of the API, `/metrics`, `/healthz` and `/readyz`; loopback
+    /// by default, `0.0.0.0:2024` in a pod (`--listen` wins). Default:
+    /// `127.0.0.1:2024`.
     pub listen: String,
     /// Seconds open requests (streams, waits) may take to finish after
-    /// SIGTERM before the scheduler exits anyway.
+    /// SIGTERM before the scheduler exits anyway. Default: 20.
     pub grace_secs: u64,
+}
+
+/// How log lines look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Text when stderr is a terminal, JSON lines otherwise (a pod, a
+    /// pipe, a file).
+    #[default]
+    Auto,
+    /// One JSON object per line, for log collectors.
+    Json,
+    /// Human-readable lines.
+    Text,
+}
+
+impl LogFormat {
+    /// Whether lines are JSON, given whether stderr is a terminal.
+    pub fn is_json(self, terminal: bool) -> bool {
+        match self {
+            LogFormat::Auto => !terminal,
+            LogFormat::Json => true,
+            LogFormat::Text => false,
+        }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            queue: None,
+            store: None,
+            queue_name: "deepfleet.steps".to_owned(),
+            key_prefix: "deepfleet".to_owned(),
+            connect_timeout_secs: 10,
+            worker: WorkerSettings::default(),
+            scheduler: SchedulerSettings::default(),
+            otlp_endpoint: None,
+            metrics_listen: None,
+            log_format: LogFormat::Auto,
+            providers: HashMap::new(),
+            context_key: None,
+            context_key_file: None,
+            profiles: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for WorkerSettings {
+    fn default() -> Self {
+        WorkerSettings {
+            concurrency: 64,
+            max_attempts: 5,
+            grace_secs: 30,
+            retry_base_ms: 1_000,
+            retry_max_ms: 60_000,
+            tool_timeout_secs: 300,
+            step_timeout_secs: 1_200,
+        }
+    }
+}
+
+impl Default for SchedulerSettings {
+    fn default() -> Self {
+        SchedulerSettings {
+            listen: "127.0.0.1:2024".to_owned(),
+            grace_secs: 20,
+        }
+    }
+}
+
+/// Settings as loaded, with what the loader passed over.
+pub struct Loaded {
+    pub settings: Settings,
+    /// `DEEPFLEET__...` variables that name no setting; ignored, so a
+    /// variable meant for something else cannot stop a start-up.
+    pub unknown: Vec<UnknownVariable>,
+}
+
+/// A `DEEPFLEET__...` variable that names no setting.
+#[derive(Debug, PartialEq, Eq)]
+pub struct UnknownVariable {
+    pub name: String,
+    /// The variable of the nearest setting, when one is near.
+    pub suggestion: Option<String>,
+}
+
+impl fmt::Display for UnknownVariable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} names no setting and is ignored", self.name)?;
+        if let Some(suggestion) = &self.suggestion {
+            write!(f, " (did you mean {suggestion}?)")?;
+        }
+        write!(f, "; settings are listed in docs/configuration.md")
+    }
+}
+
+/// The variable that sets the setting at `path` (`worker.grace_secs` ->
+/// `DEEPFLEET__WORKER__GRACE_SECS`).
+pub fn variable(path: &str) -> String {
+    format!(
+        "{PREFIX}{SEPARATOR}{}",
+        path.to_uppercase().replace('.', SEPARATOR)
+    )
 }
 
 impl WorkerSettings {
@@ -135,40 +284,206 @@ impl Settings {
             .with_context(|| format!("the key in {}", path.display()))
     }
 
-    /// Loads settings from `file` (if any) and the environment.
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Self> {
-        let mut builder = config::Config::builder()
-            .set_default("queue_name", "deepfleet.steps")?
-            .set_default("key_prefix", "deepfleet")?
-            .set_default("connect_timeout_secs", 10)?
-            .set_default("worker.concurrency", 64)?
-            .set_default("worker.max_attempts", 5)?
-            .set_default("worker.grace_secs", 30)?
-            .set_default("worker.retry_base_ms", 1_000)?
-            .set_default("worker.retry_max_ms", 60_000)?
-            .set_default("worker.tool_timeout_secs", 300)?
-            .set_default("worker.step_timeout_secs", 1_200)?
-            .set_default("scheduler.listen", "127.0.0.1:2024")?
-            .set_default("scheduler.grace_secs", 20)?;
+    /// Loads settings from `file` (if any) and the process environment.
+    pub fn load(file: Option<&Path>) -> anyhow::Result<Loaded> {
+        let vars = std::env::vars_os().filter_map(|(name, value)| {
+            Some((
+                name.into_string().ok()?,
+                value.to_string_lossy().into_owned(),
+            ))
+        });
+        Self::load_from(file, vars)
+    }
+
+    /// Loads settings from `file` (if any) and the variables `vars`.
+    fn load_from(
+        file: Option<&Path>,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> anyhow::Result<Loaded> {
+        let names = names::of::<Settings>().context("listing the settings")?;
+        let (known, unknown) = sort_variables(vars, &names);
+        let defaults = config::Config::try_from(&Settings::default())
+            .context("laying out the default settings")?;
+        let mut builder = config::Config::builder().add_source(defaults);
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
         }
-        builder
+        let settings = builder
             .add_source(
-                config::Environment::with_prefix("DEEPFLEET")
-                    .prefix_separator("__")
-                    .separator("__")
-                    .try_parsing(true),
+                config::Environment::with_prefix(PREFIX)
+                    .prefix_separator(SEPARATOR)
+                    .separator(SEPARATOR)
+                    .try_parsing(true)
+                    .source(Some(known.clone())),
             )
             .build()
             .and_then(config::Config::try_deserialize)
-            .context("reading configuration")
+            .map_err(|e| name_the_variable(e, &known))
+            .context("reading configuration")?;
+        Ok(Loaded { settings, unknown })
+    }
+}
+
+/// The dotted key a `DEEPFLEET__...` variable sets, lowercase as the
+/// loader reads it (`DEEPFLEET__WORKER__GRACE_SECS` ->
+/// `worker.grace_secs`); `None` for any other variable.
+fn key_of(variable: &str) -> Option<String> {
+    let prefix = format!("{PREFIX}{SEPARATOR}").to_lowercase();
+    let lower = variable.to_lowercase();
+    let rest = lower.strip_prefix(&prefix)?;
+    Some(rest.replace(SEPARATOR, "."))
+}
+
+/// Splits `DEEPFLEET__...` variables into those naming a setting and
+/// those naming none (with the nearest setting's variable); other
+/// variables are dropped.
+fn sort_variables(
+    vars: impl IntoIterator<Item = (String, String)>,
+    names: &[String],
+) -> (HashMap<String, String>, Vec<UnknownVariable>) {
+    let mut known = HashMap::new();
+    let mut unknown = Vec::new();
+    for (name, value) in vars {
+        let Some(key) = key_of(&name) else {
+            continue;
+        };
+        if names.iter().any(|setting| names::matches(setting, &key)) {
+            known.insert(name, value);
+        } else {
+            let suggestion = names
+                .iter()
+                .map(|setting| (strsim::jaro_winkler(setting, &key), setting))
+                .filter(|(score, _)| *score >= 0.8)
+                .max_by(|a, b| a.0.total_cmp(&b.0))
+                .map(|(_, setting)| variable(setting));
+            unknown.push(UnknownVariable { name, suggestion });
+        }
+    }
+    unknown.sort_by(|a, b| a.name.cmp(&b.name));
+    (known, unknown)
+}
+
+/// A value of the wrong type from the environment is reported with the
+/// variable it came from, not only the setting's dotted key.
+fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>) -> anyhow::Error {
+    let (config::ConfigError::Type { key, origin, .. }
+    | config::ConfigError::At { key, origin, .. }) = &error
+    else {
+        return error.into();
+    };
+    // Errors of custom deserializers (an unknown `log_format`) keep no
+    // origin; as the environment is the last layer, a key a variable sets
+    // is that variable's unless the error names another origin.
+    let from_elsewhere = origin.as_deref().is_some_and(|o| o != "the environment");
+    let name = key.as_deref().filter(|_| !from_elsewhere).and_then(|key| {
+        vars.keys()
+            .find(|name| key_of(name).as_deref() == Some(key))
+            .cloned()
+    });
+    match name {
+        Some(name) => anyhow::Error::new(error).context(format!("the variable {name}")),
+        None => error.into(),
     }
 }
 
 #[cfg(test)]
+mod reference_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    fn vars(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn variables_naming_no_setting_are_ignored_and_reported() {
+        let loaded = Settings::load_from(
+            None,
+            vars(&[
+                ("DEEPFLEET__LOG", "debug"),
+                ("DEEPFLEET__WORKER__CONCURENCY", "3"),
+                ("DEEPFLEET__WORKER__GRACE_SECS", "7"),
+                ("DEEPFLEET__PROVIDERS__OPENAI__API_KEY", "sk-test"),
+                ("DEEPFLEET_CONFIG", "elsewhere.toml"),
+                ("PATH", "/bin"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(loaded.settings.worker.grace_secs, 7);
+        assert_eq!(loaded.settings.worker.concurrency, 64);
+        assert_eq!(
+            loaded.settings.providers["openai"].api_key.as_deref(),
+            Some("sk-test")
+        );
+        assert_eq!(
+            loaded.unknown,
+            [
+                UnknownVariable {
+                    name: "DEEPFLEET__LOG".to_owned(),
+                    suggestion: Some("DEEPFLEET__LOG_FORMAT".to_owned()),
+                },
+                UnknownVariable {
+                    name: "DEEPFLEET__WORKER__CONCURENCY".to_owned(),
+                    suggestion: Some("DEEPFLEET__WORKER__CONCURRENCY".to_owned()),
+                },
+            ]
+        );
+        let warning = loaded.unknown[0].to_string();
+        assert!(
+            warning.contains("DEEPFLEET__LOG names no setting"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn a_variable_of_the_wrong_type_is_an_error_naming_it() {
+        for (name, value) in [
+            ("DEEPFLEET__WORKER__CONCURRENCY", "many"),
+            ("DEEPFLEET__LOG_FORMAT", "fancy"),
+        ] {
+            let Err(err) = Settings::load_from(None, vars(&[(name, value)])) else {
+                panic!("{name}={value} loaded");
+            };
+            let err = format!("{err:#}");
+            assert!(err.contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_file_key_naming_no_setting_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        std::fs::write(&file, "[worker]\nconcurency = 3\n").unwrap();
+        let Err(err) = Settings::load_from(Some(&file), []) else {
+            panic!("a misspelt key loaded");
+        };
+        let err = format!("{err:#}");
+        assert!(err.contains("concurency"), "{err}");
+    }
+
+    #[test]
+    fn auto_logs_are_text_on_a_terminal_only() {
+        assert!(!LogFormat::Auto.is_json(true));
+        assert!(LogFormat::Auto.is_json(false));
+        assert!(LogFormat::Json.is_json(true));
+        assert!(!LogFormat::Text.is_json(false));
+    }
+
+    #[test]
+    fn the_log_format_is_a_setting() {
+        let auto = Settings::load_from(None, []).unwrap().settings.log_format;
+        assert_eq!(auto, LogFormat::Auto);
+        let json = Settings::load_from(None, vars(&[("DEEPFLEET__LOG_FORMAT", "json")]))
+            .unwrap()
+            .settings
+            .log_format;
+        assert_eq!(json, LogFormat::Json);
+    }
 
     #[test]
     fn harness_profiles_load_from_toml() {
@@ -180,7 +495,7 @@ mod tests {
              [profiles.openai.tool_description_overrides]\nls = \"List a directory.\"\n",
         )
         .unwrap();
-        let settings = Settings::load(Some(&file)).unwrap();
+        let settings = Settings::load(Some(&file)).unwrap().settings;
         let exact = &settings.profiles["openai:gpt-4.1"];
         assert_eq!(exact.system_prompt_suffix.as_deref(), Some("Be terse."));
         assert!(exact.excluded_tools.contains("grep"));
@@ -199,10 +514,34 @@ mod tests {
             "metrics_listen = \"0.0.0.0:9464\"\n[scheduler]\nlisten = \"0.0.0.0:2024\"\ngrace_secs = 5\n",
         )
         .unwrap();
-        let settings = Settings::load(Some(&file)).unwrap();
+        let settings = Settings::load(Some(&file)).unwrap().settings;
         assert_eq!(settings.scheduler.listen, "0.0.0.0:2024");
         assert_eq!(settings.scheduler.grace_secs, 5);
         assert_eq!(settings.metrics_listen.as_deref(), Some("0.0.0.0:9464"));
+    }
+
+    #[test]
+    fn printing_the_settings_shows_no_key_or_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("deepfleet.toml");
+        let key = deepfleet_store::sealed::ContextKey::generate_base64();
+        std::fs::write(
+            &file,
+            format!(
+                "queue = \"amqp://u:amqp-pw@mq:5672/%2f\"\nstore = \"redis://:redis-pw@cache:6379\"\n\
+                 context_key = \"{key}\"\n[providers.openai]\napi_key = \"sk-provider\"\n"
+            ),
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&file)).unwrap().settings;
+        let shown = format!("{settings:?}");
+        for secret in [key.as_str(), "amqp-pw", "redis-pw", "sk-provider"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(
+            shown.contains("mq:5672") && shown.contains("[redacted]"),
+            "{shown}"
+        );
     }
 
     #[test]
@@ -217,7 +556,7 @@ mod tests {
             format!("context_key_file = {:?}\n", key_file.display().to_string()),
         )
         .unwrap();
-        let settings = Settings::load(Some(&file)).unwrap();
+        let settings = Settings::load(Some(&file)).unwrap().settings;
         assert!(settings.context_key().unwrap().is_some());
 
         std::fs::write(&key_file, "not a key").unwrap();
@@ -233,7 +572,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.toml");
         std::fs::write(&empty, "").unwrap();
-        let defaults = Settings::load(Some(&empty)).unwrap().worker.time_limits();
+        let defaults = Settings::load(Some(&empty))
+            .unwrap()
+            .settings
+            .worker
+            .time_limits();
         assert_eq!(defaults, deepfleet_worker::TimeLimits::default());
         let file = dir.path().join("deepfleet.toml");
         std::fs::write(
@@ -241,7 +584,11 @@ mod tests {
             "[worker]\ntool_timeout_secs = 30\nstep_timeout_secs = 600\n",
         )
         .unwrap();
-        let set = Settings::load(Some(&file)).unwrap().worker.time_limits();
+        let set = Settings::load(Some(&file))
+            .unwrap()
+            .settings
+            .worker
+            .time_limits();
         assert_eq!(set.tool_call, std::time::Duration::from_secs(30));
         assert_eq!(set.step, std::time::Duration::from_secs(600));
     }
@@ -251,7 +598,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("empty.toml");
         std::fs::write(&file, "").unwrap();
-        let settings = Settings::load(Some(&file)).unwrap();
+        let settings = Settings::load(Some(&file)).unwrap().settings;
         assert_eq!(settings.scheduler.listen, "127.0.0.1:2024");
         assert_eq!(settings.scheduler.grace_secs, 20);
     }

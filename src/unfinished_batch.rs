@@ -37,12 +37,14 @@ pub struct UnfinishedBatch {
 impl UnfinishedBatch {
     /// The batch of `tasks` writing to `results`, with the file open: the
     /// unfinished batch recorded there, continued, with the lines it has;
-    /// or, without one (or with `fresh`), a new batch and an empty file.
-    /// An unfinished batch of other tasks is refused unless `fresh`.
+    /// or, without one (or with `fresh`), a new batch (`new_id`, or a
+    /// fresh id) and an empty file. An unfinished batch of other tasks is
+    /// refused unless `fresh`.
     pub fn open(
         results: &Path,
         tasks: &[TaskLine],
         fresh: bool,
+        new_id: Option<&str>,
     ) -> anyhow::Result<(Self, ResultsFile, Vec<ResultLine>)> {
         let mark_path = mark_path(results);
         let tasks_fingerprint = fingerprint(tasks)?;
@@ -68,7 +70,7 @@ impl UnfinishedBatch {
         remove_mark(&mark_path)?;
         let file = ResultsFile::create(results)?;
         let mark = Mark {
-            batch_id: uuid::Uuid::now_v7().to_string(),
+            batch_id: new_id.map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_owned),
             tasks: tasks_fingerprint,
         };
         write_mark(&mark_path, &mark)?;
@@ -78,6 +80,35 @@ impl UnfinishedBatch {
             continued: false,
         };
         Ok((batch, file, Vec::new()))
+    }
+
+    /// Batch `batch_id` re-attached to write into `results`: the file
+    /// reopened with the lines it has (created when missing), which no
+    /// task gets a second of, and the unfinished batch recorded there, if
+    /// any. An unfinished batch of another id is refused.
+    pub fn attach(
+        results: &Path,
+        batch_id: &str,
+    ) -> anyhow::Result<(Option<Self>, ResultsFile, Vec<ResultLine>)> {
+        let mark_path = mark_path(results);
+        let mark = read_mark(&mark_path)?;
+        if let Some(mark) = &mark
+            && mark.batch_id != batch_id
+        {
+            bail!(
+                "{} holds the unfinished batch {} (see {}), not {batch_id}: write to another file",
+                results.display(),
+                mark.batch_id,
+                mark_path.display()
+            );
+        }
+        let (file, lines) = ResultsFile::reopen(results)?;
+        let batch = mark.map(|mark| UnfinishedBatch {
+            mark_path,
+            mark,
+            continued: true,
+        });
+        Ok((batch, file, lines))
     }
 
     /// The batch's id.
@@ -104,7 +135,7 @@ fn mark_path(results: &Path) -> PathBuf {
 }
 
 /// Identifies a list of tasks: a name-based UUID of their JSON.
-fn fingerprint(tasks: &[TaskLine]) -> anyhow::Result<String> {
+pub fn fingerprint(tasks: &[TaskLine]) -> anyhow::Result<String> {
     let bytes = serde_json::to_vec(tasks).context("encoding the tasks")?;
     Ok(uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, &bytes).to_string())
 }
@@ -165,15 +196,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("results.jsonl");
         let batch = tasks(&["a", "b"]);
-        let (first, _, lines) = UnfinishedBatch::open(&results, &batch, false).unwrap();
+        let (first, _, lines) = UnfinishedBatch::open(&results, &batch, false, None).unwrap();
         assert!(!first.continued() && lines.is_empty());
         assert!(dir.path().join("results.jsonl.unfinished").exists());
-        let (again, _, _) = UnfinishedBatch::open(&results, &batch, false).unwrap();
+        let (again, _, _) = UnfinishedBatch::open(&results, &batch, false, None).unwrap();
         assert!(again.continued());
         assert_eq!(again.batch_id(), first.batch_id());
         again.finish().unwrap();
         assert!(!dir.path().join("results.jsonl.unfinished").exists());
-        let (next, _, _) = UnfinishedBatch::open(&results, &batch, false).unwrap();
+        let (next, _, _) = UnfinishedBatch::open(&results, &batch, false, None).unwrap();
         assert!(!next.continued());
         assert_ne!(next.batch_id(), first.batch_id());
     }
@@ -182,17 +213,37 @@ mod tests {
     fn other_tasks_are_refused_unless_fresh() {
         let dir = tempfile::tempdir().unwrap();
         let results = dir.path().join("results.jsonl");
-        let (first, _, _) = UnfinishedBatch::open(&results, &tasks(&["a"]), false).unwrap();
+        let (first, _, _) = UnfinishedBatch::open(&results, &tasks(&["a"]), false, None).unwrap();
         let other = tasks(&["a changed"]);
-        let err = UnfinishedBatch::open(&results, &other, false)
+        let err = UnfinishedBatch::open(&results, &other, false, None)
             .err()
             .unwrap()
             .to_string();
         assert!(err.contains("unfinished batch of other tasks"), "{err}");
         assert!(err.contains("--fresh"), "{err}");
-        let (fresh, _, _) = UnfinishedBatch::open(&results, &other, true).unwrap();
+        let (fresh, _, _) = UnfinishedBatch::open(&results, &other, true, None).unwrap();
         assert!(!fresh.continued());
         assert_ne!(fresh.batch_id(), first.batch_id());
+    }
+
+    #[test]
+    fn a_new_batch_takes_the_id_it_is_given_and_attaching_checks_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results.jsonl");
+        let (batch, file, _) =
+            UnfinishedBatch::open(&results, &tasks(&["a"]), false, Some("b-1")).unwrap();
+        assert_eq!(batch.batch_id(), "b-1");
+        drop(file);
+        let err = UnfinishedBatch::attach(&results, "b-2")
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("unfinished batch b-1"), "{err}");
+        let (mark, _, lines) = UnfinishedBatch::attach(&results, "b-1").unwrap();
+        assert!(mark.is_some() && lines.is_empty());
+        let elsewhere = dir.path().join("other.jsonl");
+        let (mark, _, _) = UnfinishedBatch::attach(&elsewhere, "b-2").unwrap();
+        assert!(mark.is_none() && elsewhere.exists());
     }
 
     #[test]

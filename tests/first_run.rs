@@ -1,6 +1,7 @@
 //! A fleet's first run as a new user meets it: `deepfleet submit` against a
 //! queue that no worker consumes says so within seconds and keeps
-//! following until a worker comes; an unreachable RabbitMQ or Redis ends
+//! following until a worker comes (with `--detach`, says so and exits;
+//! `deepfleet batch follow` then writes the results); an unreachable RabbitMQ or Redis ends
 //! `worker`, `scheduler` and `submit` within the connect bound, naming the
 //! URL without its password, without a panic.
 //!
@@ -170,6 +171,87 @@ async fn submit_says_no_worker_consumes_then_a_late_worker_finishes_the_batch() 
         .expect("the batch did not finish once a worker came")
         .unwrap();
     assert!(status.success(), "submit exited with {status}");
+    let results = std::fs::read_to_string(&out).unwrap();
+    let statuses: Vec<String> = results
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].to_string())
+        .collect();
+    assert_eq!(statuses, vec!["\"success\""; 3], "{results}");
+    fleet.shutdown().await.unwrap();
+}
+
+/// `submit --detach` with no worker on the queue says so, once, and
+/// exits; a worker started later runs the batch, which `batch follow`
+/// writes out by the id `submit` printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_detached_batch_without_a_worker_is_followed_once_one_comes() {
+    if !services_available().await {
+        return;
+    }
+    let key = ContextKey::generate_base64();
+    let mut fleet = FleetBuilder::new()
+        .binary(bin())
+        .context_key(&key)
+        .fast_retries()
+        .distributed(0)
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = write_tasks(dir.path(), 3);
+    let out = dir.path().join("results.jsonl");
+    let agent = example("examples/briefings/agent.yaml");
+    let (queue_name, prefix) = (fleet.queue_name.clone(), fleet.prefix.clone());
+    let env = [
+        ("DEEPFLEET__QUEUE_NAME", queue_name.as_str()),
+        ("DEEPFLEET__KEY_PREFIX", prefix.as_str()),
+        ("DEEPFLEET__CONTEXT_KEY", key.as_str()),
+        ("DEEPFLEET__QUEUE", AMQP_URL),
+        ("DEEPFLEET__STORE", REDIS_URL),
+    ];
+    let detached = deepfleet(
+        &[
+            "submit",
+            tasks.to_str().unwrap(),
+            "--agent",
+            agent.to_str().unwrap(),
+            "--detach",
+        ],
+        &env,
+    )
+    .output();
+    let detached = tokio::time::timeout(Duration::from_secs(60), detached)
+        .await
+        .expect("submit --detach did not exit")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&detached.stderr);
+    assert!(detached.status.success(), "{stderr}");
+    let id = stderr
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("batch "))
+        .unwrap_or_else(|| panic!("no batch id first: {stderr}"))
+        .to_owned();
+    assert!(
+        stderr.contains(&format!("no worker consumes queue {queue_name}")),
+        "{stderr}"
+    );
+    assert!(!out.exists(), "a detached submit writes no results");
+
+    fleet.spawn_worker().unwrap();
+    let follow = deepfleet(
+        &["batch", "follow", &id, "--out", out.to_str().unwrap()],
+        &env,
+    )
+    .output();
+    let follow = tokio::time::timeout(Duration::from_secs(120), follow)
+        .await
+        .expect("the batch did not finish once a worker came")
+        .unwrap();
+    assert!(
+        follow.status.success(),
+        "{}",
+        String::from_utf8_lossy(&follow.stderr)
+    );
     let results = std::fs::read_to_string(&out).unwrap();
     let statuses: Vec<String> = results
         .lines()

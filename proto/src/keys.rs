@@ -146,6 +146,10 @@ pub mod records {
     pub const FOLLOWED: &str = "followed";
     /// Headers of API batches, by batch id.
     pub const BATCHES: &str = "batches";
+    /// Headers of batches of task lines (`deepfleet submit`), by batch id.
+    pub const TASK_BATCHES: &str = "task_batches";
+    /// What [`task_batch_members`] puts before the batch id.
+    pub const TASK_BATCH_MEMBERS_PREFIX: &str = "task_batch/";
     /// What [`thread_runs`] puts before the thread id.
     pub const THREAD_RUNS_PREFIX: &str = "runs/";
     /// What [`batch_members`] puts before the batch id.
@@ -159,6 +163,11 @@ pub mod records {
     /// The kind of one API batch's members, by run id.
     pub fn batch_members(batch_id: &str) -> String {
         format!("{BATCH_MEMBERS_PREFIX}{batch_id}")
+    }
+
+    /// The kind of one task batch's members, by run id.
+    pub fn task_batch_members(batch_id: &str) -> String {
+        format!("{TASK_BATCH_MEMBERS_PREFIX}{batch_id}")
     }
 }
 

@@ -17,6 +17,7 @@ pub mod repo;
 pub mod reserved;
 pub mod resume;
 pub mod submissions;
+mod task_batches;
 
 pub use batch::{BatchFollower, result_line};
 pub use custom_state::validate_seed;
@@ -26,3 +27,4 @@ pub use lifecycle::Lifecycle;
 pub use replies::Replier;
 pub use reserved::ReservedQueues;
 pub use submissions::SubmissionIntake;
+pub use task_batches::{TaskBatchCounts, TaskBatchMember, TaskBatches};

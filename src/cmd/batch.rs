@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, TaskLine};
+use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{BatchFollower, Intake};
+use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -23,6 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use super::EmbeddedWorker;
+use super::consumer_watch::ConsumerWatch;
 use super::signals::Interrupt;
 use crate::batch_io::Summary;
 use crate::results_file::ResultsFile;
@@ -40,6 +41,13 @@ pub struct BatchPlan<'a> {
     pub fresh: bool,
     /// Embedded mode's state file, for the resume hints.
     pub state_file: Option<&'a Path>,
+    /// The id a new batch takes (`submit`'s batch key, so the same tasks
+    /// submitted again are the same batch); `None` for a fresh id.
+    pub batch_id: Option<&'a str>,
+    /// The broker's name of the step queue, watched for consumers once
+    /// the batch is named (distributed mode: without a worker on it the
+    /// batch would wait without a word).
+    pub watch_queue: Option<String>,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -62,14 +70,23 @@ pub async fn run_batch(
     context_key: Option<ContextKey>,
     in_process: Option<InProcess>,
 ) -> anyhow::Result<ExitCode> {
-    validate(plan.spec, plan.tasks)?;
-    let mut intake = Intake::new(Arc::clone(&store), queue);
-    if let Some(key) = context_key {
-        intake = intake.with_context_key(key);
-    }
-    intake.register(plan.spec).await?;
+    let intake = intake_for(
+        Arc::clone(&store),
+        queue,
+        context_key,
+        plan.spec,
+        plan.tasks,
+    )
+    .await?;
     let interrupt = Interrupt::install()?;
-    let (batch, mut results, earlier) = UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh)?;
+    let (batch, mut results, earlier) =
+        UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
+    if in_process.is_none() {
+        announce(batch.batch_id(), plan.out);
+    }
+    let watch = plan
+        .watch_queue
+        .map(|name| ConsumerWatch::start(Arc::clone(intake.queue()), name));
     let mut finished = Finished::default();
     finished.add_earlier(&earlier);
     if let Some(local) = &in_process
@@ -83,15 +100,16 @@ pub async fn run_batch(
     let progress = progress_bar(plan.tasks.len(), earlier.len());
 
     progress.set_message("submitting");
-    for task in plan.tasks.iter().filter(|t| !results.has(&t.id)) {
-        if interrupt.token().is_cancelled() {
-            break;
-        }
-        let run = intake
-            .submit_to_batch(&plan.spec.name, task, batch.batch_id())
-            .await?;
-        follower.track(&run);
-    }
+    let runs = enqueue(
+        &intake,
+        plan.spec,
+        plan.tasks,
+        batch.batch_id(),
+        |id| results.has(id),
+        interrupt.token(),
+    )
+    .await?;
+    runs.iter().for_each(|run| follower.track(run));
     // The runs of a continued batch that ended while nobody followed them.
     let ended = follower.collect_ended().await?;
     finished.record(&mut results, ended, Some(&progress))?;
@@ -107,6 +125,9 @@ pub async fn run_batch(
     let left_note = unfinished_runs_note(in_process.is_some(), plan.state_file);
     if let Some(local) = in_process {
         local.worker.stop().await?;
+    }
+    if let Some(watch) = watch {
+        watch.finish().await;
     }
     progress.finish_and_clear();
     if interrupt.token().is_cancelled() {
@@ -140,6 +161,63 @@ pub async fn run_batch(
         plan.out.display(),
     );
     Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
+}
+
+/// An intake over `store` and `queue` (sealing contexts with `key`) with
+/// `spec` registered, once every task of `tasks` is checked.
+pub async fn intake_for(
+    store: Arc<dyn Store>,
+    queue: Arc<dyn Queue>,
+    key: Option<ContextKey>,
+    spec: &AgentSpec,
+    tasks: &[TaskLine],
+) -> anyhow::Result<Intake> {
+    validate(spec, tasks)?;
+    let mut intake = Intake::new(store, queue);
+    if let Some(key) = key {
+        intake = intake.with_context_key(key);
+    }
+    intake.register(spec).await?;
+    Ok(intake)
+}
+
+/// Says which batch this is and how to follow it from elsewhere, before
+/// anything is submitted.
+pub fn announce(batch_id: &str, out: &Path) {
+    eprintln!("batch {batch_id}");
+    eprintln!(
+        "  re-attach with: deepfleet batch follow {batch_id} --out {}",
+        out.display()
+    );
+}
+
+/// Records every task of `tasks` in batch `batch_id`, then starts the run
+/// of each that `skip` leaves out, until `stop` is cancelled; returns
+/// those runs. A task whose run exists already (the batch was submitted
+/// before) gets that run back, not a second one. The tasks are checked
+/// ([`intake_for`]). The whole roster comes first, so a follower of the
+/// batch knows every task, and which were never submitted.
+pub async fn enqueue(
+    intake: &Intake,
+    spec: &AgentSpec,
+    tasks: &[TaskLine],
+    batch_id: &str,
+    skip: impl Fn(&str) -> bool,
+    stop: &CancellationToken,
+) -> anyhow::Result<Vec<RunRecord>> {
+    let roster = TaskBatches::new(Arc::clone(intake.store()));
+    roster.open(batch_id, &spec.name).await?;
+    for (index, task) in (0_u64..).zip(tasks) {
+        roster.add(batch_id, index, &task.id).await?;
+    }
+    let mut runs = Vec::new();
+    for task in tasks.iter().filter(|t| !skip(&t.id)) {
+        if stop.is_cancelled() {
+            break;
+        }
+        runs.push(intake.submit_to_batch(&spec.name, task, batch_id).await?);
+    }
+    Ok(runs)
 }
 
 /// Every task is valid, or none runs.
@@ -262,6 +340,18 @@ impl Finished {
     }
 }
 
+/// How long a follower waits on the done list alone before it reads its
+/// runs' records (another process following the same batch takes the
+/// notices it pops): at least this, and a millisecond per run followed,
+/// so a big batch is not read every few seconds.
+const SWEEP_EVERY: Duration = Duration::from_secs(2);
+
+fn sweep_interval(followed: usize) -> Duration {
+    SWEEP_EVERY.max(Duration::from_millis(
+        u64::try_from(followed).unwrap_or(u64::MAX),
+    ))
+}
+
 /// Writes the result line of each of `follower`'s runs to `results` as it
 /// ends (or parks for a review), until none is left or `interrupt` is
 /// cancelled.
@@ -272,8 +362,13 @@ pub async fn follow(
     progress: Option<&ProgressBar>,
     interrupt: &CancellationToken,
 ) -> anyhow::Result<()> {
+    let mut swept = Instant::now();
     while follower.remaining() > 0 && !interrupt.is_cancelled() {
-        let lines = follower.poll().await?;
+        let mut lines = follower.poll().await?;
+        if lines.is_empty() && swept.elapsed() >= sweep_interval(follower.remaining()) {
+            lines = follower.collect_ended().await?;
+            swept = Instant::now();
+        }
         if lines.is_empty() {
             tokio::select! {
                 () = interrupt.cancelled() => {}

@@ -105,6 +105,17 @@ fn message(notice: &Notice, name: &str) -> String {
     }
 }
 
+/// One look at `queue`'s consumers (named `name` on the broker), for a
+/// batch nobody follows (`submit --detach`): warns on stderr if none.
+pub async fn warn_if_unconsumed(queue: &dyn Queue, name: &str) {
+    if let Ok(Some(0)) = queue.consumers().await {
+        let notice = Notice::NoConsumer {
+            waited: Duration::ZERO,
+        };
+        eprintln!("{}", message(&notice, name));
+    }
+}
+
 /// Longest wait for the last look at the consumers when the batch ends.
 const LAST_LOOK: Duration = Duration::from_secs(2);
 

@@ -2,6 +2,7 @@
 
 pub mod agents_dir;
 pub mod batch;
+pub mod batch_handles;
 pub mod consumer_watch;
 pub mod dev;
 pub mod health;
@@ -36,6 +37,7 @@ use deepfleet_worker::{StepRunner, Worker};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::redacted_url::redacted;
 use crate::settings::Settings;
 
 /// Connects to the fleet's RabbitMQ and Redis; flags win over settings.
@@ -66,29 +68,6 @@ pub fn amqp_config(url: &str, name: &str, settings: &Settings) -> AmqpConfig {
     AmqpConfig {
         connect_timeout: settings.connect_timeout(),
         ..AmqpConfig::new(url, name)
-    }
-}
-
-/// `url` with the password of its user info replaced by `***`, for error
-/// messages and logs.
-pub fn redacted(url: &str) -> String {
-    // After `scheme://`, or after `scheme:` in a mistyped URL.
-    let Some(start) = url
-        .find("://")
-        .map(|i| i + 3)
-        .or_else(|| url.find(':').map(|i| i + 1))
-    else {
-        return url.to_owned();
-    };
-    let (scheme, rest) = url.split_at(start);
-    // The user info ends at the last `@` before the path.
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let Some(at) = rest[..authority_end].rfind('@') else {
-        return url.to_owned();
-    };
-    match rest[..at].split_once(':') {
-        Some((user, _)) => format!("{scheme}{user}:***{}", &rest[at..]),
-        None => url.to_owned(),
     }
 }
 
@@ -247,24 +226,5 @@ mod tests {
         })
         .await;
         assert_eq!(plain, b"AMQ");
-    }
-
-    #[test]
-    fn passwords_are_redacted_from_urls() {
-        assert_eq!(
-            redacted("amqps://fleet:s3cr@t@mq.example:5671/%2f"),
-            "amqps://fleet:***@mq.example:5671/%2f"
-        );
-        assert_eq!(
-            redacted("redis+cluster://:pw@h1:1,h2:2"),
-            "redis+cluster://:***@h1:1,h2:2"
-        );
-        assert_eq!(redacted("rediss://cache:6380"), "rediss://cache:6380");
-        assert_eq!(
-            redacted("redis://user@cache:6379/0"),
-            "redis://user@cache:6379/0"
-        );
-        assert_eq!(redacted("not a url"), "not a url");
-        assert_eq!(redacted("amqp:fleet:s3cret@mq"), "amqp:fleet:***@mq");
     }
 }

@@ -43,10 +43,12 @@ pub struct ResumeArgs {
     /// Embedded mode: the state file written by `deepfleet run --state`.
     #[arg(long, conflicts_with_all = ["queue", "store"])]
     state: Option<PathBuf>,
-    /// RabbitMQ URL of a fleet.
+    /// RabbitMQ URL of a fleet (default: the `queue` setting,
+    /// `DEEPFLEET__QUEUE`).
     #[arg(long)]
     queue: Option<String>,
-    /// Redis URL of a fleet.
+    /// Redis URL of a fleet (default: the `store` setting,
+    /// `DEEPFLEET__STORE`).
     #[arg(long)]
     store: Option<String>,
     /// Embedded mode: where the result line is appended.

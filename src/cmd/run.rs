@@ -36,7 +36,7 @@ pub struct RunArgs {
     model: Option<String>,
     /// Serve Prometheus metrics on `/metrics` at this address while the
     /// batch runs (overrides `metrics_listen`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__METRICS_LISTEN")]
     metrics_listen: Option<String>,
     /// Persist the embedded store to this file, so `deepfleet resume` can
     /// continue runs that wait for a human decision, and an interrupted
@@ -86,6 +86,8 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         out: &args.out,
         fresh: args.fresh,
         state_file: args.state.as_deref(),
+        batch_id: None,
+        watch_queue: None,
     };
     let in_process = InProcess {
         worker,

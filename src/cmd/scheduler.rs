@@ -33,16 +33,16 @@ const SUBMISSION_PREFETCH: u16 = 16;
 #[derive(Args)]
 pub struct SchedulerArgs {
     /// RabbitMQ URL (`amqp://...` or `amqps://...`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__QUEUE")]
     queue: Option<String>,
     /// Redis URL (`redis://...`, `rediss://...`, or
     /// `redis+cluster://h1:p1,h2:p2`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__STORE")]
     store: Option<String>,
     /// Address of the HTTP API, `/metrics`, `/healthz` and `/readyz`, e.g.
     /// `0.0.0.0:2024` in a pod (overrides `scheduler.listen`, default
     /// `127.0.0.1:2024`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__SCHEDULER__LISTEN")]
     listen: Option<String>,
     /// Directory of agent specs: each YAML file with top-level `name` and
     /// `model` is a graph named after the spec; other files (a replay
@@ -140,7 +140,7 @@ async fn start_submissions(
         .with_context(|| {
             format!(
                 "connecting the submission queue at {}",
-                super::redacted(url)
+                crate::redacted_url::redacted(url)
             )
         })?;
     submissions

@@ -1,13 +1,19 @@
 //! `deepfleet submit`: enqueue a batch into a running fleet and follow it.
+//!
+//! The batch's id is derived from its batch key (by default the agent's
+//! name and the tasks), and its runs' ids from the batch and each task,
+//! so submitting the same tasks again is the same batch: it adds no run,
+//! follows the runs still going and writes the results of those that
+//! ended. `deepfleet batch` re-attaches to a batch by that id.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::Args;
+use deepfleet_proto::TaskLine;
+use tokio_util::sync::CancellationToken;
 
 use super::batch::BatchPlan;
-use super::consumer_watch::ConsumerWatch;
 use crate::batch_io::read_tasks;
 use crate::settings::Settings;
 
@@ -20,10 +26,10 @@ pub struct SubmitArgs {
     #[arg(long)]
     agent: PathBuf,
     /// RabbitMQ URL.
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__QUEUE")]
     queue: Option<String>,
     /// Redis URL (`redis://...`, or `redis+cluster://h1:p1,h2:p2`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__STORE")]
     store: Option<String>,
     /// Where result lines go.
     #[arg(long, default_value = "results.jsonl")]
@@ -31,11 +37,20 @@ pub struct SubmitArgs {
     /// Use this model (`provider:model`) instead of the spec's.
     #[arg(long)]
     model: Option<String>,
-    /// Start the batch over even if `--out` holds an unfinished one (an
-    /// interrupted submit of it), replacing its results; its runs still
-    /// going in the fleet are no longer followed.
+    /// Start a new batch (a new id; every task runs again), even if `--out`
+    /// holds an unfinished one (an interrupted submit of it), replacing
+    /// its results; its runs still going in the fleet are no longer
+    /// followed.
     #[arg(long)]
     fresh: bool,
+    /// Name the batch by this key instead of by its agent and tasks: the
+    /// same key is the same batch, whose tasks (by id) run once.
+    #[arg(long)]
+    batch_key: Option<String>,
+    /// Enqueue every task, print the batch id and exit without following
+    /// the batch (`deepfleet batch follow ID --out FILE` does).
+    #[arg(long)]
+    detach: bool,
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -43,16 +58,80 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let tasks = read_tasks(&args.tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
-    // Without a worker on the queue the batch would wait without a word.
-    let watch = ConsumerWatch::start(Arc::clone(&queue), settings.queue_name.clone());
+    let batch_id = if args.fresh {
+        uuid::Uuid::now_v7().to_string()
+    } else {
+        batch_id(&spec.name, &tasks, args.batch_key.as_deref())?
+    };
+    if args.detach {
+        let intake = super::batch::intake_for(store, queue, key, &spec, &tasks).await?;
+        super::batch::announce(&batch_id, &args.out);
+        let runs = super::batch::enqueue(
+            &intake,
+            &spec,
+            &tasks,
+            &batch_id,
+            |_| false,
+            &CancellationToken::new(),
+        )
+        .await?;
+        eprintln!(
+            "{} run(s) enqueued; not following them (--detach)",
+            runs.len()
+        );
+        super::consumer_watch::warn_if_unconsumed(intake.queue().as_ref(), &settings.queue_name)
+            .await;
+        return Ok(ExitCode::SUCCESS);
+    }
     let plan = BatchPlan {
         spec: &spec,
         tasks: &tasks,
         out: &args.out,
         fresh: args.fresh,
         state_file: None,
+        batch_id: Some(&batch_id),
+        watch_queue: Some(settings.queue_name.clone()),
     };
-    let outcome = super::batch::run_batch(queue, store, plan, key, None).await;
-    watch.finish().await;
-    outcome
+    super::batch::run_batch(queue, store, plan, key, None).await
+}
+
+/// The id of the batch of `agent` with batch key `key`, or without one,
+/// of `agent` running `tasks`: the same for the same two.
+fn batch_id(agent: &str, tasks: &[TaskLine], key: Option<&str>) -> anyhow::Result<String> {
+    let name = match key {
+        Some(key) => format!("deepfleet/batch-key/{key}"),
+        None => format!(
+            "deepfleet/batch/{}:{agent}/{}",
+            agent.len(),
+            crate::unfinished_batch::fingerprint(tasks)?
+        ),
+    };
+    Ok(uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(id: &str) -> TaskLine {
+        TaskLine {
+            id: id.into(),
+            input: "go".into(),
+            context: None,
+            files: None,
+            state: None,
+        }
+    }
+
+    #[test]
+    fn the_same_tasks_or_key_name_the_same_batch() {
+        let tasks = [task("a"), task("b")];
+        let id = batch_id("agent", &tasks, None).unwrap();
+        assert_eq!(id, batch_id("agent", &tasks, None).unwrap());
+        assert_ne!(id, batch_id("other", &tasks, None).unwrap());
+        assert_ne!(id, batch_id("agent", &tasks[..1], None).unwrap());
+        let keyed = batch_id("agent", &tasks, Some("k")).unwrap();
+        assert_eq!(keyed, batch_id("agent", &tasks[..1], Some("k")).unwrap());
+        assert_ne!(keyed, id);
+    }
 }

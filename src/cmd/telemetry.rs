@@ -1,5 +1,6 @@
-//! Logs and traces of the process: JSON lines on stderr (filtered by
-//! `RUST_LOG`), and, when an OTLP endpoint is configured, the harness's
+//! Logs and traces of the process: lines on stderr (filtered by
+//! `RUST_LOG`; human-readable on a terminal, JSON otherwise, or as
+//! `log_format` says), and, when an OTLP endpoint is configured, the harness's
 //! spans exported over OTLP/HTTP.
 //!
 //! The endpoint comes from `--otlp-endpoint`, then `otlp_endpoint`
@@ -7,6 +8,8 @@
 //! (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_ENDPOINT`);
 //! `OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL`, `OTEL_SERVICE_NAME`,
 //! `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_SDK_DISABLED` are honoured too.
+
+use std::io::IsTerminal;
 
 use anyhow::Context;
 use opentelemetry::trace::TracerProvider;
@@ -18,6 +21,8 @@ use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
+
+use crate::settings::LogFormat;
 
 /// What must be flushed before the process exits.
 pub struct Telemetry {
@@ -78,21 +83,31 @@ impl OtlpConfig {
     }
 }
 
-/// Installs the JSON log layer and, with `otlp`, the span exporter.
+/// Installs the log layer (text or JSON, per `format`) and, with `otlp`,
+/// the span exporter.
 ///
 /// Only the harness's own spans are exported (run, step, model and tool
 /// calls): the HTTP client under the exporter must not trace itself.
 /// Log lines inside a step carry the step span's fields (run, thread,
 /// step, trace id). Runtime contexts and API keys are never span or log
 /// fields.
-pub fn init(otlp: Option<&OtlpConfig>) -> anyhow::Result<Telemetry> {
+pub fn init(otlp: Option<&OtlpConfig>, format: LogFormat) -> anyhow::Result<Telemetry> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let logs = tracing_subscriber::fmt::layer()
-        .json()
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_writer(std::io::stderr)
-        .with_filter(filter);
+    let terminal = std::io::stderr().is_terminal();
+    let logs = if format.is_json(terminal) {
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .boxed()
+    } else {
+        tracing_subscriber::fmt::layer()
+            .with_ansi(terminal)
+            .with_writer(std::io::stderr)
+            .boxed()
+    }
+    .with_filter(filter);
     let provider = otlp.map(exporter).transpose()?;
     let spans = provider.as_ref().map(|provider| {
         tracing_opentelemetry::layer()

@@ -18,19 +18,27 @@ use crate::settings::Settings;
 #[derive(Args)]
 pub struct WorkerArgs {
     /// RabbitMQ URL (`amqp://...` or `amqps://...`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__QUEUE")]
     queue: Option<String>,
     /// Redis URL (`redis://...`, `rediss://...`, or
     /// `redis+cluster://h1:p1,h2:p2`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__STORE")]
     store: Option<String>,
     /// Steps run at once (overrides `worker.concurrency`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__WORKER__CONCURRENCY", value_parser = concurrency)]
     concurrency: Option<u16>,
     /// Serve `/metrics`, `/healthz` and `/readyz` at this address, e.g.
     /// `0.0.0.0:9464` in a pod (overrides `metrics_listen`).
-    #[arg(long)]
+    #[arg(long, env = "DEEPFLEET__METRICS_LISTEN")]
     metrics_listen: Option<String>,
+}
+
+/// Parses `--concurrency`, naming the variable too: clap's own message
+/// names only the flag, though the value may come from the variable.
+fn concurrency(value: &str) -> Result<u16, String> {
+    value
+        .parse()
+        .map_err(|e| format!("{e} (from --concurrency or DEEPFLEET__WORKER__CONCURRENCY)"))
 }
 
 pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCode> {

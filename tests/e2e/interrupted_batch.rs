@@ -31,13 +31,13 @@ use tokio::process::{Child, Command};
 use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL, distributed, fleet};
 
 /// Tasks in the batch.
-const TASKS: usize = 32;
+pub(crate) const TASKS: usize = 32;
 /// How long each model call takes.
-const LATENCY: Duration = Duration::from_millis(300);
+pub(crate) const LATENCY: Duration = Duration::from_millis(300);
 /// Steps at once: per embedded process, per worker process.
-const CONCURRENCY: usize = 2;
+pub(crate) const CONCURRENCY: usize = 2;
 /// How long anything in these scenarios may take.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 fn input(i: usize) -> String {
     format!("interrupted batch task {i:02}")
@@ -45,13 +45,13 @@ fn input(i: usize) -> String {
 
 /// A batch of [`TASKS`] one-call runs on a slow scripted model, in a
 /// directory of its own.
-struct SlowBatch {
+pub(crate) struct SlowBatch {
     dir: tempfile::TempDir,
-    server: ScriptedServer,
+    pub(crate) server: ScriptedServer,
 }
 
 impl SlowBatch {
-    async fn new() -> Self {
+    pub(crate) async fn new() -> Self {
         let script = ScriptBuilder::new().answer(When::always(), "done: {{input}}");
         let engine = ReplayEngine::new(Script::from_yaml(&script.build()).unwrap());
         let server = ScriptedServer::start(Arc::new(engine), LATENCY)
@@ -75,7 +75,7 @@ impl SlowBatch {
         SlowBatch { dir, server }
     }
 
-    fn path(&self, name: &str) -> PathBuf {
+    pub(crate) fn path(&self, name: &str) -> PathBuf {
         self.dir.path().join(name)
     }
 
@@ -114,7 +114,7 @@ impl SlowBatch {
             .unwrap()
     }
 
-    fn deepfleet(&self, args: &[&str]) -> Command {
+    pub(crate) fn deepfleet(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_deepfleet"));
         cmd.current_dir(self.dir.path())
             .args(args)
@@ -129,7 +129,7 @@ impl SlowBatch {
     }
 
     /// The results file's lines (none before it exists).
-    fn lines(&self) -> Vec<ResultLine> {
+    pub(crate) fn lines(&self) -> Vec<ResultLine> {
         std::fs::read_to_string(self.path("results.jsonl"))
             .unwrap_or_default()
             .lines()
@@ -138,7 +138,7 @@ impl SlowBatch {
     }
 
     /// Model calls so far, by the task whose input they carry.
-    fn calls_per_task(&self) -> BTreeMap<String, usize> {
+    pub(crate) fn calls_per_task(&self) -> BTreeMap<String, usize> {
         let mut calls = BTreeMap::new();
         for request in self.server.requests() {
             let body = request.to_string();
@@ -151,7 +151,7 @@ impl SlowBatch {
     }
 
     /// Waits until the model has taken `n` calls in all.
-    async fn wait_for_calls(&self, n: usize) {
+    pub(crate) async fn wait_for_calls(&self, n: usize) {
         let waited = tokio::time::timeout(PATIENCE, async {
             while self.server.requests().len() < n {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -176,7 +176,7 @@ impl SlowBatch {
 }
 
 /// The top-level runs `fleet`'s Redis holds.
-async fn fleet_runs(fleet: &Fleet) -> Vec<RunRecord> {
+pub(crate) async fn fleet_runs(fleet: &Fleet) -> Vec<RunRecord> {
     let client = redis::Client::open(REDIS_URL).unwrap();
     let mut con = client.get_multiplexed_async_connection().await.unwrap();
     let pattern = format!("{}:run:*", fleet.prefix);
@@ -257,7 +257,7 @@ fn assert_lines_match_store(lines: &[ResultLine], runs: &[RunRecord], when: &str
 }
 
 /// Sends `signal` (`INT`, `TERM`, `STOP`, `CONT`) to `pid`.
-fn signal(pid: u32, signal: &str) {
+pub(crate) fn signal(pid: u32, signal: &str) {
     let sent = std::process::Command::new("kill")
         .args([format!("-{signal}"), pid.to_string()])
         .status()
@@ -266,7 +266,7 @@ fn signal(pid: u32, signal: &str) {
 }
 
 /// Interrupts `child` with `name` and waits for it to exit.
-async fn interrupt(child: &mut Child, name: &str) -> ExitStatus {
+pub(crate) async fn interrupt(child: &mut Child, name: &str) -> ExitStatus {
     signal(child.id().expect("the batch is running"), name);
     tokio::time::timeout(PATIENCE, child.wait())
         .await
@@ -289,7 +289,7 @@ fn assert_interrupted_exit(status: ExitStatus, name: &str) {
 
 /// The batch's end: one line per task, each the task's own answer, and
 /// exactly one model call per task over all the invocations.
-fn assert_complete(batch: &SlowBatch) {
+pub(crate) fn assert_complete(batch: &SlowBatch) {
     let mut lines = batch.lines();
     lines.sort_by(|a, b| a.id.cmp(&b.id));
     let ids: Vec<&str> = lines.iter().map(|l| l.id.as_str()).collect();

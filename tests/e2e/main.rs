@@ -13,6 +13,7 @@ mod support;
 mod agent_server;
 mod async_subagents;
 mod batch;
+mod batch_handles;
 mod call_ids;
 mod compression;
 mod crash;

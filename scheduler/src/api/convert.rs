@@ -152,9 +152,20 @@ pub fn input_messages(input: &Value) -> Result<Vec<Message>, InputError> {
 }
 
 fn input_message(item: &Value) -> Result<Message, String> {
-    if let Value::String(text) = item {
-        return Ok(Message::user(text.clone()));
+    let text = match item {
+        Value::String(text) => text.clone(),
+        dict => dict_text(dict)?,
+    };
+    // Providers refuse an empty user turn; say so here, not on every
+    // model call of the run.
+    if text.trim().is_empty() {
+        return Err("`content` must not be empty".into());
     }
+    Ok(Message::user(text))
+}
+
+/// The text of a LangChain message dict, which must be a user's.
+fn dict_text(item: &Value) -> Result<String, String> {
     let kind = item
         .get("type")
         .or_else(|| item.get("role"))
@@ -174,10 +185,7 @@ fn input_message(item: &Value) -> Result<Message, String> {
             .join("\n"),
         _ => return Err("`content` must be a string or a list of text blocks".into()),
     };
-    if text.trim().is_empty() {
-        return Err("`content` must not be empty".into());
-    }
-    Ok(Message::user(text))
+    Ok(text)
 }
 
 /// The files of a run's `input` (`{"files": {path: text | FileData}}`,
@@ -355,5 +363,19 @@ mod tests {
             input_messages(&json!({"messages": [{"type": "ai", "content": "x"}]})).unwrap_err();
         assert!(err.0.contains("messages[0]"), "{err:?}");
         assert!(input_messages(&json!({"foo": 1})).is_err());
+    }
+
+    #[test]
+    fn an_empty_message_is_refused_in_every_form() {
+        for empty in [
+            json!(""),
+            json!("  \n"),
+            json!({"role": "user", "content": ""}),
+            json!({"type": "human", "content": [{"type": "text", "text": " "}]}),
+        ] {
+            let err = input_messages(&json!({"messages": ["ok", empty]})).unwrap_err();
+            assert!(err.0.contains("messages[1]"), "{err:?}");
+            assert!(err.0.contains("must not be empty"), "{err:?}");
+        }
     }
 }
