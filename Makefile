@@ -4,7 +4,7 @@ CARGO ?= cargo
 FUZZ_SECS ?= 600
 FUZZ_TEST_SECS ?= 20
 
-.PHONY: build test lint run up schemas bench helm helm-sync fuzz image
+.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos
 
 build:
 	$(CARGO) build --release
@@ -24,6 +24,13 @@ test: up
 ## docs/fuzzing.md).
 fuzz:
 	FUZZ_SECS=$(FUZZ_SECS) FUZZ_MERGE=1 CARGO=$(CARGO) scripts/fuzz.sh
+
+## A 1,000-run distributed batch with subagents through SIGKILLed
+## workers, a RabbitMQ restart, a Redis restart and a worker frozen past
+## the consumer timeout, on private servers; `make test` runs a shorter
+## one (see RELIABILITY.md).
+chaos:
+	CHAOS_RUNS=1000 $(CARGO) test --test chaos -- --nocapture
 
 ## Lints the Helm chart strictly, renders it with every value set of
 ## helm/deepfleet/ci (and the defaults), validates the manifests against

@@ -1,5 +1,6 @@
 //! The binary as a pod runs it: `/healthz` and `/readyz` of a worker and a
-//! scheduler, readiness following a Redis that goes away and comes back,
+//! scheduler, readiness following a Redis and a RabbitMQ (a node of the
+//! test's own) that go away and come back,
 //! SIGTERM ending both with status 0, and `deepfleet keygen`.
 //!
 //! Needs RabbitMQ on 127.0.0.1:5672 (`scripts/services.sh`) and the
@@ -247,6 +248,41 @@ fn worker_readiness_follows_redis_and_sigterm_exits_zero() {
     worker.wait_status(port, "/readyz", 200, Duration::from_secs(60));
     assert_eq!(worker.terminate(Duration::from_secs(20)), Some(0));
     delete_queues(&base);
+}
+
+#[test]
+fn worker_readiness_follows_a_restarted_broker() {
+    use deepfleet_testkit::servers::{PrivateRabbit, RabbitOptions};
+    if !servers_available() {
+        return;
+    }
+    if PrivateRabbit::script().is_none() {
+        let what = "rabbitmq-server is not installed";
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{what}");
+        eprintln!("skipped: {what}");
+        return;
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut rabbit = runtime
+        .block_on(PrivateRabbit::start(RabbitOptions::default()))
+        .unwrap();
+    let redis = PrivateRedis::start();
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut env = fleet_env(&redis, &unique("broker"));
+    env.retain(|(k, _)| *k != "DEEPFLEET__QUEUE");
+    env.push(("DEEPFLEET__QUEUE", rabbit.url()));
+    let mut worker = Process::start(&["worker", "--metrics-listen", &listen], &env);
+    worker.wait_status(port, "/readyz", 200, Duration::from_secs(60));
+
+    runtime.block_on(rabbit.stop()).unwrap();
+    worker.wait_status(port, "/readyz", 503, Duration::from_secs(20));
+    assert_eq!(status(port, "/healthz"), 200);
+
+    // Back on the same port: the worker reconnects by itself.
+    runtime.block_on(rabbit.start_again()).unwrap();
+    worker.wait_status(port, "/readyz", 200, Duration::from_secs(60));
+    assert_eq!(worker.terminate(Duration::from_secs(20)), Some(0));
 }
 
 #[test]

@@ -18,6 +18,13 @@ fn bpe() -> &'static CoreBPE {
     tiktoken_rs::o200k_base_singleton()
 }
 
+/// Loads the tokenizer now rather than at the first count: it takes a
+/// noticeable time (most of a second in a debug build), which a worker
+/// spends before it takes deliveries, not while holding them.
+pub fn warm() {
+    bpe();
+}
+
 /// Tokens in a text.
 pub fn count_text(text: &str) -> u32 {
     u32::try_from(bpe().encode_ordinary(text).len()).unwrap_or(u32::MAX)

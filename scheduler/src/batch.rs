@@ -1,6 +1,6 @@
 //! Following a batch of runs to the end.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use deepfleet_proto::{
@@ -16,6 +16,10 @@ pub struct BatchFollower {
     batch_id: String,
     /// Submitted runs not yet reported: run id -> thread id.
     waiting: HashMap<String, String>,
+    /// Done notices popped from the store but not yet turned into lines:
+    /// a read that fails part-way (the store went away) keeps the rest
+    /// here for the next poll instead of losing them.
+    popped: VecDeque<String>,
 }
 
 impl BatchFollower {
@@ -25,6 +29,7 @@ impl BatchFollower {
             store,
             batch_id: batch_id.into(),
             waiting: HashMap::new(),
+            popped: VecDeque::new(),
         }
     }
 
@@ -47,23 +52,41 @@ impl BatchFollower {
     /// Result lines of runs that finished since the last call (possibly
     /// none), from the batch's done list. Duplicate notices (a
     /// republished follow-up) are ignored.
+    ///
+    /// A store error part-way loses nothing already popped: those notices
+    /// are read first on the next call (the lines made before the error
+    /// are returned by that call too, their runs no longer waiting).
     pub async fn poll(&mut self) -> Result<Vec<ResultLine>, SchedulerError> {
         let done = self.store.pop_batch_done(&self.batch_id, 512).await?;
-        let mut lines = Vec::with_capacity(done.len());
-        for run_id in done {
-            let Some(thread_id) = self.waiting.remove(&run_id) else {
-                // A subagent of a followed run waits for a reviewer.
-                if let Some(line) = self.interrupted_subagent(&run_id).await? {
-                    lines.push(line);
-                }
-                continue;
-            };
-            let Some(run) = self.store.get_run(&thread_id, &run_id).await? else {
-                continue;
-            };
-            lines.push(self.line_of(&run).await?);
+        self.popped.extend(done);
+        let mut lines = Vec::with_capacity(self.popped.len());
+        while let Some(run_id) = self.popped.front().cloned() {
+            match self.line_of_notice(&run_id).await {
+                Ok(line) => lines.extend(line),
+                Err(e) if lines.is_empty() => return Err(e),
+                // The lines made so far are returned; the error comes back
+                // on the next call if it persists.
+                Err(_) => break,
+            }
+            self.popped.pop_front();
         }
         Ok(lines)
+    }
+
+    /// The line a done notice of `run_id` adds, if any; the run stops
+    /// being followed only once its line is made.
+    async fn line_of_notice(&mut self, run_id: &str) -> Result<Option<ResultLine>, SchedulerError> {
+        let Some(thread_id) = self.waiting.get(run_id).cloned() else {
+            // A subagent of a followed run waits for a reviewer.
+            return self.interrupted_subagent(run_id).await;
+        };
+        let Some(run) = self.store.get_run(&thread_id, run_id).await? else {
+            self.waiting.remove(run_id);
+            return Ok(None);
+        };
+        let line = self.line_of(&run).await?;
+        self.waiting.remove(run_id);
+        Ok(Some(line))
     }
 
     /// Result lines of the followed runs whose records show them ended
@@ -116,7 +139,7 @@ impl BatchFollower {
         let Some(root) = crate::resume::root_of(self.store.as_ref(), &child).await? else {
             return Ok(None);
         };
-        if self.waiting.remove(&root.run_id).is_none() {
+        if !self.waiting.contains_key(&root.run_id) {
             return Ok(None);
         }
         let child_thread = self.store.load_thread(&child.thread_id).await?;
@@ -124,6 +147,7 @@ impl BatchFollower {
         let mut line = result_line(&root, &root_thread.files);
         line.status = ResultStatus::Interrupted;
         line.review = review_of(&child, &child_thread);
+        self.waiting.remove(&root.run_id);
         Ok(Some(line))
     }
 }

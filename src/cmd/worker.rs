@@ -78,6 +78,13 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
         concurrency,
         Duration::from_secs(settings.worker.grace_secs),
     );
+    // Loaded before the worker subscribes: deliveries taken while still
+    // starting would be held, unworked, by a process that may be killed
+    // before it starts on them, and each such loss counts towards the
+    // queue's delivery limit.
+    tokio::task::spawn_blocking(deepfleet_fleet::tokens::warm)
+        .await
+        .context("loading the tokenizer")?;
     info!(concurrency, "worker started");
     metrics.set_queue_consumers(1);
     let ran = worker.run(shutdown).await;

@@ -23,7 +23,8 @@
 //! [`fleet`] is the fleet under test, embedded or on RabbitMQ and Redis,
 //! shared by the e2e suite and the benchmarks; [`script`] builds the
 //! replay scripts they run; [`growth`] measures what each step of a long
-//! run writes to Redis.
+//! run writes to Redis; [`servers`] starts RabbitMQ and Redis servers of a
+//! test's own, to stop, kill and restart.
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -35,6 +36,7 @@ pub mod growth;
 mod openai;
 pub mod runner;
 pub mod script;
+pub mod servers;
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};

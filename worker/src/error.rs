@@ -39,10 +39,14 @@ pub enum StepError {
     #[error("inconsistent state: {0}")]
     Inconsistent(String),
     /// The queue would dead-letter this step if its worker died once more:
-    /// it kept being redelivered without finishing.
+    /// it kept being redelivered without finishing. Retried like any
+    /// transient failure (a fresh message, after a backoff, one attempt
+    /// more), so workers dying around a step cost it attempts only once
+    /// per full round of deliveries the queue allows.
     #[error(
-        "the step was delivered as often as the queue allows without finishing: the workers \
-         running it crashed or were stopped (look for OOM kills and restarts)"
+        "the step was delivered as often as the queue allows without finishing, in each of its \
+         attempts: the workers running it crashed or were stopped (look for OOM kills and \
+         restarts)"
     )]
     LastDelivery,
     /// The run asks for something its inputs cannot give (a prompt
@@ -64,11 +68,10 @@ impl StepError {
             StepError::Model(e) => e.is_retryable(),
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
-            StepError::Tool { .. } | StepError::TimedOut(_) => true,
-            StepError::Agent { .. }
-            | StepError::Inconsistent(_)
-            | StepError::InvalidRequest(_)
-            | StepError::LastDelivery => false,
+            StepError::Tool { .. } | StepError::TimedOut(_) | StepError::LastDelivery => true,
+            StepError::Agent { .. } | StepError::Inconsistent(_) | StepError::InvalidRequest(_) => {
+                false
+            }
         }
     }
 
@@ -92,8 +95,10 @@ impl StepError {
             StepError::Tool { .. } => ErrorCode::ToolFailed,
             StepError::Agent { .. } => ErrorCode::InvalidSpec,
             StepError::InvalidRequest(_) => ErrorCode::InvalidRequest,
-            StepError::LastDelivery => ErrorCode::AttemptsExhausted,
-            StepError::Store(_)
+            // Lost workers, like a lost store or broker: the run ends
+            // `attempts_exhausted` only once no attempt is left.
+            StepError::LastDelivery
+            | StepError::Store(_)
             | StepError::Queue(_)
             | StepError::Inconsistent(_)
             | StepError::TimedOut(_) => ErrorCode::Internal,

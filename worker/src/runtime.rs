@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use deepfleet_queue::Queue;
+use deepfleet_queue::{Queue, QueueError};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -38,12 +38,16 @@ impl Worker {
 
     /// Runs until `shutdown` fires. Steps still running after the grace
     /// period are dropped unacked, so the queue redelivers them elsewhere.
-    pub async fn run(
-        &self,
-        shutdown: CancellationToken,
-    ) -> Result<(), deepfleet_queue::QueueError> {
+    ///
+    /// A consumer that reports an interruption (a connection being
+    /// recovered) is read again; one that ends, its connection gone for
+    /// good, stops the worker the same way and fails it with
+    /// [`QueueError::Closed`], so its process exits with an error and is
+    /// restarted.
+    pub async fn run(&self, shutdown: CancellationToken) -> Result<(), QueueError> {
         let mut consumer = self.queue.consume(self.concurrency).await?;
         let mut in_flight = JoinSet::new();
+        let mut ended = Ok(());
         loop {
             tokio::select! {
                 () = shutdown.cancelled() => break,
@@ -53,10 +57,14 @@ impl Worker {
                         in_flight.spawn(async move { runner.handle(delivery).await });
                     }
                     Some(Err(e)) => {
-                        warn!(error = %e, "consuming failed; retrying");
+                        warn!(error = %e, "consuming was interrupted; going on");
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
-                    None => break,
+                    None => {
+                        warn!("the consumer ended: the queue connection is gone for good");
+                        ended = Err(QueueError::Closed);
+                        break;
+                    }
                 },
                 Some(joined) = in_flight.join_next(), if !in_flight.is_empty() => {
                     if let Err(e) = joined {
@@ -78,6 +86,6 @@ impl Worker {
             );
             in_flight.abort_all();
         }
-        Ok(())
+        ended
     }
 }

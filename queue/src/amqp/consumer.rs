@@ -1,46 +1,137 @@
 //! Consuming from the main queue, and settling deliveries.
+//!
+//! A consumer outlives the channel it reads from. While lapin recovers a
+//! lost connection it recovers the consumer too, on the same stream; a
+//! channel the broker closes under a live connection (a delivery held past
+//! the broker's `consumer_timeout`) is not recovered by lapin, so the
+//! consumer subscribes again on a new channel. The deliveries of the lost
+//! channel go back to the queue, and their late settles fail harmlessly.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt;
-use lapin::options::{BasicAckOptions, BasicNackOptions};
+use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::{AMQPValue, FieldTable};
 use lapin::{Acker, Channel};
+use uuid::Uuid;
 
 use super::dead_letters::REASON_HEADER;
-use super::{Route, Shared, connection_error};
+use super::recovery::{Backoff, Health};
+use super::{PUBLISH_PATIENCE, Route, Shared, connection_error, recovery};
 use crate::{Consumer, Delivery, QueueError, ReplyAddress};
+
+/// How often a consumer waiting for deliveries checks that its channel is
+/// still open: a channel the broker closed does not always end the stream.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
 
 /// A consumer on its own channel, with manual acks.
 pub(super) struct AmqpConsumer {
     shared: Arc<Shared>,
+    prefetch: u16,
     channel: Channel,
     consumer: lapin::Consumer,
 }
 
-impl AmqpConsumer {
-    pub(super) fn new(shared: Arc<Shared>, channel: Channel, consumer: lapin::Consumer) -> Self {
-        Self {
-            shared,
-            channel,
-            consumer,
-        }
-    }
+/// Opens a channel with QoS `prefetch` and consumes the main queue on it.
+async fn open(shared: &Shared, prefetch: u16) -> Result<(Channel, lapin::Consumer), QueueError> {
+    // Its own channel: QoS is per channel, and a channel error while
+    // settling must not take the publisher down with it.
+    let channel = shared.open_channel().await?;
+    // A prefetch of 0 means "unlimited" in AMQP; the contract is at
+    // least one, as in MemoryQueue.
+    channel
+        .basic_qos(prefetch.max(1), BasicQosOptions::default())
+        .await
+        .map_err(connection_error)?;
+    let consumer = channel
+        .basic_consume(
+            shared.names.main.as_str().into(),
+            format!("deepfleet-{}", Uuid::new_v4()).into(),
+            BasicConsumeOptions::default(),
+            FieldTable::default(),
+        )
+        .await
+        .map_err(connection_error)?;
+    Ok((channel, consumer))
 }
 
-#[async_trait]
-impl Consumer for AmqpConsumer {
-    async fn next(&mut self) -> Option<Result<Box<dyn Delivery>, QueueError>> {
-        let delivery = match StreamExt::next(&mut self.consumer).await? {
-            Ok(delivery) => delivery,
-            Err(err) => return Some(Err(connection_error(err))),
+impl AmqpConsumer {
+    /// Subscribes to the main queue, waiting up to [`PUBLISH_PATIENCE`]
+    /// for a connection being recovered (the broker restarting just as a
+    /// worker starts); fails at once for anything else.
+    pub(super) async fn subscribe(
+        shared: Arc<Shared>,
+        prefetch: u16,
+    ) -> Result<AmqpConsumer, QueueError> {
+        let deadline = tokio::time::Instant::now() + PUBLISH_PATIENCE;
+        let mut backoff = Backoff::new();
+        let (channel, consumer) = loop {
+            match open(&shared, prefetch).await {
+                Ok(opened) => break opened,
+                Err(e)
+                    if recovery::reconnecting(&shared.connection)
+                        && tokio::time::Instant::now() < deadline =>
+                {
+                    tracing::warn!(error = %e, "subscribing waits for the broker connection");
+                    backoff.wait().await;
+                }
+                Err(e) => return Err(e),
+            }
         };
+        Ok(AmqpConsumer {
+            shared,
+            prefetch,
+            channel,
+            consumer,
+        })
+    }
+
+    /// How the consumer's channel stands.
+    fn health(&self) -> Health {
+        recovery::health(&self.shared.connection, &self.channel)
+    }
+
+    /// Subscribes again on a new channel when the broker closed this one
+    /// (or, with `ended`, whenever lapin is not recovering it: the stream
+    /// ended), backing off while that fails. Fails only once the
+    /// connection is gone for good.
+    async fn resubscribe(&mut self, ended: bool) -> Result<(), QueueError> {
+        let mut backoff = Backoff::new();
+        loop {
+            match self.health() {
+                Health::Gone => return Err(QueueError::Closed),
+                // lapin reopens the channel, and the same stream goes on.
+                Health::Recovering if !ended => return Ok(()),
+                Health::Open if !ended => return Ok(()),
+                Health::Recovering => {
+                    backoff.wait().await;
+                    continue;
+                }
+                Health::Open | Health::ChannelClosed => {}
+            }
+            match open(&self.shared, self.prefetch).await {
+                Ok((channel, consumer)) => {
+                    tracing::info!("the consumer's channel was closed; subscribed again");
+                    self.channel = channel;
+                    self.consumer = consumer;
+                    return Ok(());
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "subscribing again failed; retrying");
+                    backoff.wait().await;
+                }
+            }
+        }
+    }
+
+    fn delivery(&self, delivery: lapin::message::Delivery) -> Box<dyn Delivery> {
         let deliveries_left = self
             .shared
             .delivery_limit
             .saturating_sub(delivery_count(delivery.properties.headers().as_ref()));
-        Some(Ok(Box::new(AmqpDelivery {
+        Box::new(AmqpDelivery {
             deliveries_left,
             shared: Arc::clone(&self.shared),
             channel: self.channel.clone(),
@@ -61,7 +152,36 @@ impl Consumer for AmqpConsumer {
             redelivered: delivery.redelivered,
             acker: delivery.acker,
             settled: false,
-        })))
+        })
+    }
+}
+
+#[async_trait]
+impl Consumer for AmqpConsumer {
+    /// The next delivery. An error says the subscription was interrupted
+    /// (a connection being recovered, a channel the broker closed, which is
+    /// replaced before the error is returned): call again. `None` once the
+    /// connection is gone for good.
+    async fn next(&mut self) -> Option<Result<Box<dyn Delivery>, QueueError>> {
+        loop {
+            let next = tokio::time::timeout(WATCH_EVERY, StreamExt::next(&mut self.consumer));
+            let resubscribed = match next.await {
+                Ok(Some(Ok(delivery))) => return Some(Ok(self.delivery(delivery))),
+                Ok(Some(Err(err))) => {
+                    return match self.resubscribe(false).await {
+                        Ok(()) => Some(Err(connection_error(err))),
+                        Err(_) => None,
+                    };
+                }
+                // The broker cancelled the consumer, or closed its channel.
+                Ok(None) => self.resubscribe(true).await,
+                // Quiet: a channel the broker closed may not have said so.
+                Err(_) => self.resubscribe(false).await,
+            };
+            if resubscribed.is_err() {
+                return None;
+            }
+        }
     }
 }
 

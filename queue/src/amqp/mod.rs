@@ -18,11 +18,16 @@
 //! the broker did not store, or could not route, is an error rather than a
 //! silent loss. Consumers ack manually with a bounded prefetch.
 //!
-//! The connection recovers by itself (lapin's auto-recovery replays the
-//! topology, QoS and consumers); publishes interrupted by a recovery wait
-//! for it and are retried. Deliveries received before a recovery can no
-//! longer be settled: the broker redelivers them, so consumers must be
-//! idempotent (the step protocol's fencing).
+//! The connection recovers by itself, however long the broker is away
+//! (lapin's auto-recovery, with a back-off capped at a few seconds,
+//! replays the topology, QoS and consumers); a channel the broker closes
+//! while the connection stays up (a consumer past `consumer_timeout`) is
+//! replaced by us. Publishes interrupted by either wait for the recovery
+//! and are retried, for up to [`PUBLISH_PATIENCE`]; a publish is only ever
+//! reported stored once the broker confirmed it. Deliveries received
+//! before a recovery can no longer be settled: the broker redelivers them,
+//! so consumers must be idempotent (the step protocol's fencing). See
+//! `recovery.rs`.
 //!
 //! TLS: `amqps://` uses rustls with ring. If the process has not installed
 //! a default rustls crypto provider, the connector installs ring itself,
@@ -31,6 +36,7 @@
 
 mod consumer;
 mod dead_letters;
+mod recovery;
 mod replies;
 mod topology;
 mod uri;
@@ -42,15 +48,15 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use lapin::options::{
-    BasicConsumeOptions, BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions,
-    ExchangeDeleteOptions, QueueDeclareOptions, QueueDeleteOptions,
+    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeleteOptions, QueueDeclareOptions,
+    QueueDeleteOptions,
 };
 use lapin::types::FieldTable;
-use lapin::{BasicProperties, Channel, Confirmation, Connect, Connection, ConnectionProperties};
-use uuid::Uuid;
+use lapin::{BasicProperties, Channel, Confirmation, Connect, Connection};
 
 use crate::{Consumer, Queue, QueueError};
 use consumer::AmqpConsumer;
+use recovery::{Backoff, Health};
 pub use replies::UNREACHABLE_REPLY_TO_HEADER;
 use topology::Names;
 
@@ -61,8 +67,13 @@ pub fn derived_from(base: &str, name: &str) -> bool {
     Names::new(base).derives(name)
 }
 
-/// How many times a publish is tried when the connection fails under it.
-const PUBLISH_ATTEMPTS: u32 = 3;
+/// How long a publish keeps trying through a lost connection or channel
+/// before it fails: long enough for a broker restart.
+pub const PUBLISH_PATIENCE: Duration = Duration::from_secs(60);
+
+/// How many times a publish the broker returned as unroutable is tried
+/// (after declaring its delay or results queue again).
+const RETURNED_ATTEMPTS: u32 = 2;
 
 /// AMQP `delivery-mode` for messages written to disk.
 const PERSISTENT: u8 = 2;
@@ -120,9 +131,9 @@ struct Shared {
     /// The one channel for publishing, in confirm mode. lapin matches
     /// confirms to publishes itself, so concurrent publishers can share it.
     /// Nothing else runs on it: a channel-level error (a failed declare)
-    /// would close it for good, since lapin only reopens channels when the
-    /// whole connection recovers.
-    publisher: Channel,
+    /// would close it, and lapin only reopens channels when the whole
+    /// connection recovers. One the broker closed anyway is replaced.
+    publisher: Mutex<Publisher>,
     names: Names,
     /// The main queue's delivery limit, to tell a delivery how many more
     /// the broker allows.
@@ -133,6 +144,13 @@ struct Shared {
     delays_declared: Mutex<HashMap<u64, Instant>>,
     /// Whether this process declared the results exchange and queue.
     results_declared: AtomicBool,
+}
+
+/// The publisher channel and how many times it was replaced, so that
+/// concurrent publishers that saw it fail replace it once.
+struct Publisher {
+    channel: Channel,
+    generation: u64,
 }
 
 /// Where a message goes.
@@ -201,32 +219,23 @@ impl AmqpQueue {
         tokio::time::timeout_at(deadline, reach(&config.url))
             .await
             .map_err(|_| too_late())??;
-        let properties = ConnectionProperties::default()
-            .with_connection_name(format!("deepfleet {}", config.queue).into())
-            .enable_auto_recover();
+        let properties = recovery::connection_properties(&config.queue);
         let connection =
             tokio::time::timeout_at(deadline, uri::parse(&config.url)?.connect(properties))
                 .await
                 .map_err(|_| too_late())?
                 .map_err(connection_error)?;
         let names = Names::new(&config.queue);
-        let publisher = connection
-            .create_channel()
-            .await
-            .map_err(connection_error)?;
-        publisher
-            .confirm_select(ConfirmSelectOptions::default())
-            .await
-            .map_err(connection_error)?;
-        // Declared on the publisher channel so lapin replays the topology
-        // when the connection recovers, should the broker have lost it.
-        topology::declare(&publisher, &names, config.delivery_limit)
+        let publisher = open_publisher(&connection, &names, config.delivery_limit)
             .await
             .map_err(connection_error)?;
         Ok(AmqpQueue {
             shared: Arc::new(Shared {
                 connection,
-                publisher,
+                publisher: Mutex::new(Publisher {
+                    channel: publisher,
+                    generation: 0,
+                }),
                 names,
                 delivery_limit: config.delivery_limit,
                 delays_declared: Mutex::new(HashMap::new()),
@@ -298,7 +307,80 @@ impl AmqpQueue {
     }
 }
 
+/// A channel in confirm mode with the topology declared on it, so lapin
+/// replays the declarations when the connection recovers, should the
+/// broker have lost them.
+async fn open_publisher(
+    connection: &Connection,
+    names: &Names,
+    delivery_limit: u32,
+) -> lapin::Result<Channel> {
+    let channel = connection.create_channel().await?;
+    channel
+        .confirm_select(ConfirmSelectOptions::default())
+        .await?;
+    topology::declare(&channel, names, delivery_limit).await?;
+    Ok(channel)
+}
+
 impl Shared {
+    /// The publisher channel now, and its generation.
+    fn publisher(&self) -> (Channel, u64) {
+        // Poisoned only by a panic elsewhere; the channel is still valid.
+        let publisher = self.publisher.lock().unwrap_or_else(|e| e.into_inner());
+        (publisher.channel.clone(), publisher.generation)
+    }
+
+    /// Replaces the publisher channel of `generation`, which the broker
+    /// closed; does nothing if another publisher replaced it already.
+    async fn replace_publisher(&self, generation: u64) -> lapin::Result<()> {
+        let channel = open_publisher(&self.connection, &self.names, self.delivery_limit).await?;
+        let mut publisher = self.publisher.lock().unwrap_or_else(|e| e.into_inner());
+        if publisher.generation == generation {
+            tracing::info!("the broker closed the publisher channel; opened another");
+            publisher.channel = channel;
+            publisher.generation += 1;
+        }
+        Ok(())
+    }
+
+    /// After a publish on the publisher of `generation` failed with
+    /// `err`: waits for lapin to recover the connection, or replaces a
+    /// channel the broker closed, or waits a little (the failure was
+    /// elsewhere, e.g. on a declare). Fails when the connection is gone
+    /// for good or `deadline` passed.
+    async fn recover_publisher(
+        &self,
+        err: lapin::Error,
+        generation: u64,
+        deadline: tokio::time::Instant,
+        backoff: &mut Backoff,
+    ) -> Result<(), QueueError> {
+        let (channel, _) = self.publisher();
+        match recovery::health(&self.connection, &channel) {
+            Health::Gone => return Err(connection_error(err)),
+            Health::ChannelClosed => {
+                if let Err(e) = self.replace_publisher(generation).await {
+                    tracing::debug!(error = %e, "replacing the publisher channel failed");
+                    tokio::time::timeout_at(deadline, backoff.wait()).await.ok();
+                }
+            }
+            Health::Recovering => {
+                // An error raised by the recovery carries its notifier;
+                // others (a channel refused while reconnecting) do not.
+                let waited =
+                    tokio::time::timeout_at(deadline, channel.wait_for_recovery(err)).await;
+                if !matches!(waited, Ok(Ok(()))) {
+                    tokio::time::timeout_at(deadline, backoff.wait()).await.ok();
+                }
+            }
+            Health::Open => {
+                tokio::time::timeout_at(deadline, backoff.wait()).await.ok();
+            }
+        }
+        Ok(())
+    }
+
     fn delays_declared(&self) -> MutexGuard<'_, HashMap<u64, Instant>> {
         // A poisoned lock only means a panic elsewhere; the map is a cache
         // that is always safe to read or overwrite.
@@ -376,46 +458,57 @@ impl Shared {
         self.publish_with(route, payload, properties).await
     }
 
-    /// [`Shared::publish`] with the caller's properties.
+    /// [`Shared::publish`] with the caller's properties. Retries through
+    /// a lost connection or publisher channel until [`PUBLISH_PATIENCE`]
+    /// has passed.
     async fn publish_with(
         &self,
         route: Route<'_>,
         payload: &[u8],
         properties: BasicProperties,
     ) -> Result<(), QueueError> {
-        let mut attempt = 1;
+        let deadline = tokio::time::Instant::now() + PUBLISH_PATIENCE;
+        let mut backoff = Backoff::new();
+        let mut returned = 0;
         loop {
-            match self.try_publish(route, payload, properties.clone()).await {
+            let (channel, generation) = self.publisher();
+            match self
+                .try_publish(&channel, route, payload, properties.clone())
+                .await
+            {
                 Ok(()) => return Ok(()),
-                Err(Failure::Broker(err)) if attempt < PUBLISH_ATTEMPTS => {
-                    tracing::warn!(%err, attempt, "publish failed, waiting for the connection to recover");
-                    self.publisher
-                        .wait_for_recovery(err)
-                        .await
-                        .map_err(connection_error)?;
+                Err(Failure::Broker(err)) => {
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(connection_error(err));
+                    }
+                    tracing::warn!(%err, "publish failed; retrying once the broker is back");
+                    self.recover_publisher(err, generation, deadline, &mut backoff)
+                        .await?;
                 }
-                Err(Failure::Returned(reply)) if attempt < PUBLISH_ATTEMPTS => match route {
-                    // The delay queue expired or was deleted since this
-                    // process declared it: declare it again.
-                    Route::Delay(bucket_ms) => {
-                        self.delays_declared().remove(&bucket_ms);
+                Err(Failure::Returned(reply)) if returned + 1 < RETURNED_ATTEMPTS => {
+                    returned += 1;
+                    match route {
+                        // The delay queue expired or was deleted since this
+                        // process declared it: declare it again.
+                        Route::Delay(bucket_ms) => {
+                            self.delays_declared().remove(&bucket_ms);
+                        }
+                        Route::Results => self.results_declared.store(false, Ordering::Relaxed),
+                        Route::Main | Route::DeadLetter | Route::Reply(_) => {
+                            return Err(QueueError::NotConfirmed(reply));
+                        }
                     }
-                    Route::Results => self.results_declared.store(false, Ordering::Relaxed),
-                    Route::Main | Route::DeadLetter | Route::Reply(_) => {
-                        return Err(QueueError::NotConfirmed(reply));
-                    }
-                },
-                Err(Failure::Broker(err)) => return Err(connection_error(err)),
+                }
                 Err(Failure::Returned(reply) | Failure::Refused(reply)) => {
                     return Err(QueueError::NotConfirmed(reply));
                 }
             }
-            attempt += 1;
         }
     }
 
     async fn try_publish(
         &self,
+        publisher: &Channel,
         route: Route<'_>,
         payload: &[u8],
         properties: BasicProperties,
@@ -433,8 +526,7 @@ impl Shared {
                 (self.names.results.clone(), self.names.results.clone())
             }
         };
-        let confirmation = self
-            .publisher
+        let confirmation = publisher
             .basic_publish(
                 exchange.into(),
                 routing_key.clone().into(),
@@ -475,29 +567,8 @@ impl Queue for AmqpQueue {
     }
 
     async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError> {
-        // Its own channel: QoS is per channel, and a channel error while
-        // settling must not take the publisher down with it.
-        let channel = self.shared.open_channel().await?;
-        // A prefetch of 0 means "unlimited" in AMQP; the contract is at
-        // least one, as in MemoryQueue.
-        channel
-            .basic_qos(prefetch.max(1), BasicQosOptions::default())
-            .await
-            .map_err(connection_error)?;
-        let consumer = channel
-            .basic_consume(
-                self.shared.names.main.as_str().into(),
-                format!("deepfleet-{}", Uuid::new_v4()).into(),
-                BasicConsumeOptions::default(),
-                FieldTable::default(),
-            )
-            .await
-            .map_err(connection_error)?;
-        Ok(Box::new(AmqpConsumer::new(
-            Arc::clone(&self.shared),
-            channel,
-            consumer,
-        )))
+        let consumer = AmqpConsumer::subscribe(Arc::clone(&self.shared), prefetch).await?;
+        Ok(Box::new(consumer))
     }
 
     async fn depth(&self) -> Result<Option<u64>, QueueError> {

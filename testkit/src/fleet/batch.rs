@@ -63,7 +63,10 @@ impl Fleet {
 
     /// Like [`Fleet::run_batch`], SIGKILLing a worker process (and starting
     /// a replacement) every `every` while runs remain, so kills land in the
-    /// middle of steps whatever the batch's pace.
+    /// middle of steps whatever the batch's pace. A kill waits until every
+    /// worker consumes: on a machine so loaded that a worker takes longer
+    /// than `every` to start, kills would otherwise only ever hit workers
+    /// still starting, and the batch would never move.
     pub async fn run_killing(
         &mut self,
         spec: &AgentSpec,
@@ -129,14 +132,20 @@ impl Fleet {
         })
     }
 
+    /// The intake runs are submitted through: this fleet's store, queue
+    /// and context key.
+    pub fn intake(&self) -> anyhow::Result<Intake> {
+        let key = ContextKey::from_base64(&self.worker_command.context_key)?;
+        Ok(Intake::new(self.store.clone(), self.queue.clone()).with_context_key(key))
+    }
+
     async fn submit_killing(
         &mut self,
         spec: &AgentSpec,
         tasks: &[TaskLine],
         killer: &mut Killer,
     ) -> anyhow::Result<(BatchFollower, Vec<RunRecord>)> {
-        let key = ContextKey::from_base64(&self.worker_command.context_key)?;
-        let intake = Intake::new(self.store.clone(), self.queue.clone()).with_context_key(key);
+        let intake = self.intake()?;
         intake.register(spec).await?;
         let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
         let batch = follower.batch_id().to_owned();
@@ -180,8 +189,8 @@ impl Fleet {
     }
 }
 
-/// SIGKILLs a worker process every `every` (round robin) while a batch
-/// runs; does nothing without an interval.
+/// SIGKILLs a worker process every `every` (round robin), once all of
+/// them consume, while a batch runs; does nothing without an interval.
 struct Killer {
     every: Option<Duration>,
     last: Instant,
@@ -200,6 +209,7 @@ impl Killer {
     async fn tick(&mut self, fleet: &mut Fleet) -> anyhow::Result<()> {
         if let Some(every) = self.every
             && self.last.elapsed() >= every
+            && fleet.consumers_at_least(fleet.worker_pids().len()).await
         {
             fleet.kill_worker(self.kills).await?;
             self.kills += 1;

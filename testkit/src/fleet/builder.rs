@@ -49,6 +49,8 @@ impl FleetBuilder {
         FleetBuilder {
             worker: WorkerCommand {
                 binary: None,
+                amqp_url: AMQP_URL.to_owned(),
+                redis_url: REDIS_URL.to_owned(),
                 concurrency: 32,
                 model_url: None,
                 context_key: ContextKey::generate_base64(),
@@ -69,6 +71,15 @@ impl FleetBuilder {
     /// build).
     pub fn binary(mut self, path: impl Into<PathBuf>) -> Self {
         self.worker.binary = Some(path.into());
+        self
+    }
+
+    /// Runs a distributed fleet on the RabbitMQ and Redis at these URLs
+    /// (a test's private [`servers`](crate::servers)) instead of the
+    /// shared local ones.
+    pub fn servers(mut self, amqp_url: &str, redis_url: &str) -> Self {
+        amqp_url.clone_into(&mut self.worker.amqp_url);
+        redis_url.clone_into(&mut self.worker.redis_url);
         self
     }
 
@@ -180,18 +191,20 @@ impl FleetBuilder {
 
     /// RabbitMQ and Redis under a fresh queue name and key prefix, with
     /// `workers` worker processes of the [`FleetBuilder::binary`]. Fails,
-    /// saying what to start, when a service is down.
+    /// saying what to start, when a shared service is down.
     pub async fn distributed(self, workers: usize) -> anyhow::Result<Fleet> {
-        services::check(&Service::FLEET).await?;
+        if self.worker.amqp_url == AMQP_URL && self.worker.redis_url == REDIS_URL {
+            services::check(&Service::FLEET).await?;
+        }
         let id = uuid::Uuid::new_v4().simple().to_string();
         let queue_name = format!("dftest.{id}");
         let prefix = format!("dftest:{id}");
         let amqp = Arc::new(
-            AmqpQueue::connect(AmqpConfig::new(AMQP_URL, queue_name.clone()))
+            AmqpQueue::connect(AmqpConfig::new(&self.worker.amqp_url, queue_name.clone()))
                 .await
                 .context("connecting to RabbitMQ")?,
         );
-        let redis = match RedisStore::connect(REDIS_URL, &prefix).await {
+        let redis = match RedisStore::connect(&self.worker.redis_url, &prefix).await {
             Ok(redis) => Arc::new(redis),
             Err(e) => {
                 let _ = amqp.delete_all().await;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail, ensure};
 use deepfleet_queue::amqp::AmqpQueue;
-use deepfleet_queue::{DeadLetters, Queue};
+use deepfleet_queue::{DeadLetter, DeadLetters, Queue};
 use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
 use tokio::process::{Child, Command};
@@ -79,6 +79,55 @@ impl Fleet {
         let replacement = self.worker_process(&[], &[])?;
         self.processes()?[i] = replacement;
         Ok(())
+    }
+
+    /// Sends `signal` (`STOP` to freeze it, `CONT` to let it go on) to
+    /// worker process `i` (modulo their number).
+    pub async fn signal_worker(&mut self, i: usize, signal: &str) -> anyhow::Result<()> {
+        let children = self.processes()?;
+        ensure!(!children.is_empty(), "the fleet has no worker");
+        let n = children.len();
+        let pid = children[i % n]
+            .id()
+            .context("the worker is not running")?
+            .to_string();
+        let sent = Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .await?;
+        ensure!(sent.success(), "kill -{signal} {pid} failed");
+        Ok(())
+    }
+
+    /// Starts a replacement for each worker process that exited by itself,
+    /// as Kubernetes restarts a pod; returns how many had exited.
+    pub fn replace_exited_workers(&mut self) -> anyhow::Result<usize> {
+        let mut exited = Vec::new();
+        for (i, child) in self.processes()?.iter_mut().enumerate() {
+            if child.try_wait()?.is_some() {
+                exited.push(i);
+            }
+        }
+        for &i in &exited {
+            let replacement = self.worker_process(&[], &[])?;
+            self.processes()?[i] = replacement;
+        }
+        Ok(exited.len())
+    }
+
+    /// Removes and returns up to `max` dead letters.
+    pub async fn drain_dead_letters(&self, max: usize) -> anyhow::Result<Vec<DeadLetter>> {
+        Ok(self.dead.drain_dead_letters(max).await?)
+    }
+
+    /// Whether at least `n` consumers are attached to the step queue (each
+    /// worker process attaches one once it is ready); `false` while the
+    /// broker cannot tell.
+    pub async fn consumers_at_least(&self, n: usize) -> bool {
+        match self.queue.consumers().await {
+            Ok(Some(count)) => usize::try_from(count).is_ok_and(|count| count >= n),
+            Ok(None) | Err(_) => false,
+        }
     }
 
     /// Sends SIGTERM to worker `i` and waits for it to exit successfully;

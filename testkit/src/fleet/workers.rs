@@ -13,8 +13,6 @@ use tokio::process::{Child, Command};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::services::{AMQP_URL, REDIS_URL};
-
 /// The API key the fleet's `openai:` models send (the scripted server
 /// takes any).
 pub const API_KEY: &str = "test-key";
@@ -35,6 +33,9 @@ pub(super) enum Workers {
 /// What a worker process is started with.
 pub(super) struct WorkerCommand {
     pub(super) binary: Option<PathBuf>,
+    /// The broker and the store the fleet runs on.
+    pub(super) amqp_url: String,
+    pub(super) redis_url: String,
     pub(super) concurrency: u16,
     pub(super) model_url: Option<String>,
     pub(super) context_key: String,
@@ -55,18 +56,24 @@ impl WorkerCommand {
             .as_ref()
             .context("no `deepfleet` binary to run worker processes of (FleetBuilder::binary)")?;
         let mut cmd = Command::new(binary);
-        cmd.args(["worker", "--queue", AMQP_URL, "--store", REDIS_URL])
-            .args(["--concurrency", &self.concurrency.to_string()])
-            .env("DEEPFLEET__QUEUE_NAME", queue_name)
-            .env("DEEPFLEET__KEY_PREFIX", prefix)
-            .env("DEEPFLEET__CONTEXT_KEY", &self.context_key)
-            .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
-            .env("RUST_LOG", &self.log_level)
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("OPENAI_API_KEY")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
+        cmd.args([
+            "worker",
+            "--queue",
+            &self.amqp_url,
+            "--store",
+            &self.redis_url,
+        ])
+        .args(["--concurrency", &self.concurrency.to_string()])
+        .env("DEEPFLEET__QUEUE_NAME", queue_name)
+        .env("DEEPFLEET__KEY_PREFIX", prefix)
+        .env("DEEPFLEET__CONTEXT_KEY", &self.context_key)
+        .env("DEEPFLEET__WORKER__GRACE_SECS", "1")
+        .env("RUST_LOG", &self.log_level)
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true);
         if self.fast_retries {
             cmd.env(
                 "DEEPFLEET__WORKER__RETRY_BASE_MS",

@@ -215,8 +215,11 @@ impl StepRunner {
     }
 
     /// Handles `job`. On the `last_delivery` the queue allows, a step that
-    /// still has to execute ends its run instead: if this worker died too,
-    /// the queue would drop the message and the run would hang.
+    /// still has to execute is not run: if this worker died too, the queue
+    /// would drop the message and the run would hang. It fails with
+    /// [`StepError::LastDelivery`] instead, which goes out again as a fresh
+    /// message (one attempt more, after a backoff), or ends the run once
+    /// no attempt is left.
     async fn step(
         &self,
         job: &StepJob,
