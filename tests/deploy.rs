@@ -10,10 +10,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use deepfleet_testkit::servers::{self, PrivateRedis, RedisOptions};
 
 const AMQP: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
@@ -40,63 +42,16 @@ fn servers_available() -> bool {
     false
 }
 
+/// A free local port, for a process of the test to listen on.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
+    servers::free_port().unwrap()
+}
+
+/// A Redis of this test alone (so it can be stopped), on `runtime`.
+fn private_redis(runtime: &tokio::runtime::Runtime) -> PrivateRedis {
+    runtime
+        .block_on(PrivateRedis::start(RedisOptions::default()))
         .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A Redis of this test alone, on a fixed port so it can be restarted.
-struct PrivateRedis {
-    port: u16,
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-}
-
-impl PrivateRedis {
-    fn start() -> Self {
-        let mut redis = PrivateRedis {
-            port: free_port(),
-            dir: tempfile::tempdir().unwrap(),
-            child: None,
-        };
-        redis.up();
-        redis
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    fn up(&mut self) {
-        let child = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &self.port.to_string()])
-            .args(["--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        wait_for(Duration::from_secs(10), "redis to listen", || {
-            TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-        });
-    }
-
-    fn down(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().unwrap();
-            child.wait().unwrap();
-        }
-    }
-}
-
-impl Drop for PrivateRedis {
-    fn drop(&mut self) {
-        self.down();
-    }
 }
 
 /// A `deepfleet` process, killed if the test ends before it exits.
@@ -227,7 +182,8 @@ fn worker_readiness_follows_redis_and_sigterm_exits_zero() {
     if !servers_available() {
         return;
     }
-    let mut redis = PrivateRedis::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut redis = private_redis(&runtime);
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let base = unique("worker");
@@ -239,12 +195,12 @@ fn worker_readiness_follows_redis_and_sigterm_exits_zero() {
     assert_eq!(status(port, "/healthz"), 200);
     assert_eq!(status(port, "/metrics"), 200);
 
-    redis.down();
+    runtime.block_on(redis.kill()).unwrap();
     worker.wait_status(port, "/readyz", 503, Duration::from_secs(20));
     // Liveness does not follow: restarting the pod would not bring Redis back.
     assert_eq!(status(port, "/healthz"), 200);
 
-    redis.up();
+    runtime.block_on(redis.start_again()).unwrap();
     worker.wait_status(port, "/readyz", 200, Duration::from_secs(60));
     assert_eq!(worker.terminate(Duration::from_secs(20)), Some(0));
     delete_queues(&base);
@@ -266,7 +222,7 @@ fn worker_readiness_follows_a_restarted_broker() {
     let mut rabbit = runtime
         .block_on(PrivateRabbit::start(RabbitOptions::default()))
         .unwrap();
-    let redis = PrivateRedis::start();
+    let redis = private_redis(&runtime);
     let port = free_port();
     let listen = format!("127.0.0.1:{port}");
     let mut env = fleet_env(&redis, &unique("broker"));
@@ -290,7 +246,8 @@ fn scheduler_serves_probes_and_drains_on_sigterm() {
     if !servers_available() {
         return;
     }
-    let redis = PrivateRedis::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let redis = private_redis(&runtime);
     let port = free_port();
     let agents = tempfile::tempdir().unwrap();
     std::fs::write(

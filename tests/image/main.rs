@@ -19,7 +19,6 @@
 mod chart;
 mod http;
 mod oci;
-mod redis;
 mod sandbox;
 mod tools;
 mod wait;
@@ -30,10 +29,10 @@ use std::time::{Duration, Instant};
 
 use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_testkit::ScriptedServer;
+use deepfleet_testkit::servers::{PrivateRedis, RedisOptions, free_port};
 use serde_json::{Value, json};
 
 use crate::chart::{Container, Rendered};
-use crate::redis::{PrivateRedis, free_port};
 use crate::sandbox::Pod;
 use crate::tools::root;
 use crate::wait::wait_for;
@@ -198,7 +197,9 @@ fn the_image_runs_the_rendered_deployments() {
             Duration::ZERO,
         ))
         .unwrap();
-    let mut redis = PrivateRedis::start();
+    let mut redis = runtime
+        .block_on(PrivateRedis::start(RedisOptions::default()))
+        .unwrap();
     let queues = Queues(format!("image-test.{}", uuid::Uuid::new_v4()));
     let rendered = Rendered::render(
         &python,
@@ -209,8 +210,8 @@ fn the_image_runs_the_rendered_deployments() {
             format!("rabbitmq.url={AMQP}"),
             format!("redis.url={}", redis.url()),
             // The host's network is shared: free ports, not 2024 and 9464.
-            format!("scheduler.port={}", free_port()),
-            format!("worker.metricsPort={}", free_port()),
+            format!("scheduler.port={}", free_port().unwrap()),
+            format!("worker.metricsPort={}", free_port().unwrap()),
         ],
     );
     let scheduler_spec = rendered.deployment("-scheduler");
@@ -239,7 +240,7 @@ fn the_image_runs_the_rendered_deployments() {
     assert_eq!(model.requests().len(), TASKS * 7);
     phase("the batch completed");
 
-    redis.down();
+    runtime.block_on(redis.kill()).unwrap();
     wait_ready(
         &mut scheduler,
         &scheduler_spec,
@@ -255,7 +256,7 @@ fn the_image_runs_the_rendered_deployments() {
         assert_eq!(http::status(*port, path), 200, "{path} without Redis");
     }
     phase("not ready without Redis");
-    redis.up();
+    runtime.block_on(redis.start_again()).unwrap();
     wait_ready(
         &mut scheduler,
         &scheduler_spec,
