@@ -29,6 +29,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod anthropic;
+pub mod exactly_once;
 pub mod faults;
 pub mod fleet;
 mod gemini;

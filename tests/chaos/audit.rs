@@ -1,11 +1,10 @@
 //! After the batch: every run the store holds, top-level and subagent,
-//! checked for steps committed twice (as `tests/e2e/crash.rs` counts
-//! them) and for runs created twice.
+//! checked for steps committed twice (`deepfleet_testkit::exactly_once`,
+//! as `tests/e2e/crash.rs` checks them) and for runs created twice.
 
-use std::collections::HashSet;
-
-use deepfleet_proto::{Message, RunStatus};
+use deepfleet_proto::RunStatus;
 use deepfleet_store::Store;
+use deepfleet_testkit::exactly_once;
 
 /// What the store holds after the batch.
 #[derive(Debug, Default)]
@@ -68,39 +67,9 @@ pub async fn audit(store: &dyn Store, url: &str, prefix: &str) -> anyhow::Result
                 .push(format!("{run_id}: {:?} {:?}", record.status, record.error));
         }
         let thread = store.load_thread(&thread_id).await?;
-        let turns = thread
-            .messages
-            .iter()
-            .filter(|m| matches!(m.message, Message::Assistant(_)))
-            .count();
-        if turns as u64 != u64::from(record.steps) || thread.step != u64::from(record.steps) {
-            audit.duplicated.push(format!(
-                "run {run_id}: {turns} model turns, {} steps, thread at step {}",
-                record.steps, thread.step
-            ));
-        }
-        let mut answered = HashSet::new();
-        for m in &thread.messages {
-            if let Message::Tool(t) = &m.message
-                && !answered.insert(t.tool_call_id.clone())
-            {
-                audit.duplicated.push(format!(
-                    "run {run_id}: call {} answered twice",
-                    t.tool_call_id
-                ));
-            }
-        }
-        let calls: HashSet<String> = thread
-            .messages
-            .iter()
-            .flat_map(|m| m.message.tool_calls())
-            .map(|c| c.id.clone())
-            .collect();
-        if calls != answered {
-            audit
-                .duplicated
-                .push(format!("run {run_id}: calls and answers differ"));
-        }
+        audit
+            .duplicated
+            .extend(exactly_once::repeats(&record, &thread));
     }
     Ok(audit)
 }

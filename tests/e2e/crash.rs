@@ -1,9 +1,7 @@
 //! Crash safety: workers killed with SIGKILL in the middle of a batch lose
 //! nothing and repeat nothing.
-
-use std::collections::HashSet;
-
-use deepfleet_proto::{Message, ResultStatus};
+use deepfleet_proto::ResultStatus;
+use deepfleet_testkit::exactly_once;
 use pretty_assertions::assert_eq;
 
 use crate::batch::{briefing_tasks, briefings_spec, expected_briefing};
@@ -41,30 +39,8 @@ async fn sigkilled_workers_lose_and_repeat_nothing() {
             .unwrap()
             .unwrap();
         let thread = fleet.store.load_thread(&run.thread_id).await.unwrap();
-        let turns = thread
-            .messages
-            .iter()
-            .filter(|m| matches!(m.message, Message::Assistant(_)))
-            .count();
-        assert_eq!(turns as u32, record.steps, "run {}", run.run_id);
-        assert_eq!(thread.step, u64::from(record.steps), "run {}", run.run_id);
-        let mut answered = HashSet::new();
-        for m in &thread.messages {
-            if let Message::Tool(t) = &m.message {
-                assert!(
-                    answered.insert(t.tool_call_id.clone()),
-                    "duplicate result for {}",
-                    t.tool_call_id
-                );
-            }
-        }
-        let calls: HashSet<String> = thread
-            .messages
-            .iter()
-            .flat_map(|m| m.message.tool_calls())
-            .map(|c| c.id.clone())
-            .collect();
-        assert_eq!(calls, answered);
+        let repeats = exactly_once::repeats(&record, &thread);
+        assert!(repeats.is_empty(), "{repeats:?}");
     }
     fleet.shutdown().await.unwrap();
 }
