@@ -7,6 +7,7 @@
 //! and `deploy/deepfleet.example.toml` to both.
 
 mod names;
+mod project;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -15,6 +16,8 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
+
+pub use project::{MANIFEST, RunDefaults, locate};
 
 /// The prefix of every setting's variable, and the separator of its
 /// path's segments (`DEEPFLEET__WORKER__CONCURRENCY`).
@@ -68,9 +71,28 @@ pub struct Settings {
     /// a spec's own `profiles` lie on top. Default: none.
     #[serde(default, skip_serializing)]
     pub profiles: BTreeMap<String, deepfleet_proto::harness::HarnessProfile>,
+    /// The project's agents, graph name = spec file (`[agents]`, paths
+    /// relative to the configuration file): what `dev` and `scheduler`
+    /// serve without `--agents`, and the names `run --agent` takes.
+    /// Default: none.
+    #[serde(default, skip_serializing)]
+    pub agents: BTreeMap<String, PathBuf>,
+    /// Variables the processes of the project see (`[env]`), under their
+    /// own environment and `env_file`; read by the settings, providers,
+    /// `RUST_LOG` and `OTEL_*`. Default: none.
+    #[serde(default, skip_serializing)]
+    pub env: BTreeMap<String, String>,
+    /// A dotenv file (`KEY=value` lines, relative to the configuration
+    /// file) of variables like `env`, over it: for what stays out of
+    /// version control, such as provider keys. Default: none.
+    pub env_file: Option<PathBuf>,
+    /// Defaults of `deepfleet run`.
+    pub run: RunDefaults,
+    /// The variables of `env_file`, read when the settings load.
+    #[serde(skip)]
+    pub env_file_vars: BTreeMap<String, String>,
 }
 
-/// Worker tuning.
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let url = |u: &Option<String>| u.as_deref().map(crate::redacted_url::redacted);
@@ -92,10 +114,19 @@ impl std::fmt::Debug for Settings {
             )
             .field("context_key_file", &self.context_key_file)
             .field("profiles", &self.profiles)
+            .field("agents", &self.agents)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("env_file", &self.env_file)
+            .field("run", &self.run)
+            .field(
+                "env_file_vars",
+                &self.env_file_vars.keys().collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
 
+/// Worker tuning.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerSettings {
@@ -174,6 +205,11 @@ impl Default for Settings {
             context_key: None,
             context_key_file: None,
             profiles: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            env: BTreeMap::new(),
+            env_file: None,
+            run: RunDefaults::default(),
+            env_file_vars: BTreeMap::new(),
         }
     }
 }
@@ -295,20 +331,27 @@ impl Settings {
         Self::load_from(file, vars)
     }
 
-    /// Loads settings from `file` (if any) and the variables `vars`.
+    /// Loads settings from `file` (if any) and the variables `vars`, over
+    /// the variables the file itself gives (`[env]`, `env_file`).
     fn load_from(
         file: Option<&Path>,
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> anyhow::Result<Loaded> {
+        let project_vars = match file {
+            Some(file) => project::variables(file)?,
+            None => project::Variables::default(),
+        };
+        let mut all: HashMap<String, String> = project_vars.all().collect();
+        all.extend(vars);
         let names = names::of::<Settings>().context("listing the settings")?;
-        let (known, unknown) = sort_variables(vars, &names);
+        let (known, unknown) = sort_variables(all, &names);
         let defaults = config::Config::try_from(&Settings::default())
             .context("laying out the default settings")?;
         let mut builder = config::Config::builder().add_source(defaults);
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
         }
-        let settings = builder
+        let mut settings: Settings = builder
             .add_source(
                 config::Environment::with_prefix(PREFIX)
                     .prefix_separator(SEPARATOR)
@@ -320,7 +363,44 @@ impl Settings {
             .and_then(config::Config::try_deserialize)
             .map_err(|e| name_the_variable(e, &known))
             .context("reading configuration")?;
+        if let Some(file) = file {
+            settings.resolve_paths(file);
+        }
+        settings.env_file_vars = project_vars.env_file;
         Ok(Loaded { settings, unknown })
+    }
+
+    /// Makes the project sections' paths relative to the working
+    /// directory rather than to the configuration `file`.
+    fn resolve_paths(&mut self, file: &Path) {
+        for path in self.agents.values_mut() {
+            *path = project::beside(file, path);
+        }
+        for path in [&mut self.env_file, &mut self.run.tasks, &mut self.run.out]
+            .into_iter()
+            .flatten()
+        {
+            *path = project::beside(file, path);
+        }
+    }
+
+    /// The variable `name` as the project's processes see it: the
+    /// process environment's, else the configuration file's (`env_file`,
+    /// then `[env]`).
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.var_lookup()(name)
+    }
+
+    /// [`Settings::var`] as an owned function, for what outlives the
+    /// settings (the model providers).
+    pub fn var_lookup(&self) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
+        let mut project_vars = self.env.clone();
+        project_vars.extend(self.env_file_vars.clone());
+        move |name| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| project_vars.get(name).cloned())
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! The subcommands.
 
+pub mod agent_source;
 pub mod agents_dir;
 pub mod batch;
 pub mod batch_handles;
+pub mod chart_values;
 pub mod consumer_watch;
 pub mod dev;
 pub mod health;
@@ -91,11 +93,15 @@ pub fn step_runner(
     Arc::new(runner)
 }
 
-/// The model providers the settings configure. `replay:PATH` models
-/// (examples, trying the fleet without a key) are served in process by
-/// the replay provider.
+/// The model providers the settings configure, their keys and URLs read
+/// as the project's processes see variables ([`Settings::var`]).
+/// `replay:PATH` models (examples, trying the fleet without a key) are
+/// served in process by the replay provider.
 pub fn providers(settings: &Settings) -> Providers {
-    deepfleet_replay::register(Providers::new(settings.providers.clone()))
+    deepfleet_replay::register(Providers::with_env(
+        settings.providers.clone(),
+        settings.var_lookup(),
+    ))
 }
 
 /// What a worker of these settings adds to every agent: its harness

@@ -108,7 +108,7 @@ fn uncommented(example: &str) -> String {
     let is_setting = |rest: &str| {
         rest.starts_with('[')
             || rest.split_once(" = ").is_some_and(|(key, _)| {
-                !key.is_empty() && key.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             })
     };
     example
@@ -164,7 +164,9 @@ fn the_example_file_loads_with_every_setting_at_its_default() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("deepfleet.toml");
     std::fs::write(&file, &all).unwrap();
+    std::fs::write(dir.path().join(".env"), "FROM_ENV_FILE=1\n").unwrap();
     let loaded = Settings::load_from(Some(&file), []).unwrap().settings;
+    assert_eq!(loaded.env_file_vars["FROM_ENV_FILE"], "1");
     assert!(loaded.providers.contains_key("openai"));
     assert!(loaded.profiles.contains_key("openai:gpt-5"));
     let set = toml_leaves(&all);

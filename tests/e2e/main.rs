@@ -27,6 +27,7 @@ mod http_model;
 mod interrupted_batch;
 mod limits;
 mod live_scheduler;
+mod manifest;
 mod memory;
 mod observability;
 mod providers;
