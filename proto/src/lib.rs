@@ -28,6 +28,7 @@ pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
 pub mod submission;
+pub mod value_source;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};
 pub use checkpoint::{

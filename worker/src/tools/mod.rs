@@ -17,6 +17,7 @@ pub mod grep;
 pub mod ls;
 pub mod read_file;
 pub mod task;
+pub mod value_source;
 pub mod write_file;
 pub mod write_todos;
 
