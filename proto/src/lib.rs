@@ -13,6 +13,7 @@ pub mod checkpoint;
 pub mod error;
 pub mod harness;
 pub mod hitl;
+pub mod http_tool;
 pub mod item;
 pub mod job;
 pub mod keys;

@@ -56,6 +56,8 @@ pub struct SubmitArgs {
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
     let tasks = read_tasks(&args.tasks)?;
+    // Before reaching for the fleet, as the spec's own checks.
+    super::batch::check_tasks(&spec, &tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
     let batch_id = if args.fresh {

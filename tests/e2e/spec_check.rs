@@ -76,6 +76,34 @@ fn assert_names(stderr: &str, field: &str, line: usize, message: &str) {
     );
 }
 
+/// A task whose runtime context breaks the spec's `context_schema` stops
+/// `run` and `submit` before any run, naming the field (issue 16).
+#[test]
+fn a_context_breaking_the_context_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("script.yaml"), two_writes_and_ls("done")).unwrap();
+    std::fs::write(
+        d.join("agent.yaml"),
+        "name: a\nmodel: replay:script.yaml\ncontext_schema:\n  type: object\n  properties:\n    user: {type: object, required: [id]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("tasks.jsonl"),
+        "{\"id\": \"t1\", \"input\": \"Write two files\", \"context\": {\"user\": {}}}\n",
+    )
+    .unwrap();
+    for command in ["run", "submit"] {
+        let (code, stderr) = deepfleet(d, command, &[]);
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("task t1: context.user: \"id\" is a required property"),
+            "{command}: {stderr}"
+        );
+        assert!(!d.join("results.jsonl").exists(), "{command} ran a task");
+    }
+}
+
 #[test]
 fn an_interrupt_on_key_naming_no_tool_is_refused() {
     let err = refused(
