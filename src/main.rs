@@ -56,6 +56,10 @@ enum Command {
     Dev(cmd::dev::DevArgs),
     /// Write a fresh context key for a fleet (base64 of 32 random bytes).
     Keygen(cmd::keygen::KeygenArgs),
+    /// Make an API key for a tenant and role, and print its configuration
+    /// line (the key's SHA-256, never the key).
+    #[command(subcommand)]
+    ApiKey(cmd::api_key::ApiKeyCommand),
     /// Print the project manifest's agents and environment as values of
     /// the Helm chart.
     ChartValues(cmd::chart_values::ChartValuesArgs),
@@ -104,6 +108,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
         Command::Dev(args) => cmd::dev::run(args, settings).await,
         Command::Keygen(args) => cmd::keygen::run(&args),
+        Command::ApiKey(command) => cmd::api_key::run(&command),
         Command::ChartValues(args) => cmd::chart_values::run(&args, &settings),
     };
     telemetry.shutdown().await;

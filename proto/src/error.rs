@@ -40,6 +40,13 @@ pub enum ErrorCode {
     /// The request conflicts with what exists (a duplicate id, a busy
     /// thread under `multitask_strategy=reject`).
     Conflict,
+    /// The API was called without a key, or with one it does not know.
+    Unauthenticated,
+    /// The caller's key has a role that may not do this.
+    Forbidden,
+    /// The caller's tenant has as many runs in flight as it may; retry
+    /// after the `Retry-After` seconds.
+    TooManyRuns,
     /// Anything else; details are in the logs.
     Internal,
 }
@@ -63,6 +70,9 @@ impl ErrorCode {
             ErrorCode::AttemptsExhausted => "attempts_exhausted",
             ErrorCode::NotFound => "not_found",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::Unauthenticated => "unauthenticated",
+            ErrorCode::Forbidden => "forbidden",
+            ErrorCode::TooManyRuns => "too_many_runs",
             ErrorCode::Internal => "internal",
         }
     }
@@ -84,6 +94,7 @@ mod tests {
             ErrorCode::InvalidJob,
             ErrorCode::MaxSteps,
             ErrorCode::AttemptsExhausted,
+            ErrorCode::TooManyRuns,
         ] {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json.as_str(), Some(code.as_str()));

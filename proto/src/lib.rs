@@ -30,6 +30,7 @@ pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
 pub mod submission;
+pub mod tenant;
 pub mod value_source;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};
@@ -59,3 +60,4 @@ pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};
 pub use submission::{
     RefusalStatus, Submission, SubmissionInput, SubmissionRefusal, SubmissionResult,
 };
+pub use tenant::{Caller, Role, TenantId};

@@ -10,6 +10,7 @@ use crate::caller_usage::{CallUsage, UsageByCaller};
 use crate::error::ErrorCode;
 use crate::message::Usage;
 use crate::sealed::SealedContext;
+use crate::tenant::TenantId;
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -76,6 +77,10 @@ pub struct RunRecord {
     /// The subagent this run plays, for delegated runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<String>,
+    /// The tenant the run belongs to, from the key that created it; its
+    /// subagents inherit it, and its store namespace lies under it.
+    #[serde(default, skip_serializing_if = "TenantId::is_default")]
+    pub tenant: TenantId,
     /// Current status.
     pub status: RunStatus,
     /// Set for subagent runs.
@@ -143,6 +148,7 @@ impl RunRecord {
             thread_id: thread_id.into(),
             agent: agent.into(),
             subagent: None,
+            tenant: TenantId::default(),
             status: RunStatus::Pending,
             parent: None,
             depth: 0,

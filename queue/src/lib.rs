@@ -82,6 +82,12 @@ pub trait Delivery: Send + Sync {
         ReplyAddress::default()
     }
 
+    /// The text of the message's header `name`, when it has one (RabbitMQ
+    /// headers; the in-process queue carries none).
+    fn header(&self, _name: &str) -> Option<String> {
+        None
+    }
+
     /// Removes the message: it was handled.
     async fn ack(self: Box<Self>) -> Result<(), QueueError>;
 

@@ -13,6 +13,12 @@
 //! `x-deepfleet-reason` header) and never retried; a store or queue
 //! failure requeues it.
 //!
+//! When the API has keys, a submission carries one in its `x-api-key`
+//! header, like an HTTP request: its run belongs to the key's tenant, and
+//! a message without a known key with the `submit` role is refused
+//! (`unauthenticated`, `forbidden`). The dead letter's copy drops the
+//! header.
+//!
 //! The message is acked only after its run and reply address are
 //! recorded, so a crash re-reads it: intake is at least once, and a crash
 //! in that window may start the run twice.
@@ -20,6 +26,7 @@
 use std::sync::Arc;
 
 use deepfleet_proto::api::{MultitaskStrategy, RunCreateParams};
+use deepfleet_proto::tenant::{CREDENTIAL_HEADER, Role, TenantId};
 use deepfleet_proto::{Submission, SubmissionInput};
 use deepfleet_queue::{Consumer, Delivery, Queue, Replies};
 use serde_json::{Map, Value, json};
@@ -83,8 +90,13 @@ impl SubmissionIntake {
             let refusal = Refusal::coded("reserved_reply_to", &detail);
             return self.refuse(delivery, refusal).await;
         }
+        let tenant = match self.caller(delivery.as_ref()) {
+            Ok(tenant) => tenant,
+            Err(refusal) => return self.refuse(delivery, refusal).await,
+        };
         let body = run_create(&submission);
-        let meta = match create_run(&self.api, submission.thread_id.as_deref(), &body, None).await {
+        let thread_id = submission.thread_id.as_deref();
+        let meta = match create_run(&self.api, &tenant, thread_id, &body, None).await {
             Ok(meta) => meta,
             Err(e) if e.status.is_client_error() => {
                 let refusal = Refusal::coded(e.code.as_str(), &e.detail);
@@ -110,6 +122,25 @@ impl SubmissionIntake {
         delivery.ack().await?;
         info!(run_id = %meta.run_id, thread_id = %meta.thread_id, "submission accepted");
         Ok(Outcome::Accepted(meta.run_id))
+    }
+
+    /// The tenant a message submits for, from the key in its header; a
+    /// refusal without a known key that may submit.
+    fn caller(&self, delivery: &dyn Delivery) -> Result<TenantId, Refusal> {
+        let key = delivery.header(CREDENTIAL_HEADER);
+        let Some(caller) = self.api.keys.identify(key.as_deref()) else {
+            return Err(Refusal::coded(
+                "unauthenticated",
+                "a submission needs a known API key in its x-api-key header",
+            ));
+        };
+        if !caller.role.allows(Role::Submit) {
+            return Err(Refusal::coded(
+                "forbidden",
+                &format!("this key's role ({}) may not submit runs", caller.role),
+            ));
+        }
+        Ok(caller.tenant)
     }
 
     /// Answers the sender of a refused message, then dead-letters the
@@ -278,6 +309,8 @@ mod tests {
             graphs: crate::api::Graphs::new(["helper".to_owned()]),
             started_at: chrono::Utc::now(),
             metrics: None,
+            keys: crate::api::auth::ApiKeys::open(),
+            tenant_runs_in_flight: None,
         };
         let outbox = Arc::new(Outbox::default());
         let replier = Replier::new(Arc::clone(&store), outbox.clone());

@@ -52,6 +52,15 @@ pub enum SettingsError {
         #[source]
         source: deepfleet_store::sealed::SealError,
     },
+    /// `api.keys_file` cannot be read.
+    #[error("reading api.keys_file {} (DEEPFLEET__API__KEYS_FILE)", path.display())]
+    KeysFile {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
     /// A worker of a fleet has no context key: it could run none of the
     /// fleet's runs, whose context is sealed with it.
     #[error(

@@ -9,6 +9,7 @@
 //! own worker binary loads exactly what `deepfleet worker` loads and
 //! builds its runner the same way ([`fleet`]).
 
+pub mod api;
 mod error;
 pub mod fleet;
 pub mod names;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
+pub use api::{ApiSettings, KeyLine};
 pub use error::SettingsError;
 pub use project::{MANIFEST, RunDefaults, locate};
 
@@ -54,6 +56,8 @@ pub struct Settings {
     pub worker: WorkerSettings,
     /// The scheduler's HTTP server.
     pub scheduler: SchedulerSettings,
+    /// The HTTP API's keys and limits.
+    pub api: ApiSettings,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -113,6 +117,7 @@ impl std::fmt::Debug for Settings {
             .field("connect_timeout_secs", &self.connect_timeout_secs)
             .field("worker", &self.worker)
             .field("scheduler", &self.scheduler)
+            .field("api", &self.api)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -207,6 +212,7 @@ impl Default for Settings {
             connect_timeout_secs: 10,
             worker: WorkerSettings::default(),
             scheduler: SchedulerSettings::default(),
+            api: ApiSettings::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,
@@ -401,9 +407,14 @@ impl Settings {
         for path in self.agents.values_mut() {
             *path = project::beside(file, path);
         }
-        for path in [&mut self.env_file, &mut self.run.tasks, &mut self.run.out]
-            .into_iter()
-            .flatten()
+        for path in [
+            &mut self.env_file,
+            &mut self.run.tasks,
+            &mut self.run.out,
+            &mut self.api.keys_file,
+        ]
+        .into_iter()
+        .flatten()
         {
             *path = project::beside(file, path);
         }

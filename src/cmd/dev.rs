@@ -94,11 +94,15 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         concurrency,
         "dev server: queue, store and workers in this process; nothing is kept after it exits"
     );
+    // Embedded: keys are optional, but served when configured.
+    let keys = super::api_keys(&settings)?;
     let state = ApiState {
         life,
         graphs,
         started_at: chrono::Utc::now(),
         metrics: Some(render),
+        keys,
+        tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
     };
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
     let app = api::router(state).merge(super::health::routes(probes));

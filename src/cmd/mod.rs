@@ -2,6 +2,7 @@
 
 pub mod agent_source;
 pub mod agents_dir;
+pub mod api_key;
 pub mod batch;
 pub mod batch_handles;
 pub mod chart_values;
@@ -50,6 +51,15 @@ pub fn step_runner(
     Arc::new(deepfleet_settings::fleet::step_runner(
         queue, store, settings, key, events,
     ))
+}
+
+/// The API keys the settings configure; a bad line is an error naming
+/// where it came from (never a key).
+pub fn api_keys(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::api::auth::ApiKeys> {
+    let lines = settings.api.key_lines()?;
+    Ok(deepfleet_scheduler::api::auth::ApiKeys::parse(
+        lines.iter().map(|l| (l.origin.as_str(), l.text.as_str())),
+    )?)
 }
 
 /// Loads the spec at `path` (`model_override` replacing its models) and

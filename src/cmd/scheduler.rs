@@ -61,6 +61,12 @@ pub struct SchedulerArgs {
 
 pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     let shutdown = super::signals::shutdown_token()?;
+    let keys = super::api_keys(&settings)?;
+    let listen = args
+        .listen
+        .clone()
+        .unwrap_or_else(|| settings.scheduler.listen.clone());
+    check_open_listener(&listen, keys.is_open(), settings.api.allow_open)?;
     let amqp_url = args.queue.clone().or_else(|| settings.queue.clone());
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue));
@@ -82,6 +88,8 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         graphs,
         started_at: chrono::Utc::now(),
         metrics: Some(render),
+        keys,
+        tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
     };
     let url = amqp_url.context("no queue URL for the submission queue")?;
     let submissions_name = args
@@ -103,10 +111,29 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         .store(store)
         .consumer("submissions", attached);
     let app = api::router(state).merge(health::routes(probes));
-    let listen = args.listen.unwrap_or(settings.scheduler.listen);
     let grace = Duration::from_secs(settings.scheduler.grace_secs);
     serve(&listen, app, shutdown, grace).await?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses to serve the API without keys on `listen` unless it is
+/// loopback only or `allow_open` says so: an open API on a network
+/// address would let anyone run agents on the fleet's providers.
+fn check_open_listener(listen: &str, open: bool, allow_open: bool) -> anyhow::Result<()> {
+    if !open || allow_open {
+        return Ok(());
+    }
+    let addrs: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(listen)
+        .with_context(|| format!("resolving the listen address {listen}"))?
+        .collect();
+    if !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback()) {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "refusing to serve the API on {listen} without API keys: configure [api.keys] or \
+         api.keys_file (`deepfleet api-key new`), listen on loopback, or set \
+         api.allow_open = true (DEEPFLEET__API__ALLOW_OPEN)"
+    )
 }
 
 /// Registers every spec of `agents`, each loaded by `load`, and serves
@@ -187,4 +214,19 @@ pub(super) async fn serve(
     }
     info!("scheduler stopped");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_open_listener;
+
+    #[test]
+    fn only_loopback_may_listen_without_keys() {
+        assert!(check_open_listener("127.0.0.1:2024", true, false).is_ok());
+        assert!(check_open_listener("[::1]:2024", true, false).is_ok());
+        let err = check_open_listener("0.0.0.0:2024", true, false).unwrap_err();
+        assert!(err.to_string().contains("allow_open"), "{err}");
+        assert!(check_open_listener("0.0.0.0:2024", true, true).is_ok());
+        assert!(check_open_listener("0.0.0.0:2024", false, false).is_ok());
+    }
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deepfleet_proto::tenant::CREDENTIAL_HEADER;
 use futures::StreamExt;
 use lapin::options::{BasicAckOptions, BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::{AMQPValue, FieldTable};
@@ -255,6 +256,16 @@ impl Delivery for AmqpDelivery {
         self.reply.clone()
     }
 
+    fn header(&self, name: &str) -> Option<String> {
+        match self.headers.as_ref()?.inner().get(name)? {
+            AMQPValue::LongString(text) => {
+                Some(String::from_utf8_lossy(text.as_bytes()).into_owned())
+            }
+            AMQPValue::ShortString(text) => Some(text.as_str().to_owned()),
+            _ => None,
+        }
+    }
+
     async fn ack(mut self: Box<Self>) -> Result<(), QueueError> {
         self.settled = true;
         settle_result(self.acker.ack(BasicAckOptions::default()).await)
@@ -265,13 +276,17 @@ impl Delivery for AmqpDelivery {
         settle_result(self.acker.nack(REQUEUE).await)
     }
 
-    /// Publishes a copy, with the original headers plus the reason, to the
-    /// dead-letter exchange (confirmed), then acks the original. If the
+    /// Publishes a copy, with the original headers plus the reason and
+    /// less the sender's credential (an operator reading dead letters must
+    /// not read keys), to the dead-letter exchange (confirmed), then acks
+    /// the original. If the
     /// publish fails the original is requeued (by drop); if the ack fails
     /// after the publish, the message is redelivered and may be
     /// dead-lettered twice.
     async fn dead_letter(mut self: Box<Self>, reason: &str) -> Result<(), QueueError> {
-        let mut headers = self.headers.clone().unwrap_or_default();
+        let mut kept = self.headers.clone().unwrap_or_default().inner().clone();
+        kept.retain(|name, _| name.as_str() != CREDENTIAL_HEADER);
+        let mut headers = FieldTable::from(kept);
         headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
         self.shared
             .publish(Route::DeadLetter, &self.payload, Some(headers))

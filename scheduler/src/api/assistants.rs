@@ -1,17 +1,19 @@
 //! Assistants: one system assistant per registered graph (agent spec),
 //! plus created ones that override its config and context.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchParams};
+use deepfleet_proto::{Caller, TenantId};
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
 use super::search::{metadata_matches, page};
 use super::state::ApiState;
-use crate::repo::assistants::assistants;
+use crate::repo::assistants::{AssistantRecord, assistants};
 
 /// The namespace of system assistant ids, the reference server's, so a
 /// graph's system assistant has the same id on both servers.
@@ -31,6 +33,7 @@ pub(super) fn routes() -> Router<ApiState> {
 
 async fn create(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<AssistantCreateParams>,
 ) -> Result<Json<Assistant>, ApiError> {
     if !state.graphs.contains(&body.graph_id) {
@@ -53,11 +56,15 @@ async fn create(
         created_at: now,
         updated_at: now,
     };
-    if assistants(state.store()).insert(&id, &assistant).await? {
-        return Ok(Json(assistant));
+    let record = AssistantRecord {
+        tenant: caller.tenant.clone(),
+        assistant,
+    };
+    if assistants(state.store()).insert(&id, &record).await? {
+        return Ok(Json(record.assistant));
     }
     match body.if_exists.as_deref() {
-        Some("do_nothing") => find(&state, &id).await.map(Json),
+        Some("do_nothing") => find(&state, &caller.tenant, &id).await.map(Json),
         _ => Err(ApiError::conflict(format!(
             "Assistant '{id}' already exists."
         ))),
@@ -66,6 +73,7 @@ async fn create(
 
 async fn search(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<AssistantSearchParams>,
 ) -> Result<Json<Vec<Assistant>>, ApiError> {
     let mut all: Vec<Assistant> = state
@@ -74,7 +82,8 @@ async fn search(
         .iter()
         .map(|g| system(&state, g))
         .collect();
-    all.extend(assistants(state.store()).list().await?);
+    let created = assistants(state.store()).list_owned(&caller.tenant).await?;
+    all.extend(created.into_iter().map(|record| record.assistant));
     all.retain(|a| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
@@ -84,25 +93,33 @@ async fn search(
 
 async fn get_one(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Assistant>, ApiError> {
-    find(&state, &id).await.map(Json)
+    find(&state, &caller.tenant, &id).await.map(Json)
 }
 
 async fn delete(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
-    if assistants(state.store()).delete(&id).await? {
+    let repo = assistants(state.store());
+    if repo.get_owned(&id, &caller.tenant).await?.is_some() && repo.delete(&id).await? {
         Ok(Json(Map::new()))
     } else {
         Err(ApiError::not_found(format!("Assistant '{id}' not found.")))
     }
 }
 
-/// The assistant with this id, or the system assistant of the graph with
-/// this name (anywhere an assistant id is accepted, a graph name is too).
-pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Assistant, ApiError> {
+/// `tenant`'s assistant with this id, or the system assistant of the
+/// graph with this name (anywhere an assistant id is accepted, a graph
+/// name is too). Another tenant's assistant is not found.
+pub async fn find(
+    state: &ApiState,
+    tenant: &TenantId,
+    id_or_graph: &str,
+) -> Result<Assistant, ApiError> {
     if let Some(graph) = state
         .graphs
         .names()
@@ -112,8 +129,9 @@ pub async fn find(state: &ApiState, id_or_graph: &str) -> Result<Assistant, ApiE
         return Ok(system(state, graph));
     }
     assistants(state.store())
-        .get(id_or_graph)
+        .get_owned(id_or_graph, tenant)
         .await?
+        .map(|record| record.assistant)
         .ok_or_else(|| ApiError::not_found(format!("Assistant '{id_or_graph}' not found.")))
 }
 

@@ -3,6 +3,7 @@
 //! (`GET /batches/{id}`) and results page by page
 //! (`GET /batches/{id}/runs?offset=&limit=`).
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -11,9 +12,11 @@ use deepfleet_proto::api::batch::BatchRunError;
 use deepfleet_proto::api::{
     BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse, Run, RunCreateParams,
 };
+use deepfleet_proto::{Caller, TenantId};
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
+use super::in_flight;
 use super::run_create::create_checked;
 use super::run_request::{self, CheckedRun};
 use super::run_resource::run_resource;
@@ -36,13 +39,14 @@ pub(super) fn routes() -> Router<ApiState> {
 /// records them as one batch, followed with `GET /batches/{batch_id}`.
 async fn create_batch(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(bodies): Body<Vec<RunCreateParams>>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
     if bodies.is_empty() {
         return Err(ApiError::unprocessable("a batch needs at least one run"));
     }
     let batch_id = uuid::Uuid::now_v7().to_string();
-    let metas = create(&state, &batch_id, &bodies).await?;
+    let metas = create(&state, &caller.tenant, &batch_id, &bodies).await?;
     let mut out = Vec::with_capacity(metas.len());
     for meta in &metas {
         let mut run = run_resource(&state, meta).await?;
@@ -58,6 +62,7 @@ async fn create_batch(
 /// of it is written.
 async fn create(
     state: &ApiState,
+    tenant: &TenantId,
     batch_id: &str,
     bodies: &[RunCreateParams],
 ) -> Result<Vec<RunMeta>, ApiError> {
@@ -67,13 +72,15 @@ async fn create(
         body.metadata
             .get_or_insert_with(Map::new)
             .insert("batch_id".into(), Value::String(batch_id.to_owned()));
-        let checked = run_request::check(state, None, &body)
+        let checked = run_request::check(state, tenant, None, &body)
             .await
             .map_err(|e| e.within(&format!("runs[{index}]")))?;
         requests.push((body, checked));
     }
+    in_flight::check(state, tenant, requests.len()).await?;
     let header = BatchHeader {
         batch_id: batch_id.to_owned(),
+        tenant: tenant.clone(),
         total: bodies.len(),
         created_at: Utc::now(),
     };
@@ -81,7 +88,15 @@ async fn create(
     let roster = members(state.store(), batch_id);
     let mut metas = Vec::with_capacity(bodies.len());
     for (index, (body, checked)) in (0u64..).zip(requests) {
-        let meta = create_checked(state, None, &body, checked, Some(batch_id.to_owned())).await?;
+        let meta = create_checked(
+            state,
+            tenant,
+            None,
+            &body,
+            checked,
+            Some(batch_id.to_owned()),
+        )
+        .await?;
         let member = BatchMember {
             index,
             run_id: meta.run_id.clone(),
@@ -93,9 +108,18 @@ async fn create(
     Ok(metas)
 }
 
-/// The batch's members in submission order.
-async fn load_members(state: &ApiState, batch_id: &str) -> Result<Vec<BatchMember>, ApiError> {
-    if batches(state.store()).get(batch_id).await?.is_none() {
+/// The members of `tenant`'s batch in submission order; another
+/// tenant's batch is not found.
+async fn load_members(
+    state: &ApiState,
+    tenant: &TenantId,
+    batch_id: &str,
+) -> Result<Vec<BatchMember>, ApiError> {
+    if batches(state.store())
+        .get_owned(batch_id, tenant)
+        .await?
+        .is_none()
+    {
         return Err(ApiError::not_found(format!(
             "Batch '{batch_id}' not found."
         )));
@@ -107,9 +131,10 @@ async fn load_members(state: &ApiState, batch_id: &str) -> Result<Vec<BatchMembe
 
 async fn counts(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(batch_id): Path<String>,
 ) -> Result<Json<BatchResponse>, ApiError> {
-    let list = load_members(&state, &batch_id).await?;
+    let list = load_members(&state, &caller.tenant, &batch_id).await?;
     let mut counts = BatchCounts::default();
     for member in &list {
         if let Some(meta) = runs_of(state.store(), &member.thread_id)
@@ -128,10 +153,11 @@ async fn counts(
 
 async fn page(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(batch_id): Path<String>,
     Query(query): Query<BatchRunsQuery>,
 ) -> Result<Json<BatchRunsResponse>, ApiError> {
-    let list = load_members(&state, &batch_id).await?;
+    let list = load_members(&state, &caller.tenant, &batch_id).await?;
     let offset = query.offset.unwrap_or(0);
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
     let mut runs = Vec::new();

@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::ErrorCode;
 use deepfleet_proto::api::ErrorResponse;
@@ -24,6 +24,9 @@ pub struct ApiError {
     pub code: ErrorCode,
     /// What the caller reads; never internal details.
     pub detail: String,
+    /// Seconds the caller should wait before trying again, sent as
+    /// `Retry-After`.
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
@@ -51,6 +54,33 @@ impl ApiError {
         )
     }
 
+    /// 401: no key, or one the API does not know.
+    pub fn unauthenticated() -> Self {
+        Self::new(
+            StatusCode::UNAUTHORIZED,
+            ErrorCode::Unauthenticated,
+            "A valid API key is required (x-api-key or Authorization: Bearer).",
+        )
+    }
+
+    /// 403: the key's role may not do this.
+    pub fn forbidden(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, ErrorCode::Forbidden, detail)
+    }
+
+    /// 429: the caller's tenant has too many runs in flight; try again
+    /// after `retry_after` seconds.
+    pub fn too_many_runs(detail: impl Into<String>, retry_after: u64) -> Self {
+        ApiError {
+            retry_after: Some(retry_after),
+            ..Self::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                ErrorCode::TooManyRuns,
+                detail,
+            )
+        }
+    }
+
     /// This error of the part `what` of a larger request (`runs[3]` of a
     /// batch): the detail says which part.
     pub fn within(mut self, what: &str) -> Self {
@@ -63,6 +93,7 @@ impl ApiError {
             status,
             code,
             detail: detail.into(),
+            retry_after: None,
         }
     }
 }
@@ -73,7 +104,18 @@ impl IntoResponse for ApiError {
             detail: self.detail,
             code: self.code,
         };
-        (self.status, Json(body)).into_response()
+        let mut response = (self.status, Json(body)).into_response();
+        if let Some(seconds) = self.retry_after {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
     }
 }
 

@@ -2,15 +2,18 @@
 //! [`super::wait`]) and the run-creating and joining `/stream` routes (see
 //! [`super::stream`]).
 
+use axum::Extension;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
+use deepfleet_proto::Caller;
 use deepfleet_proto::api::{RunCreateParams, RunStreamQuery, StreamMode};
 
 use super::error::{ApiError, Body};
 use super::follower::sse_response;
+use super::in_flight;
 use super::modes::Modes;
 use super::run_create::{create_checked, create_run};
 use super::run_request;
@@ -33,62 +36,72 @@ pub(super) fn routes() -> Router<ApiState> {
 
 async fn create_wait(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, Some(&thread_id), &body, None).await?;
+    let meta = create_run(&state, &caller.tenant, Some(&thread_id), &body, None).await?;
     Ok(wait_response(state, meta, "/join").await)
 }
 
 async fn create_wait_stateless(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, None, &body, None).await?;
+    let meta = create_run(&state, &caller.tenant, None, &body, None).await?;
     Ok(wait_response(state, meta, "/join").await)
 }
 
 async fn join(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let meta = load_run(&state, &thread_id, &run_id).await?;
+    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     Ok(wait_response(state, meta, "/join").await)
 }
 
 async fn create_stream(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    stream_new_run(state, Some(&thread_id), &body).await
+    stream_new_run(state, &caller, Some(&thread_id), &body).await
 }
 
 async fn create_stream_stateless(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    stream_new_run(state, None, &body).await
+    stream_new_run(state, &caller, None, &body).await
 }
 
 async fn stream_new_run(
     state: ApiState,
+    caller: &Caller,
     thread_id: Option<&str>,
     body: &RunCreateParams,
 ) -> Result<Response, ApiError> {
-    let checked = run_request::check(&state, thread_id, body).await?;
+    let checked = run_request::check(&state, &caller.tenant, thread_id, body).await?;
+    if checked.starts_a_run() {
+        in_flight::check(&state, &caller.tenant, 1).await?;
+    }
     let modes = checked.modes;
-    let meta = create_checked(&state, thread_id, body, checked, None).await?;
+    let meta = create_checked(&state, &caller.tenant, thread_id, body, checked, None).await?;
     Ok(sse_response(state, meta, modes, None))
 }
 
 async fn join_stream(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
     headers: HeaderMap,
     Query(query): Query<RunStreamQuery>,
 ) -> Result<Response, ApiError> {
-    let meta = load_run(&state, &thread_id, &run_id).await?;
+    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     let mode = query.stream_mode.map(StreamMode::One);
     let mut modes = Modes::parse(mode.as_ref())?;
     modes.subgraphs = query

@@ -8,17 +8,22 @@
 //! [`run_request`] (every check, before anything is written), then
 //! [`run_create`]; the Run resource is [`run_resource`], following one
 //! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
-//! Every failure is an [`ApiError`]. One `ServiceBuilder` adds request
+//! Every failure is an [`ApiError`]. Every route but the system ones
+//! passes [`auth`] first, which resolves the caller's key to its tenant
+//! and role; handlers take the [`Caller`](deepfleet_proto::Caller) as an
+//! extension and see only that tenant's records. One `ServiceBuilder` adds request
 //! ids, tracing, a timeout on producing the response head and a body
 //! limit.
 
 pub mod assistants;
+pub mod auth;
 pub mod batches;
 pub mod convert;
 pub mod error;
 pub mod follow;
 pub mod follower;
 pub mod graphs;
+pub mod in_flight;
 pub mod modes;
 pub mod partials;
 pub mod run_create;
@@ -38,8 +43,8 @@ mod test_support;
 
 use std::time::Duration;
 
-use axum::Router;
 use axum::http::{HeaderName, StatusCode};
+use axum::{Router, middleware};
 use tower::ServiceBuilder;
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -68,14 +73,21 @@ pub fn router(state: ApiState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             HEAD_TIMEOUT,
         ));
-    Router::new()
-        .merge(system::routes())
+    // Every route but the system ones needs a key (when keys exist).
+    let tenanted = Router::new()
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(runs::routes())
         .merge(follow::routes())
         .merge(batches::routes())
         .merge(store_items::routes())
+        .route_layer(middleware::from_fn_with_state(
+            state.keys.clone(),
+            auth::authenticate,
+        ));
+    Router::new()
+        .merge(system::routes())
+        .merge(tenanted)
         .layer(layers)
         .with_state(state)
 }

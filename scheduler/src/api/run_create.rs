@@ -4,12 +4,13 @@
 //! answers the thread's interrupted run instead.
 
 use chrono::Utc;
-use deepfleet_proto::Decision;
 use deepfleet_proto::api::RunCreateParams;
+use deepfleet_proto::{Decision, TenantId};
 use serde_json::{Map, Value};
 
 use super::convert::to_json;
 use super::error::ApiError;
+use super::in_flight;
 use super::run_request::{self, CheckedRun, NewRun, RunAction};
 use super::run_resource::load_run;
 use super::state::ApiState;
@@ -22,18 +23,23 @@ use crate::repo::runs::RunMeta;
 /// A refused request has written nothing.
 pub async fn create_run(
     state: &ApiState,
+    tenant: &TenantId,
     thread_id: Option<&str>,
     body: &RunCreateParams,
     batch_id: Option<String>,
 ) -> Result<RunMeta, ApiError> {
-    let checked = run_request::check(state, thread_id, body).await?;
-    create_checked(state, thread_id, body, checked, batch_id).await
+    let checked = run_request::check(state, tenant, thread_id, body).await?;
+    if checked.starts_a_run() {
+        in_flight::check(state, tenant, 1).await?;
+    }
+    create_checked(state, tenant, thread_id, body, checked, batch_id).await
 }
 
-/// Creates the run of `body`, which [`run_request::check`] accepted as
-/// `checked`.
+/// Creates `tenant`'s run of `body`, which [`run_request::check`]
+/// accepted as `checked`.
 pub async fn create_checked(
     state: &ApiState,
+    tenant: &TenantId,
     thread_id: Option<&str>,
     body: &RunCreateParams,
     checked: CheckedRun,
@@ -46,7 +52,7 @@ pub async fn create_checked(
                     "You must provide a thread_id when resuming.",
                 ));
             };
-            return resume_run(state, thread_id, decisions).await;
+            return resume_run(state, tenant, thread_id, decisions).await;
         }
         RunAction::Start(run) => *run,
     };
@@ -59,7 +65,7 @@ pub async fn create_checked(
     } = run;
     let thread = state
         .life
-        .thread_for_run(thread_id, create_missing)
+        .thread_for_run(tenant, thread_id, create_missing)
         .await?
         .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))?;
     let strategy = body.multitask_strategy.unwrap_or_default();
@@ -71,6 +77,7 @@ pub async fn create_checked(
     let meta = RunMeta {
         run_id: uuid::Uuid::now_v7().to_string(),
         thread_id: thread.thread_id.clone(),
+        tenant: tenant.clone(),
         assistant_id: assistant.assistant_id.clone(),
         graph_id: assistant.graph_id.clone(),
         metadata,
@@ -117,10 +124,11 @@ fn kwargs(body: &RunCreateParams) -> Map<String, Value> {
 /// and the response follows it.
 async fn resume_run(
     state: &ApiState,
+    tenant: &TenantId,
     thread_id: &str,
     decisions: Vec<Decision>,
 ) -> Result<RunMeta, ApiError> {
-    let thread = threads::load(state, thread_id).await?;
+    let thread = threads::load(state, tenant, thread_id).await?;
     let Some(run_id) = thread.active_run.clone() else {
         return Err(ApiError::conflict(
             "Thread has no interrupted run to resume.",
@@ -134,5 +142,5 @@ async fn resume_run(
         decisions,
     )
     .await?;
-    load_run(state, thread_id, &run_id).await
+    load_run(state, tenant, thread_id, &run_id).await
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, ResumeDecisions, RunCommand, RunCreateParams};
-use deepfleet_proto::{Decision, FileData, Message, SealedContext};
+use deepfleet_proto::{Decision, FileData, Message, SealedContext, TenantId};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -26,6 +26,13 @@ pub struct CheckedRun {
     pub modes: Modes,
     /// What the request does.
     pub action: RunAction,
+}
+
+impl CheckedRun {
+    /// Whether the request starts a new run (rather than resuming one).
+    pub fn starts_a_run(&self) -> bool {
+        matches!(self.action, RunAction::Start(_))
+    }
 }
 
 /// What a checked request does.
@@ -51,9 +58,11 @@ pub struct NewRun {
     pub create_missing: bool,
 }
 
-/// Checks `body` (for `thread_id`, or stateless) without writing anything.
+/// Checks `tenant`'s `body` (for `thread_id`, or stateless) without
+/// writing anything.
 pub async fn check(
     state: &ApiState,
+    tenant: &TenantId,
     thread_id: Option<&str>,
     body: &RunCreateParams,
 ) -> Result<CheckedRun, ApiError> {
@@ -78,7 +87,7 @@ pub async fn check(
         return Ok(CheckedRun { modes, action });
     }
     let (input, files) = run_input(body)?;
-    let assistant = assistants::find(state, &body.assistant_id).await?;
+    let assistant = assistants::find(state, tenant, &body.assistant_id).await?;
     let context = merged_context(&assistant, body);
     let intake = state.life.intake();
     intake

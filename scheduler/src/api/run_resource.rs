@@ -2,6 +2,7 @@
 //! and the headers that point at it.
 
 use axum::http::{HeaderMap, HeaderValue, header};
+use deepfleet_proto::TenantId;
 use deepfleet_proto::api::Run;
 
 use super::error::ApiError;
@@ -39,12 +40,16 @@ pub fn run_headers(meta: &RunMeta, location_suffix: Option<&str>) -> HeaderMap {
     headers
 }
 
-/// Loads a run's metadata or answers 404.
+/// Loads the metadata of a run on one of `tenant`'s threads or answers
+/// 404 (on another tenant's thread it is not found, as an unknown run is
+/// not).
 pub async fn load_run(
     state: &ApiState,
+    tenant: &TenantId,
     thread_id: &str,
     run_id: &str,
 ) -> Result<RunMeta, ApiError> {
+    super::threads::load(state, tenant, thread_id).await?;
     runs_of(state.store(), thread_id)
         .get(run_id)
         .await?

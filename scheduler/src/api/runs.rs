@@ -3,11 +3,13 @@
 //! lifecycle rules (admission, cancel, rollback) are the
 //! [`Lifecycle`](crate::lifecycle::Lifecycle)'s.
 
+use axum::Extension;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use deepfleet_proto::Caller;
 use deepfleet_proto::api::{Run, RunCancelQuery, RunCreateParams, RunListQuery};
 
 use super::error::{ApiError, Body};
@@ -35,18 +37,20 @@ pub(super) fn routes() -> Router<ApiState> {
 
 async fn create_background(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, Some(&thread_id), &body, None).await?;
+    let meta = create_run(&state, &caller.tenant, Some(&thread_id), &body, None).await?;
     created(&state, &meta).await
 }
 
 async fn create_stateless(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, None, &body, None).await?;
+    let meta = create_run(&state, &caller.tenant, None, &body, None).await?;
     created(&state, &meta).await
 }
 
@@ -58,10 +62,11 @@ async fn created(state: &ApiState, meta: &RunMeta) -> Result<Response, ApiError>
 
 async fn list(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
     Query(query): Query<RunListQuery>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
-    threads::load(&state, &thread_id).await?;
+    threads::load(&state, &caller.tenant, &thread_id).await?;
     let mut metas = runs_of(state.store(), &thread_id).list().await?;
     metas.sort_by(|a, b| b.age().cmp(&a.age()));
     let mut out = Vec::new();
@@ -80,17 +85,19 @@ async fn list(
 
 async fn get_one(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<Json<Run>, ApiError> {
-    let meta = load_run(&state, &thread_id, &run_id).await?;
+    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     Ok(Json(run_resource(&state, &meta).await?))
 }
 
 async fn delete(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let meta = load_run(&state, &thread_id, &run_id).await?;
+    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     state.life.delete_run(&meta).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -108,10 +115,11 @@ fn flag(value: Option<&str>) -> Result<bool, ApiError> {
 
 async fn cancel(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
     Query(query): Query<RunCancelQuery>,
 ) -> Result<Response, ApiError> {
-    let mut meta = load_run(&state, &thread_id, &run_id).await?;
+    let mut meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     let rollback = match query.action.as_deref() {
         None | Some("interrupt") => false,
         Some("rollback") => true,

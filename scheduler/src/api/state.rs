@@ -5,6 +5,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use deepfleet_store::Store;
 
+use crate::api::auth::ApiKeys;
 use crate::api::graphs::Graphs;
 use crate::lifecycle::Lifecycle;
 
@@ -22,6 +23,11 @@ pub struct ApiState {
     pub started_at: DateTime<Utc>,
     /// The metrics registry's renderer, when the binary has one.
     pub metrics: Option<MetricsRender>,
+    /// The API keys; none means every caller is the default tenant's
+    /// admin.
+    pub keys: ApiKeys,
+    /// Runs one tenant may have pending or running at once.
+    pub tenant_runs_in_flight: Option<u32>,
 }
 
 impl ApiState {

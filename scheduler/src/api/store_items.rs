@@ -1,16 +1,23 @@
 //! The long-term store: `PUT|GET|DELETE /store/items`,
 //! `POST /store/items/search`, `POST /store/namespaces` (reference §1.9).
+//!
+//! Each tenant's namespaces lie under a root label of its own
+//! ([`store_namespace`]): a request's namespaces are scoped on the way in
+//! and the label taken off on the way out, so callers never see it and
+//! cannot name another tenant's items.
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::routing::{post, put};
 use axum::{Json, Router};
-use deepfleet_proto::Item;
 use deepfleet_proto::api::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
     NamespaceListParams, NamespaceListResponse,
 };
 use deepfleet_proto::item::{ItemSearch, NamespaceQuery, validate_item_address, validate_prefix};
+use deepfleet_proto::tenant::{caller_namespace, store_namespace};
+use deepfleet_proto::{Caller, Item, TenantId};
 
 use super::error::{ApiError, Body};
 use super::state::ApiState;
@@ -27,13 +34,18 @@ pub(super) fn routes() -> Router<ApiState> {
 
 async fn put_item(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<ItemPutParams>,
 ) -> Result<StatusCode, ApiError> {
     validate_item_address(&body.namespace, &body.key)
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     state
         .store()
-        .put_item(&body.namespace, &body.key, &body.value)
+        .put_item(
+            &store_namespace(&caller.tenant, &body.namespace),
+            &body.key,
+            &body.value,
+        )
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -47,30 +59,36 @@ fn split_namespace(joined: Option<&str>) -> Vec<String> {
 
 async fn get_item(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Query(query): Query<ItemGetQuery>,
 ) -> Result<Json<Option<Item>>, ApiError> {
     let namespace = split_namespace(query.namespace.as_deref());
     validate_item_address(&namespace, &query.key)
         .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let item = state.store().get_item(&namespace, &query.key).await?;
-    Ok(Json(item))
+    let item = state
+        .store()
+        .get_item(&store_namespace(&caller.tenant, &namespace), &query.key)
+        .await?;
+    Ok(Json(item.and_then(|item| unscoped(&caller.tenant, item))))
 }
 
 async fn delete_item(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<ItemDeleteParams>,
 ) -> Result<StatusCode, ApiError> {
     validate_item_address(&body.namespace, &body.key)
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     state
         .store()
-        .delete_item(&body.namespace, &body.key)
+        .delete_item(&store_namespace(&caller.tenant, &body.namespace), &body.key)
         .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 async fn search(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<ItemSearchParams>,
 ) -> Result<Json<ItemSearchResponse>, ApiError> {
     if body.query.is_some() {
@@ -81,29 +99,48 @@ async fn search(
     validate_prefix(&body.namespace_prefix).map_err(|e| ApiError::unprocessable(e.to_string()))?;
     let defaults = ItemSearch::default();
     let search = ItemSearch {
-        namespace_prefix: body.namespace_prefix,
+        namespace_prefix: store_namespace(&caller.tenant, &body.namespace_prefix),
         filter: body.filter.unwrap_or_default(),
         limit: body.limit.unwrap_or(defaults.limit),
         offset: body.offset.unwrap_or(defaults.offset),
     };
     let items = state.store().search_items(&search).await?;
+    let items = items
+        .into_iter()
+        .filter_map(|item| unscoped(&caller.tenant, item))
+        .collect();
     Ok(Json(ItemSearchResponse { items }))
 }
 
 async fn namespaces(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<NamespaceListParams>,
 ) -> Result<Json<NamespaceListResponse>, ApiError> {
     let defaults = NamespaceQuery::default();
     let query = NamespaceQuery {
-        prefix: body.prefix.unwrap_or_default(),
+        prefix: store_namespace(&caller.tenant, &body.prefix.unwrap_or_default()),
         suffix: body.suffix.unwrap_or_default(),
-        max_depth: body.max_depth,
+        // The tenant's root label is one more.
+        max_depth: body.max_depth.map(|depth| depth.saturating_add(1)),
         limit: body.limit.unwrap_or(defaults.limit),
         offset: body.offset.unwrap_or(defaults.offset),
     };
-    let namespaces = state.store().list_namespaces(&query).await?;
+    let namespaces = state
+        .store()
+        .list_namespaces(&query)
+        .await?
+        .iter()
+        .filter_map(|namespace| caller_namespace(&caller.tenant, namespace))
+        .filter(|namespace| !namespace.is_empty())
+        .collect();
     Ok(Json(NamespaceListResponse { namespaces }))
+}
+
+/// `item` as `tenant`'s callers see it: without the tenant's root label.
+fn unscoped(tenant: &TenantId, mut item: Item) -> Option<Item> {
+    item.namespace = caller_namespace(tenant, &item.namespace)?;
+    Some(item)
 }
 
 #[cfg(test)]

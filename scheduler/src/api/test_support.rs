@@ -23,6 +23,7 @@ use deepfleet_store::{StepCommit, Store};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
+use super::auth::ApiKeys;
 use super::{ApiState, router};
 use crate::intake::Intake;
 use crate::lifecycle::Lifecycle;
@@ -66,8 +67,15 @@ impl Answer {
     }
 }
 
-/// The API serving [`GRAPH`], on fresh embedded back ends.
+/// The API serving [`GRAPH`], on fresh embedded back ends, open (no
+/// keys).
 pub async fn api() -> TestApi {
+    api_with(ApiKeys::open(), None).await
+}
+
+/// The API serving [`GRAPH`] with `keys`, each tenant allowed `in_flight`
+/// runs at once.
+pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
     let queue = Arc::new(MemoryQueue::new());
     let steps: Arc<dyn Queue> = queue.clone();
@@ -79,6 +87,8 @@ pub async fn api() -> TestApi {
         graphs: crate::api::Graphs::new([GRAPH.to_owned()]),
         started_at: Utc::now(),
         metrics: None,
+        keys,
+        tenant_runs_in_flight: in_flight,
     };
     TestApi {
         router: router(state.clone()),
@@ -93,6 +103,7 @@ pub fn sample_meta() -> RunMeta {
     RunMeta {
         run_id: "r".into(),
         thread_id: "t".into(),
+        tenant: Default::default(),
         assistant_id: "a".into(),
         graph_id: "g".into(),
         metadata: Default::default(),
@@ -115,7 +126,21 @@ pub fn run_body(text: &str) -> Value {
 impl TestApi {
     /// Sends a request with an optional JSON body.
     pub async fn send(&self, method: &str, uri: &str, body: Option<Value>) -> Answer {
-        let builder = Request::builder().method(method).uri(uri);
+        self.send_as(None, method, uri, body).await
+    }
+
+    /// Sends a request presenting API key `key` (as `x-api-key`).
+    pub async fn send_as(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        uri: &str,
+        body: Option<Value>,
+    ) -> Answer {
+        let mut builder = Request::builder().method(method).uri(uri);
+        if let Some(key) = key {
+            builder = builder.header("x-api-key", key);
+        }
         let request = match body {
             Some(body) => builder
                 .header(header::CONTENT_TYPE, "application/json")

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -9,6 +10,7 @@ use deepfleet_proto::api::{
     CheckpointRef, StateMetadata, Thread, ThreadCreateParams, ThreadSearchParams, ThreadState,
     ThreadStatus,
 };
+use deepfleet_proto::{Caller, TenantId};
 use serde_json::{Map, Value};
 
 use super::convert::{self, thread_values};
@@ -28,28 +30,34 @@ pub(super) fn routes() -> Router<ApiState> {
 
 async fn create(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<ThreadCreateParams>,
 ) -> Result<Json<Thread>, ApiError> {
     let id = body
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let record = ThreadRecord::new(id.clone(), body.metadata.unwrap_or_default());
+    let record = ThreadRecord::new(
+        caller.tenant.clone(),
+        id.clone(),
+        body.metadata.unwrap_or_default(),
+    );
     if !threads(state.store()).insert(&id, &record).await? {
         match body.if_exists.as_deref() {
             Some("do_nothing") => {}
             _ => return Err(ApiError::conflict(format!("Thread '{id}' already exists."))),
         }
     }
-    let record = load(&state, &id).await?;
+    let record = load(&state, &caller.tenant, &id).await?;
     Ok(Json(thread_resource(&state, &record).await?))
 }
 
 async fn search(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Body(body): Body<ThreadSearchParams>,
 ) -> Result<Json<Vec<Thread>>, ApiError> {
     let mut records: Vec<ThreadRecord> = threads(state.store())
-        .list()
+        .list_owned(&caller.tenant)
         .await?
         .into_iter()
         .filter(|t| !t.temporary)
@@ -73,26 +81,29 @@ async fn search(
 
 async fn get_one(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Thread>, ApiError> {
-    let record = load(&state, &id).await?;
+    let record = load(&state, &caller.tenant, &id).await?;
     Ok(Json(thread_resource(&state, &record).await?))
 }
 
 async fn delete(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
-    let record = load(&state, &id).await?;
+    let record = load(&state, &caller.tenant, &id).await?;
     state.life.delete_thread(&record).await?;
     Ok(Json(Map::new()))
 }
 
 async fn state_of(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<ThreadState>, ApiError> {
-    let record = load(&state, &id).await?;
+    let record = load(&state, &caller.tenant, &id).await?;
     Ok(Json(thread_state(&state, &record).await?))
 }
 
@@ -101,16 +112,18 @@ async fn state_of(
 /// kept as separate checkpoints.
 async fn history(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<ThreadState>>, ApiError> {
-    let record = load(&state, &id).await?;
+    let record = load(&state, &caller.tenant, &id).await?;
     Ok(Json(vec![thread_state(&state, &record).await?]))
 }
 
-/// Loads a thread record or answers 404.
-pub async fn load(state: &ApiState, id: &str) -> Result<ThreadRecord, ApiError> {
+/// Loads `tenant`'s thread record or answers 404 (another tenant's
+/// thread is not found, as an unknown one is not).
+pub async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<ThreadRecord, ApiError> {
     threads(state.store())
-        .get(id)
+        .get_owned(id, tenant)
         .await?
         .ok_or_else(|| ApiError::not_found(format!("Thread '{id}' not found.")))
 }

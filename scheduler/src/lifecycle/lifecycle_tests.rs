@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use deepfleet_proto::api::{self, MultitaskStrategy};
-use deepfleet_proto::{AgentSpec, Message, RunStatus};
+use deepfleet_proto::{AgentSpec, Message, RunStatus, TenantId};
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::Store;
@@ -35,6 +35,7 @@ fn meta(run_id: &str, thread_id: &str, age_s: i64) -> RunMeta {
     RunMeta {
         run_id: run_id.into(),
         thread_id: thread_id.into(),
+        tenant: TenantId::default(),
         assistant_id: "a".into(),
         graph_id: "agent".into(),
         metadata: Default::default(),
@@ -77,7 +78,11 @@ async fn set_status(life: &Lifecycle, thread_id: &str, run_id: &str, status: Run
 #[tokio::test]
 async fn a_free_thread_starts_at_once_and_a_busy_one_queues_oldest_first() {
     let (life, queue) = lifecycle().await;
-    let thread = life.thread_for_run(Some("t"), true).await.unwrap().unwrap();
+    let thread = life
+        .thread_for_run(&TenantId::default(), Some("t"), true)
+        .await
+        .unwrap()
+        .unwrap();
     life.submit(&meta("r1", "t", 3), false).await.unwrap();
     assert_eq!(queue.depth().await.unwrap(), Some(1));
     let started = life.store().load_thread("t").await.unwrap();
@@ -116,7 +121,9 @@ async fn a_free_thread_starts_at_once_and_a_busy_one_queues_oldest_first() {
 #[tokio::test]
 async fn a_cancelled_queued_run_never_starts() {
     let (life, _queue) = lifecycle().await;
-    life.thread_for_run(Some("t"), true).await.unwrap();
+    life.thread_for_run(&TenantId::default(), Some("t"), true)
+        .await
+        .unwrap();
     life.submit(&meta("r1", "t", 2), false).await.unwrap();
     let mut waiting = meta("r2", "t", 1);
     life.submit(&waiting, true).await.unwrap();
@@ -133,7 +140,11 @@ async fn a_cancelled_queued_run_never_starts() {
 #[tokio::test]
 async fn admission_follows_the_strategy_on_a_busy_thread() {
     let (life, _queue) = lifecycle().await;
-    let thread = life.thread_for_run(Some("t"), true).await.unwrap().unwrap();
+    let thread = life
+        .thread_for_run(&TenantId::default(), Some("t"), true)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         life.admit(&thread, MultitaskStrategy::Reject)
             .await
@@ -191,7 +202,11 @@ async fn admission_follows_the_strategy_on_a_busy_thread() {
 #[tokio::test]
 async fn a_running_run_is_not_deleted_and_a_deleted_thread_cancels_its_run() {
     let (life, _queue) = lifecycle().await;
-    let thread = life.thread_for_run(Some("t"), true).await.unwrap().unwrap();
+    let thread = life
+        .thread_for_run(&TenantId::default(), Some("t"), true)
+        .await
+        .unwrap()
+        .unwrap();
     let run = meta("r1", "t", 1);
     life.submit(&run, false).await.unwrap();
     set_status(&life, "t", "r1", RunStatus::Running).await;
@@ -227,12 +242,28 @@ async fn a_running_run_is_not_deleted_and_a_deleted_thread_cancels_its_run() {
 #[tokio::test]
 async fn new_runs_go_to_their_thread_a_made_one_or_a_temporary_one() {
     let (life, _queue) = lifecycle().await;
-    assert_eq!(life.thread_for_run(Some("t"), false).await.unwrap(), None);
-    let made = life.thread_for_run(Some("t"), true).await.unwrap().unwrap();
+    assert_eq!(
+        life.thread_for_run(&TenantId::default(), Some("t"), false)
+            .await
+            .unwrap(),
+        None
+    );
+    let made = life
+        .thread_for_run(&TenantId::default(), Some("t"), true)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(!made.temporary);
-    let found = life.thread_for_run(Some("t"), false).await.unwrap();
+    let found = life
+        .thread_for_run(&TenantId::default(), Some("t"), false)
+        .await
+        .unwrap();
     assert_eq!(found, Some(made));
-    let temporary = life.thread_for_run(None, false).await.unwrap().unwrap();
+    let temporary = life
+        .thread_for_run(&TenantId::default(), None, false)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(temporary.temporary);
     let stored = threads(life.store().as_ref())
         .get(&temporary.thread_id)

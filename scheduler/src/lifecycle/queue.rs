@@ -56,6 +56,7 @@ impl Lifecycle {
         // API batches are followed through their own records, not the done
         // list `deepfleet submit` drains: no batch id.
         let run = RunRecord {
+            tenant: meta.tenant.clone(),
             context: meta.context.clone(),
             updated_at: now,
             ..RunRecord::new(

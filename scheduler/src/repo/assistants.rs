@@ -1,12 +1,32 @@
-//! Created assistants, stored in their API shape.
+//! Created assistants: the API shape, with the tenant that owns it.
 
+use deepfleet_proto::TenantId;
 use deepfleet_proto::api::Assistant;
 use deepfleet_proto::keys::records::ASSISTANTS;
 use deepfleet_store::Records;
+use serde::{Deserialize, Serialize};
 
-use super::Repository;
+use super::{Owned, Repository};
+
+/// A created assistant and its tenant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantRecord {
+    /// The tenant it belongs to (records from before tenants: the default
+    /// one).
+    #[serde(default, skip_serializing_if = "TenantId::is_default")]
+    pub tenant: TenantId,
+    /// The assistant as the API shows it.
+    #[serde(flatten)]
+    pub assistant: Assistant,
+}
+
+impl Owned for AssistantRecord {
+    fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+}
 
 /// Created assistants, by assistant id (system assistants are not stored).
-pub fn assistants(store: &dyn Records) -> Repository<'_, Assistant> {
+pub fn assistants(store: &dyn Records) -> Repository<'_, AssistantRecord> {
     Repository::new(store, ASSISTANTS)
 }

@@ -1,17 +1,21 @@
 //! API batches: a header per batch and its members in submission order.
 
 use chrono::{DateTime, Utc};
+use deepfleet_proto::TenantId;
 use deepfleet_proto::keys::records::{BATCHES, batch_members};
 use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 
-use super::Repository;
+use super::{Owned, Repository};
 
 /// A batch's header: that it exists and how big it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchHeader {
     /// The batch.
     pub batch_id: String,
+    /// The tenant it belongs to.
+    #[serde(default, skip_serializing_if = "TenantId::is_default")]
+    pub tenant: TenantId,
     /// How many runs it was created with.
     pub total: usize,
     /// When it was created.
@@ -27,6 +31,12 @@ pub struct BatchMember {
     pub run_id: String,
     /// Its thread.
     pub thread_id: String,
+}
+
+impl Owned for BatchHeader {
+    fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
 }
 
 /// Batch headers, by batch id.

@@ -6,6 +6,10 @@
 //! typed values and the JSON (and the kind names, from
 //! [`deepfleet_proto::keys::records`]) stay in one place: what is stored
 //! is exactly the type's serde form.
+//!
+//! Records a tenant owns ([`Owned`]) are read through
+//! [`Repository::get_owned`] and [`Repository::list_owned`]: another
+//! tenant's record is not there, exactly as an unknown id is not.
 
 pub mod assistants;
 pub mod batches;
@@ -18,10 +22,17 @@ pub mod threads;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+use deepfleet_proto::TenantId;
 use deepfleet_store::{Records, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tracing::warn;
+
+/// A record that belongs to one tenant.
+pub trait Owned {
+    /// The tenant it belongs to.
+    fn tenant(&self) -> &TenantId;
+}
 
 /// The records of one kind, as values of `T`.
 pub struct Repository<'a, T> {
@@ -93,6 +104,24 @@ impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
             key: format!("{}/{id}", self.kind),
             reason: e.to_string(),
         }
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Owned> Repository<'_, T> {
+    /// Loads `tenant`'s record `id`; another tenant's is `None`, as an
+    /// unknown one is.
+    pub async fn get_owned(&self, id: &str, tenant: &TenantId) -> Result<Option<T>, StoreError> {
+        Ok(self
+            .get(id)
+            .await?
+            .filter(|record| record.tenant() == tenant))
+    }
+
+    /// Every record of `tenant`, in no particular order.
+    pub async fn list_owned(&self, tenant: &TenantId) -> Result<Vec<T>, StoreError> {
+        let mut records = self.list().await?;
+        records.retain(|record| record.tenant() == tenant);
+        Ok(records)
     }
 }
 

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::keys::records::thread_runs;
-use deepfleet_proto::{FileData, Message, SealedContext};
+use deepfleet_proto::{FileData, Message, SealedContext, TenantId};
 use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,6 +21,9 @@ pub struct RunMeta {
     pub run_id: String,
     /// Its thread.
     pub thread_id: String,
+    /// The tenant it belongs to, its thread's.
+    #[serde(default, skip_serializing_if = "TenantId::is_default")]
+    pub tenant: TenantId,
     /// The assistant it runs.
     pub assistant_id: String,
     /// The agent spec (the assistant's graph).

@@ -2,18 +2,23 @@
 //! checkpoint.
 
 use chrono::{DateTime, Utc};
+use deepfleet_proto::TenantId;
 use deepfleet_proto::keys::records::THREADS;
 use deepfleet_store::Records;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Repository;
+use super::{Owned, Repository};
 
 /// What the API keeps about a thread beside its checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadRecord {
     /// The thread.
     pub thread_id: String,
+    /// The tenant it belongs to (records from before tenants: the
+    /// default one).
+    #[serde(default, skip_serializing_if = "TenantId::is_default")]
+    pub tenant: TenantId,
     /// When it was created.
     pub created_at: DateTime<Utc>,
     /// When a run last started or the record changed.
@@ -30,17 +35,24 @@ pub struct ThreadRecord {
 }
 
 impl ThreadRecord {
-    /// A new, idle thread.
-    pub fn new(thread_id: String, metadata: Map<String, Value>) -> Self {
+    /// A new, idle thread of `tenant`.
+    pub fn new(tenant: TenantId, thread_id: String, metadata: Map<String, Value>) -> Self {
         let now = Utc::now();
         ThreadRecord {
             thread_id,
+            tenant,
             created_at: now,
             updated_at: now,
             metadata,
             active_run: None,
             temporary: false,
         }
+    }
+}
+
+impl Owned for ThreadRecord {
+    fn tenant(&self) -> &TenantId {
+        &self.tenant
     }
 }
 

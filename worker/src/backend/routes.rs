@@ -4,12 +4,15 @@
 //!
 //! The store namespace is rendered here from the agent's name and the
 //! run's runtime context, never from anything the model says, so one
-//! user's run cannot address another user's memories.
+//! user's run cannot address another user's memories; it lies under the
+//! run's tenant's root label, so one tenant's agents cannot address
+//! another's.
 
 use std::sync::Arc;
 
 use deepfleet_proto::AgentSpec;
 use deepfleet_proto::harness::BackendRoute;
+use deepfleet_proto::tenant::{TenantId, store_namespace};
 use deepfleet_store::Store;
 use serde_json::Value;
 
@@ -24,10 +27,11 @@ pub struct Configured {
     pub store: Option<StoreBackend>,
 }
 
-/// Builds the backend `spec` configures over the thread's `state`.
-/// `context` is the run's runtime context in clear.
+/// Builds the backend `spec` configures over the thread's `state` for a
+/// run of `tenant`. `context` is the run's runtime context in clear.
 pub fn build(
     spec: &AgentSpec,
+    tenant: &TenantId,
     context: Option<&Value>,
     store: &Arc<dyn Store>,
     state: &StateBackend,
@@ -47,8 +51,8 @@ pub fn build(
                 let backend = match &store_backend {
                     Some(existing) => existing.clone(),
                     None => {
-                        let created =
-                            StoreBackend::new(Arc::clone(store), namespace(spec, context)?);
+                        let scoped = store_namespace(tenant, &namespace(spec, context)?);
+                        let created = StoreBackend::new(Arc::clone(store), scoped);
                         store_backend = Some(created.clone());
                         created
                     }
@@ -182,7 +186,8 @@ mod tests {
         let spec = spec("backend:\n  store_namespace: ['{agent}', '{context.user_id}']\n");
         let state = StateBackend::default();
         let context = json!({"user_id": "u1"});
-        let configured = build(&spec, Some(&context), &store, &state).unwrap();
+        let acme = TenantId::new("acme").unwrap();
+        let configured = build(&spec, &acme, Some(&context), &store, &state).unwrap();
         configured
             .backend
             .write("/memories/prefs.txt", "tea")
@@ -190,21 +195,26 @@ mod tests {
             .unwrap();
         configured.backend.write("/notes.md", "n").await.unwrap();
         assert_eq!(state.changes().keys().collect::<Vec<_>>(), ["/notes.md"]);
-        let item = store
-            .get_item(&["helper".into(), "u1".into()], "/prefs.txt")
-            .await
-            .unwrap();
+        let scoped = ["tenant:acme".to_owned(), "helper".into(), "u1".into()];
+        let item = store.get_item(&scoped, "/prefs.txt").await.unwrap();
         assert!(item.is_some());
-        assert_eq!(
-            configured.store.unwrap().namespace(),
-            ["helper".to_owned(), "u1".to_owned()]
-        );
+        assert_eq!(configured.store.unwrap().namespace(), scoped);
+        // Another tenant's run of the same agent and user reads nothing.
+        let other = build(&spec, &TenantId::default(), Some(&context), &store, &state).unwrap();
+        assert!(other.backend.read("/memories/prefs.txt").await.is_err());
     }
 
     #[test]
     fn no_routes_is_the_state_backend() {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
-        let configured = build(&spec(""), None, &store, &StateBackend::default()).unwrap();
+        let configured = build(
+            &spec(""),
+            &TenantId::default(),
+            None,
+            &store,
+            &StateBackend::default(),
+        )
+        .unwrap();
         assert!(configured.store.is_none());
     }
 }

@@ -104,7 +104,7 @@ fn open(
     store: &Arc<dyn Store>,
 ) -> Result<(StepContext, Option<PendingTools>, Loaded), StepError> {
     let files = StateBackend::new(checkpoint.files);
-    let configured = routes::build(&spec, context.as_ref(), store, &files)?;
+    let configured = routes::build(&spec, &run.tenant, context.as_ref(), store, &files)?;
     let loaded = Loaded {
         step: checkpoint.step,
         state: checkpoint.state.clone(),

@@ -65,6 +65,8 @@ async fn start_child(
         (Some(link), parent.batch_id.clone())
     };
     let record = RunRecord {
+        // A subagent works for its parent's tenant, in its store namespaces.
+        tenant: parent.tenant.clone(),
         subagent: Some(child.subagent),
         parent: link,
         depth: parent.depth + 1,
