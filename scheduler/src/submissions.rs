@@ -297,6 +297,18 @@ mod tests {
         Arc<dyn Store>,
         Arc<Outbox>,
     ) {
+        fixture_with(crate::api::auth::ApiKeys::open()).await
+    }
+
+    /// [`fixture`] with API keys.
+    async fn fixture_with(
+        keys: crate::api::auth::ApiKeys,
+    ) -> (
+        SubmissionIntake,
+        Arc<MemoryQueue>,
+        Arc<dyn Store>,
+        Arc<Outbox>,
+    ) {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
         let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
         let intake = crate::intake::Intake::new(Arc::clone(&store), steps);
@@ -309,7 +321,7 @@ mod tests {
             graphs: crate::api::Graphs::new(["helper".to_owned()]),
             started_at: chrono::Utc::now(),
             metrics: None,
-            keys: crate::api::auth::ApiKeys::open(),
+            keys,
             tenant_runs_in_flight: None,
         };
         let outbox = Arc::new(Outbox::default());
@@ -361,6 +373,7 @@ mod tests {
     struct Addressed {
         payload: Vec<u8>,
         address: deepfleet_queue::ReplyAddress,
+        key: Option<String>,
         settled: Arc<Mutex<Vec<String>>>,
     }
 
@@ -374,6 +387,11 @@ mod tests {
         }
         fn reply_address(&self) -> deepfleet_queue::ReplyAddress {
             self.address.clone()
+        }
+        fn header(&self, name: &str) -> Option<String> {
+            (name == CREDENTIAL_HEADER)
+                .then(|| self.key.clone())
+                .flatten()
         }
         async fn ack(self: Box<Self>) -> Result<(), deepfleet_queue::QueueError> {
             self.settled.lock().unwrap().push("ack".into());
@@ -404,6 +422,7 @@ mod tests {
                 reply_to: Some(reply_to.into()),
                 correlation_id: Some(correlation_id.into()),
             },
+            key: None,
             settled: settled.clone(),
         };
         (Box::new(delivery), settled)
@@ -558,5 +577,47 @@ mod tests {
         assert_eq!(settled.lock().unwrap().len(), 1);
         let sent = outbox.sent.lock().unwrap().clone();
         assert_eq!(sent[0].0.reply_to.as_deref(), Some("billing.replies"));
+    }
+
+    #[tokio::test]
+    async fn with_keys_a_submission_needs_one_that_may_submit() {
+        let tenant = TenantId::new("acme").unwrap();
+        let lines = [
+            crate::api::auth::key_line("submitter", &tenant, Role::Submit),
+            crate::api::auth::key_line("reader", &tenant, Role::Read),
+        ];
+        let keys =
+            crate::api::auth::ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
+        let (intake, _queue, store, outbox) = fixture_with(keys).await;
+        let payload = br#"{"id": "j", "assistant_id": "helper", "input": "hi", "thread_id": "t1"}"#;
+        let keyed = |key: Option<&str>| {
+            let settled = Arc::new(Mutex::new(Vec::new()));
+            let delivery = Addressed {
+                payload: payload.to_vec(),
+                address: deepfleet_queue::ReplyAddress::default(),
+                key: key.map(str::to_owned),
+                settled: settled.clone(),
+            };
+            (Box::new(delivery) as Box<dyn Delivery>, settled)
+        };
+        for (key, reason) in [
+            (None, "unauthenticated: "),
+            (Some("wrong"), "unauthenticated: "),
+            (Some("reader"), "forbidden: "),
+        ] {
+            let (delivery, settled) = keyed(key);
+            let Outcome::Refused(why) = intake.handle(delivery).await.unwrap() else {
+                panic!("{key:?} accepted");
+            };
+            assert!(why.starts_with(reason), "{key:?}: {why}");
+            assert!(settled.lock().unwrap()[0].starts_with("dead: "));
+        }
+        assert_eq!(outbox.refusals().len(), 3);
+        let (delivery, _) = keyed(Some("submitter"));
+        let Outcome::Accepted(run_id) = intake.handle(delivery).await.unwrap() else {
+            panic!("refused");
+        };
+        let run = store.get_run("t1", &run_id).await.unwrap().unwrap();
+        assert_eq!(run.tenant, tenant);
     }
 }
