@@ -56,6 +56,9 @@ enum Command {
     Dev(cmd::dev::DevArgs),
     /// Write a fresh context key for a fleet (base64 of 32 random bytes).
     Keygen(cmd::keygen::KeygenArgs),
+    /// Re-seal the stored values (Redis, or an embedded state file) under
+    /// the current encryption key, after a rotation.
+    RotateKeys(cmd::rotate_keys::RotateKeysArgs),
     /// Print the project manifest's agents and environment as values of
     /// the Helm chart.
     ChartValues(cmd::chart_values::ChartValuesArgs),
@@ -104,6 +107,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
         Command::Dev(args) => cmd::dev::run(args, settings).await,
         Command::Keygen(args) => cmd::keygen::run(&args),
+        Command::RotateKeys(args) => cmd::rotate_keys::run(args, settings).await,
         Command::ChartValues(args) => cmd::chart_values::run(&args, &settings),
     };
     telemetry.shutdown().await;

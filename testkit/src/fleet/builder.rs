@@ -10,6 +10,7 @@ use anyhow::Context;
 use deepfleet_model::{ProviderConfig, Providers};
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_store::Keyring;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
@@ -54,6 +55,7 @@ impl FleetBuilder {
                 concurrency: 32,
                 model_url: None,
                 context_key: ContextKey::generate_base64(),
+                encryption: None,
                 log_level: "warn".to_owned(),
                 fast_retries: false,
                 time_limits: None,
@@ -118,6 +120,15 @@ impl FleetBuilder {
     /// The runtime-context key (base64), shared with worker processes.
     pub fn context_key(mut self, base64: &str) -> Self {
         base64.clone_into(&mut self.worker.context_key);
+        self
+    }
+
+    /// Encryption at rest for a distributed fleet: its store and worker
+    /// processes seal under these keys (`kid:base64,...`, as the
+    /// `encryption.keys` setting) with `current` sealing. An embedded
+    /// fleet keeps its state in memory only and ignores them.
+    pub fn encryption(mut self, keys: &str, current: &str) -> Self {
+        self.worker.encryption = Some((keys.to_owned(), current.to_owned()));
         self
     }
 
@@ -196,6 +207,12 @@ impl FleetBuilder {
         if self.worker.amqp_url == AMQP_URL && self.worker.redis_url == REDIS_URL {
             services::check(&Service::FLEET).await?;
         }
+        let keyring = match &self.worker.encryption {
+            Some((keys, current)) => Some(Arc::new(
+                Keyring::parse(keys, Some(current)).context("the fleet's encryption keys")?,
+            )),
+            None => None,
+        };
         let id = uuid::Uuid::new_v4().simple().to_string();
         let queue_name = format!("dftest.{id}");
         let prefix = format!("dftest:{id}");
@@ -205,7 +222,10 @@ impl FleetBuilder {
                 .context("connecting to RabbitMQ")?,
         );
         let redis = match RedisStore::connect(&self.worker.redis_url, &prefix).await {
-            Ok(redis) => Arc::new(redis),
+            Ok(redis) => Arc::new(match keyring {
+                Some(keyring) => redis.with_keyring(keyring),
+                None => redis,
+            }),
             Err(e) => {
                 let _ = amqp.delete_all().await;
                 return Err(anyhow::Error::new(e).context("connecting to Redis"));
