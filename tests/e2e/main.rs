@@ -18,6 +18,7 @@ mod call_ids;
 mod compression;
 mod crash;
 mod dev_server;
+mod encryption;
 mod failures;
 mod faulty_providers;
 mod files;
