@@ -84,6 +84,10 @@ pub struct AgentSpec {
     /// `{{store.KEY}}` values; instead of `system_prompt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_template: Option<String>,
+    /// Offers the `execute` tool, running shell commands in a sandbox
+    /// with these limits (see `docs/sandbox.md`); no `execute` without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxSpec>,
 }
 
 fn default_true() -> bool {
@@ -281,6 +285,9 @@ impl AgentSpec {
     /// prompt template choice.
     fn check_harness(&self) -> Result<(), SpecError> {
         self.backend.validate()?;
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.validate()?;
+        }
         for (field, paths) in [("memory", &self.memory), ("skills", &self.skills)] {
             for (i, path) in paths.iter().enumerate() {
                 crate::path::validate(path)
