@@ -33,6 +33,7 @@ mod providers;
 mod queue_intake;
 mod redelivery;
 mod resume_cli;
+mod sandbox;
 mod scale;
 mod secrets;
 mod shutdown;
