@@ -15,6 +15,7 @@ mod async_subagents;
 mod batch;
 mod batch_handles;
 mod call_ids;
+mod coder;
 mod compression;
 mod crash;
 mod dev_server;
