@@ -3,10 +3,11 @@
 //!
 //! [`materialize`] writes the files into the directory the sandbox sees as
 //! `/`; [`collect`] walks it afterwards and tells what to write back and
-//! what to delete. The walk runs after the sandbox is gone (its pid
-//! namespace dies with it), so nothing changes under it; even so it never
-//! follows a symlink and opens files with `O_NOFOLLOW`, since the worker
-//! reading a link the command planted could read a host file.
+//! what to delete. The walk may overlap the last moments of the sandbox's
+//! processes (`bwrap` reports the exit before its pid namespace is torn
+//! down), so it resolves every entry relative to its directory's
+//! descriptor and never follows a symlink, in any component: the worker
+//! following a link the command planted would read a host file.
 //!
 //! Only UTF-8 text files of at most [`MAX_FILE_BYTES`] flow back: the
 //! thread's file tools write text. Anything else the command leaves (a
@@ -14,15 +15,17 @@
 //! thread, each with a note the model reads, never silently.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File};
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, lchown};
 use std::path::{Component, Path};
 
 use base64::Engine;
 use deepfleet_proto::{Encoding, FileData};
+use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, openat, statat};
 
-use crate::backend::disk::{MAX_FILE_BYTES, open_regular, read_capped};
+use crate::backend::disk::{MAX_FILE_BYTES, read_capped};
 
 /// Top-level names the sandbox mounts its own system paths or scratch
 /// space at: thread files under them are hidden from commands, and
@@ -142,7 +145,15 @@ pub fn collect(root: &Path, before: &Before) -> Changes {
         bytes: 0,
         complete: true,
     };
-    walk.dir(root, "", 0);
+    match open_dir(CWD, root) {
+        Ok(dir) => walk.dir(&dir, "", 0),
+        Err(e) => {
+            walk.complete = false;
+            walk.changes
+                .notes
+                .push(format!("the files could not be read back: {e}"));
+        }
+    }
     let Walk {
         seen,
         mut changes,
@@ -157,11 +168,17 @@ pub fn collect(root: &Path, before: &Before) -> Changes {
             .collect();
     } else {
         changes.notes.push(format!(
-            "the files were not all read back (more than {MAX_ENTRIES} entries, or nested more \
-             than {MAX_DEPTH} deep), so no deletion was applied"
+            "the files were not all read back (more than {MAX_ENTRIES} entries, nested more \
+             than {MAX_DEPTH} deep, or unreadable), so no deletion was applied"
         ));
     }
     changes
+}
+
+/// Opens the directory `name` under `dir` without following a symlink.
+fn open_dir(dir: impl AsFd, name: impl rustix::path::Arg) -> io::Result<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(openat(dir, name, flags, Mode::empty())?)
 }
 
 struct Walk<'a> {
@@ -175,7 +192,11 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    fn dir(&mut self, dir: &Path, prefix: &str, depth: usize) {
+    /// Walks the directory open as `dir`, whose thread path is `prefix`.
+    /// Every entry is opened relative to its directory's descriptor, with
+    /// `O_NOFOLLOW`: a process of the sandbox still dying while this runs
+    /// cannot swap a directory for a symlink to a host path.
+    fn dir(&mut self, dir: &OwnedFd, prefix: &str, depth: usize) {
         if depth > MAX_DEPTH {
             self.complete = false;
             return;
@@ -207,19 +228,24 @@ impl Walk<'_> {
                 return;
             }
             let path = format!("{prefix}/{name}");
-            let on_disk = dir.join(&name);
-            if kind.is_dir() {
-                self.dir(&on_disk, &path, depth + 1);
-            } else if kind.is_file() {
-                self.file(&on_disk, path);
-            } else if kind.is_symlink() {
-                self.changes
+            match kind {
+                FileType::Directory => match open_dir(dir, name.as_str()) {
+                    Ok(sub) => self.dir(&sub, &path, depth + 1),
+                    Err(e) => {
+                        self.complete = false;
+                        self.changes
+                            .notes
+                            .push(format!("{path}/ could not be read back: {e}"));
+                    }
+                },
+                FileType::RegularFile => self.file(dir, &name, path),
+                FileType::Symlink => self
+                    .changes
                     .notes
-                    .push(format!("{path} is a symbolic link, which is not kept"));
-            } else {
-                self.changes.notes.push(format!(
+                    .push(format!("{path} is a symbolic link, which is not kept")),
+                _ => self.changes.notes.push(format!(
                     "{path} is not a regular file (a FIFO, socket or device), which is not kept"
-                ));
+                )),
             }
             if !self.complete {
                 return;
@@ -227,17 +253,9 @@ impl Walk<'_> {
         }
     }
 
-    fn file(&mut self, on_disk: &Path, path: String) {
+    fn file(&mut self, dir: &OwnedFd, name: &str, path: String) {
         self.seen.insert(path.clone());
-        let bytes =
-            open_regular(on_disk, OpenOptions::new().read(true)).and_then(|(file, meta)| {
-                if meta.len() > MAX_FILE_BYTES {
-                    return Err(io::Error::other(format!(
-                        "it is larger than {MAX_FILE_BYTES} bytes"
-                    )));
-                }
-                read_capped(file, MAX_FILE_BYTES, meta.len())
-            });
+        let bytes = read_file(dir, name);
         let bytes = match bytes {
             Ok(bytes) => bytes,
             Err(e) => {
@@ -267,30 +285,54 @@ impl Walk<'_> {
     }
 }
 
-/// A directory entry: its sort key, name and kind.
-type Entry = (Vec<u8>, String, fs::FileType);
+/// The bytes of the regular file `name` under `dir`, refused past
+/// [`MAX_FILE_BYTES`]. `O_NONBLOCK`: a FIFO swapped in is not waited on.
+fn read_file(dir: &OwnedFd, name: &str) -> io::Result<Vec<u8>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let file = File::from(openat(dir, name, flags, Mode::empty())?);
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("it is no longer a regular file"));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(io::Error::other(format!(
+            "it is larger than {MAX_FILE_BYTES} bytes"
+        )));
+    }
+    read_capped(file, MAX_FILE_BYTES, meta.len())
+}
 
-/// The entries of `dir` with their sort keys and kinds (symlinks not
-/// followed), and the names that are not UTF-8 (no thread path can hold
-/// them).
-fn read_sorted(dir: &Path) -> io::Result<(Vec<Entry>, Vec<String>)> {
+/// A directory entry: its sort key, name and kind.
+type Entry = (Vec<u8>, String, FileType);
+
+/// The entries of the directory open as `dir` with their sort keys and
+/// kinds (symlinks not followed), and the names that are not UTF-8 (no
+/// thread path can hold them).
+fn read_sorted(dir: &OwnedFd) -> io::Result<(Vec<Entry>, Vec<String>)> {
     let mut entries = Vec::new();
     let mut unnamed = Vec::new();
-    for entry in fs::read_dir(dir)? {
+    for entry in Dir::read_from(dir)? {
         let entry = entry?;
-        let kind = entry.file_type()?;
-        let name = match entry.file_name().into_string() {
-            Ok(name) => name,
-            Err(raw) => {
-                unnamed.push(raw.to_string_lossy().into_owned());
-                continue;
-            }
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." {
+            continue;
+        }
+        let Ok(name) = std::str::from_utf8(raw) else {
+            unnamed.push(String::from_utf8_lossy(raw).into_owned());
+            continue;
         };
-        let mut key = name.as_bytes().to_vec();
-        if kind.is_dir() {
+        let kind = match entry.file_type() {
+            FileType::Unknown => {
+                let stat = statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+                FileType::from_raw_mode(stat.st_mode)
+            }
+            kind => kind,
+        };
+        let mut key = raw.to_vec();
+        if kind == FileType::Directory {
             key.push(b'/');
         }
-        entries.push((key, name, kind));
+        entries.push((key, name.to_owned(), kind));
     }
     Ok((entries, unnamed))
 }

@@ -59,6 +59,8 @@ fn changes_deletions_and_what_cannot_flow_back_are_told_apart() {
     fs::create_dir_all(root.join("out/deep")).unwrap();
     fs::write(root.join("out/deep/result.csv"), "a,b\n").unwrap();
     std::os::unix::fs::symlink("/etc/shadow", root.join("shadow")).unwrap();
+    // A link to a host directory is not walked into.
+    std::os::unix::fs::symlink("/etc", root.join("host-etc")).unwrap();
     // The mount points bwrap leaves behind are not thread files.
     fs::create_dir(root.join("proc")).unwrap();
     fs::write(root.join("etcetera.txt"), "x").unwrap();
@@ -77,6 +79,7 @@ fn changes_deletions_and_what_cannot_flow_back_are_told_apart() {
             .into(),
             deleted: vec!["/gone.txt".to_owned()],
             notes: vec![
+                "/host-etc is a symbolic link, which is not kept".to_owned(),
                 "/now-binary.txt was not kept: it is not UTF-8 text, and only text files flow \
                  back into the thread's files"
                     .to_owned(),
