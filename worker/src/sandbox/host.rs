@@ -173,7 +173,7 @@ async fn probe(search_path: &OsString) -> Result<Launcher, String> {
     match ran.outcome.end {
         End::Exited(0) => Ok(launcher),
         end => Err(format!(
-            "a test sandbox did not start ({end:?}): {}",
+            "a test sandbox did not start ({end}): {}",
             String::from_utf8_lossy(&ran.outcome.output).trim()
         )),
     }

@@ -249,6 +249,33 @@ async fn output_is_capped() {
     assert_eq!(ran.outcome.end, End::Exited(0));
 }
 
+/// A `bwrap` that cannot create namespaces (as in a container whose
+/// seccomp profile forbids them) fails the probe with its own words.
+#[tokio::test]
+async fn a_bubblewrap_that_cannot_sandbox_fails_the_probe_with_its_message() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bwrap = dir.path().join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh\necho 'bwrap: No permissions to create a new namespace' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The sandbox user of a root worker must reach it.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let prlimit = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("prlimit"))
+        .find(|p| p.is_file())
+        .expect("prlimit (util-linux) on PATH");
+    std::os::unix::fs::symlink(prlimit, dir.path().join("prlimit")).unwrap();
+    let host = SandboxHost::searching(dir.path());
+    assert_eq!(
+        host.available().await,
+        Err("a test sandbox did not start (exit code 1): bwrap: No permissions to create a new namespace".to_owned())
+    );
+}
+
 #[tokio::test]
 async fn a_host_without_bubblewrap_says_so() {
     let host = SandboxHost::searching("/nonexistent");

@@ -35,6 +35,16 @@ pub enum End {
     TimedOut,
 }
 
+impl std::fmt::Display for End {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            End::Exited(code) => write!(f, "exit code {code}"),
+            End::Signaled(signal) => write!(f, "killed by signal {signal}"),
+            End::TimedOut => f.write_str("timed out"),
+        }
+    }
+}
+
 /// What a command printed and how it ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
