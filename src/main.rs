@@ -5,10 +5,14 @@
 
 mod batch_io;
 mod cmd;
-mod redacted_url;
+#[cfg(test)]
+mod flag_variables_tests;
 mod results_file;
-mod settings;
 mod unfinished_batch;
+
+// The settings are a library crate, so a team's own worker loads them too.
+use deepfleet_settings as settings;
+use deepfleet_settings::redacted_url;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,7 +22,9 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "deepfleet", version, about)]
 struct Cli {
-    /// Configuration file (TOML); `DEEPFLEET__...` variables override it.
+    /// Configuration file (TOML), also a project manifest (`[agents]`,
+    /// `[env]`, `[run]`); `DEEPFLEET__...` variables override it. Default:
+    /// `deepfleet.toml` in the working directory, when there is one.
     #[arg(long, global = true, env = "DEEPFLEET_CONFIG")]
     config: Option<PathBuf>,
     /// Export traces over OTLP/HTTP to this collector (base URL, e.g.
@@ -50,6 +56,9 @@ enum Command {
     Dev(cmd::dev::DevArgs),
     /// Write a fresh context key for a fleet (base64 of 32 random bytes).
     Keygen(cmd::keygen::KeygenArgs),
+    /// Print the project manifest's agents and environment as values of
+    /// the Helm chart.
+    ChartValues(cmd::chart_values::ChartValuesArgs),
 }
 
 fn main() -> ExitCode {
@@ -73,11 +82,16 @@ fn main() -> ExitCode {
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // TLS to providers and brokers uses ring; installing twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let settings::Loaded { settings, unknown } = settings::Settings::load(cli.config.as_deref())?;
+    let config = settings::locate(cli.config.as_deref());
+    let settings::Loaded { settings, unknown } = settings::Settings::load(config.as_deref())?;
     let explicit = cli.otlp_endpoint.or_else(|| settings.otlp_endpoint.clone());
-    let otlp =
-        cmd::telemetry::OtlpConfig::resolve(explicit.as_deref(), |name| std::env::var(name).ok())?;
-    let telemetry = cmd::telemetry::init(otlp.as_ref(), settings.log_format)?;
+    let otlp = cmd::telemetry::OtlpConfig::resolve(explicit.as_deref(), |name| settings.var(name))?;
+    let log_filter = settings.var("RUST_LOG");
+    let telemetry =
+        cmd::telemetry::init(otlp.as_ref(), settings.log_format, log_filter.as_deref())?;
+    if let Some(file) = &config {
+        tracing::info!(file = %file.display(), "configuration file");
+    }
     for variable in &unknown {
         tracing::warn!(variable = %variable.name, "{variable}");
     }
@@ -90,6 +104,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Scheduler(args) => cmd::scheduler::run(args, settings).await,
         Command::Dev(args) => cmd::dev::run(args, settings).await,
         Command::Keygen(args) => cmd::keygen::run(&args),
+        Command::ChartValues(args) => cmd::chart_values::run(&args, &settings),
     };
     telemetry.shutdown().await;
     code

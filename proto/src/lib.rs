@@ -9,10 +9,12 @@
 
 pub mod api;
 pub mod batch;
+pub mod caller_usage;
 pub mod checkpoint;
 pub mod error;
 pub mod harness;
 pub mod hitl;
+pub mod http_tool;
 pub mod item;
 pub mod job;
 pub mod keys;
@@ -29,8 +31,10 @@ pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
 pub mod submission;
+pub mod value_source;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};
+pub use caller_usage::{CallUsage, UsageByCaller};
 pub use checkpoint::{
     ChildRun, ContextCursor, Encoding, EvictedMessage, FileData, LoggedMessage, PendingCall,
     PendingTools, SummaryEvent,

@@ -1,5 +1,5 @@
 //! An agents folder (`--agents DIR`): which of its YAML files are agent
-//! specs, and loading them.
+//! specs.
 //!
 //! A folder holds more than specs (a replay script beside its spec, as in
 //! `examples/briefings`), so a file is a spec only when it declares an
@@ -12,7 +12,6 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use deepfleet_proto::AgentSpec;
 use serde_norway::Value;
 
 /// What a YAML file of an agents folder is.
@@ -75,32 +74,11 @@ pub fn kind_of(path: &Path) -> anyhow::Result<FileKind> {
     Ok(kind)
 }
 
-/// Every spec of `dir` with its file, each loaded by `load`, sorted by
-/// file; an error
-/// names the file (and, from `load`, the field and line), and so does a
-/// folder without specs.
-pub fn load_specs(
-    dir: &Path,
-    load: &dyn Fn(&Path) -> anyhow::Result<AgentSpec>,
-) -> anyhow::Result<Vec<(PathBuf, AgentSpec)>> {
-    let mut specs = Vec::new();
-    for path in yaml_files(dir)? {
-        if kind_of(&path)? == FileKind::Spec {
-            let spec = load(&path)?;
-            specs.push((path, spec));
-        }
-    }
-    anyhow::ensure!(
-        !specs.is_empty(),
-        "no agent specs in {}: a spec is a YAML file (*.yaml, *.yml) with top-level `name` and `model`",
-        dir.display()
-    );
-    Ok(specs)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cmd::agent_source::AgentSource;
+    use deepfleet_proto::AgentSpec;
 
     #[test]
     fn only_mappings_with_name_and_model_are_specs() {
@@ -137,7 +115,7 @@ mod tests {
     #[test]
     fn the_briefings_example_is_one_spec_beside_its_script() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/briefings");
-        let specs = load_specs(&dir, &load).unwrap();
+        let specs = AgentSource::Folder(dir).load_all(&load).unwrap();
         let names: Vec<&str> = specs.iter().map(|(_, s)| s.name.as_str()).collect();
         assert_eq!(names, ["briefings"]);
     }
@@ -151,13 +129,23 @@ mod tests {
             "name: a\nmodel: openai:x\nlimits:\n  max_stepz: 3\n",
         )
         .unwrap();
-        let err = format!("{:#}", load_specs(dir.path(), &load).unwrap_err());
+        let err = format!(
+            "{:#}",
+            AgentSource::Folder(dir.path().to_owned())
+                .load_all(&load)
+                .unwrap_err()
+        );
         assert!(err.contains("agent.yaml"), "{err}");
         assert!(err.contains("limits") && err.contains("line 4"), "{err}");
         std::fs::write(dir.path().join("agent.yaml"), "name: a\nmodel: openai:x\n").unwrap();
         let bad = dir.path().join("bad.yml");
         std::fs::write(&bad, "name: [a\n").unwrap();
-        let err = format!("{:#}", load_specs(dir.path(), &load).unwrap_err());
+        let err = format!(
+            "{:#}",
+            AgentSource::Folder(dir.path().to_owned())
+                .load_all(&load)
+                .unwrap_err()
+        );
         assert!(
             err.contains("bad.yml") && err.contains("not valid YAML"),
             "{err}"
@@ -168,7 +156,12 @@ mod tests {
     fn a_folder_without_specs_says_what_a_spec_is() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("script.yaml"), "rules: []\n").unwrap();
-        let err = format!("{:#}", load_specs(dir.path(), &load).unwrap_err());
+        let err = format!(
+            "{:#}",
+            AgentSource::Folder(dir.path().to_owned())
+                .load_all(&load)
+                .unwrap_err()
+        );
         assert!(err.contains("`name` and `model`"), "{err}");
     }
 }

@@ -26,6 +26,7 @@ use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
 use tracing::info;
 
+use super::agent_source::AgentSource;
 use super::health::Probes;
 use super::spec_watch::{SpecLoader, SpecWatch};
 use crate::settings::Settings;
@@ -40,10 +41,11 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 pub struct DevArgs {
     /// Directory of agent specs: each YAML file with top-level `name` and
     /// `model` is a graph named after the spec; other files (a replay
-    /// script beside its spec) are skipped. Watched: edited and new specs
-    /// are served without a restart.
+    /// script beside its spec) are skipped. Default: the project
+    /// manifest's `[agents]`. Watched: edited (and, in a folder, new)
+    /// specs are served without a restart.
     #[arg(long)]
-    agents: PathBuf,
+    agents: Option<PathBuf>,
     /// Address of the HTTP API (overrides `scheduler.listen`, default
     /// `127.0.0.1:2024`).
     #[arg(long)]
@@ -61,15 +63,16 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue)).with_context_key(key.clone());
     let graphs = Graphs::default();
     let load = spec_loader(&settings);
+    let agents = AgentSource::choose(args.agents, &settings)?;
     // Watching starts from the files as they are before loading them, so
     // no edit falls in between.
     let watch = SpecWatch::new(
-        &args.agents,
+        agents.clone(),
         intake.clone(),
         graphs.clone(),
         Arc::clone(&load),
     );
-    super::scheduler::register_graphs(&intake, &args.agents, &*load, &graphs).await?;
+    super::scheduler::register_graphs(&intake, &agents, &*load, &graphs).await?;
     tokio::spawn(watch.run(WATCH_EVERY, shutdown.clone()));
     let life = Lifecycle::new(intake);
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
@@ -86,7 +89,7 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     metrics.set_queue_consumers(1);
     let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());
     info!(
-        agents = %args.agents.display(),
+        %agents,
         graphs = ?graphs.names(),
         concurrency,
         "dev server: queue, store and workers in this process; nothing is kept after it exits"

@@ -13,6 +13,7 @@ use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::EventSink;
 
+use super::agent_source::run_agent;
 use super::batch::{BatchPlan, InProcess};
 use crate::batch_io::read_tasks;
 use crate::settings::Settings;
@@ -20,17 +21,19 @@ use crate::settings::Settings;
 /// Arguments of `deepfleet run`.
 #[derive(Args)]
 pub struct RunArgs {
-    /// Tasks, one JSON object per line.
-    tasks: PathBuf,
-    /// The agent spec (YAML).
+    /// Tasks, one JSON object per line. Default: `run.tasks` of the
+    /// project manifest.
+    tasks: Option<PathBuf>,
+    /// The agent: a spec file (YAML), or a name of the project manifest's
+    /// `[agents]`. Default: `run.agent`, or the manifest's only agent.
     #[arg(long)]
-    agent: PathBuf,
-    /// Steps run at once.
-    #[arg(long, default_value_t = 16)]
-    concurrency: u16,
-    /// Where result lines go.
-    #[arg(long, default_value = "results.jsonl")]
-    out: PathBuf,
+    agent: Option<String>,
+    /// Steps run at once. Default: `run.concurrency` (16).
+    #[arg(long)]
+    concurrency: Option<u16>,
+    /// Where result lines go. Default: `run.out` (`results.jsonl`).
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Use this model (`provider:model`) instead of the spec's.
     #[arg(long)]
     model: Option<String>,
@@ -54,11 +57,20 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
-    let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
+    let agent = run_agent(args.agent.as_deref(), &settings)?;
+    let spec = super::load_checked_spec(&agent, args.model.as_deref(), &settings)?;
     if args.check_providers {
-        super::check_provider_access(&args.agent, &spec, &settings).await?;
+        super::check_provider_access(&agent, &spec, &settings).await?;
     }
-    let tasks = read_tasks(&args.tasks)?;
+    let tasks_file = args.tasks.or_else(|| settings.run.tasks.clone()).context(
+        "no tasks: pass a tasks file (one JSON object per line), or set run.tasks in the project manifest",
+    )?;
+    let tasks = read_tasks(&tasks_file)?;
+    let out = args
+        .out
+        .or_else(|| settings.run.out.clone())
+        .unwrap_or_else(|| PathBuf::from("results.jsonl"));
+    let concurrency = args.concurrency.unwrap_or(settings.run.concurrency);
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(match &args.state {
         Some(path) => EmbeddedStore::open(path)
@@ -86,11 +98,11 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         key.clone(),
         Some(metrics as Arc<dyn EventSink>),
     );
-    let worker = super::EmbeddedWorker::start(queue.clone(), runner, args.concurrency);
+    let worker = super::EmbeddedWorker::start(queue.clone(), runner, concurrency);
     let plan = BatchPlan {
         spec: &spec,
         tasks: &tasks,
-        out: &args.out,
+        out: &out,
         fresh: args.fresh,
         state_file: args.state.as_deref(),
         batch_id: None,

@@ -19,6 +19,7 @@ use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::agent_source::AgentSource;
 use super::health::{self, Attached, Probes, WatchedQueue};
 use crate::settings::Settings;
 
@@ -46,9 +47,10 @@ pub struct SchedulerArgs {
     listen: Option<String>,
     /// Directory of agent specs: each YAML file with top-level `name` and
     /// `model` is a graph named after the spec; other files (a replay
-    /// script beside its spec) are skipped.
+    /// script beside its spec) are skipped. Default: the project
+    /// manifest's `[agents]`.
     #[arg(long)]
-    agents: PathBuf,
+    agents: Option<PathBuf>,
     /// RabbitMQ queue taking JSON submissions (docs/queue-intake.md); its
     /// dead letters go to `NAME.dead`, answers without a reply queue to
     /// `NAME.results`. Default: the step queue's name + `.submissions`
@@ -69,7 +71,8 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     }
     let graphs = Graphs::default();
     let load = |path: &Path| super::load_checked_spec(path, None, &settings);
-    register_graphs(&intake, &args.agents, &load, &graphs).await?;
+    let agents = AgentSource::choose(args.agents, &settings)?;
+    register_graphs(&intake, &agents, &load, &graphs).await?;
     let life = Lifecycle::new(intake);
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
     let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
@@ -106,16 +109,15 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     Ok(ExitCode::SUCCESS)
 }
 
-/// Registers every spec of `dir` (the files that declare an agent, see
-/// [`super::agents_dir`]), each loaded by `load`, and serves them as
-/// `graphs`.
+/// Registers every spec of `agents`, each loaded by `load`, and serves
+/// them as `graphs`.
 pub(super) async fn register_graphs(
     intake: &Intake,
-    dir: &Path,
+    agents: &AgentSource,
     load: &dyn Fn(&Path) -> anyhow::Result<AgentSpec>,
     graphs: &Graphs,
 ) -> anyhow::Result<()> {
-    for (path, spec) in super::agents_dir::load_specs(dir, load)? {
+    for (path, spec) in agents.load_all(load)? {
         intake
             .register(&spec)
             .await

@@ -1,7 +1,7 @@
-//! Reloading an agents folder while `deepfleet dev` serves it: the folder
-//! is polled (a stat per file each second costs nothing at the size of an
-//! agents folder, and needs no file-watching dependency), and a spec file
-//! that changed or appeared is loaded and registered again. Workers read
+//! Reloading the specs `deepfleet dev` serves: their files are polled (a
+//! stat per file each second costs nothing at the size of an agents
+//! folder, and needs no file-watching dependency), and a spec file that
+//! changed or appeared in the folder is loaded and registered again. Workers read
 //! the spec from the store at every step, so a run's next step uses the
 //! edit. A broken edit is logged and the previous spec kept; a removed
 //! file leaves its graph served (threads may still use it).
@@ -17,7 +17,7 @@ use deepfleet_scheduler::api::Graphs;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
-use super::agents_dir::{FileKind, kind_of, yaml_files};
+use super::agent_source::AgentSource;
 
 /// Loads and checks one spec file.
 pub type SpecLoader = Arc<dyn Fn(&Path) -> anyhow::Result<AgentSpec> + Send + Sync>;
@@ -26,9 +26,9 @@ pub type SpecLoader = Arc<dyn Fn(&Path) -> anyhow::Result<AgentSpec> + Send + Sy
 /// clock's granularity still changes one of them, mostly.
 type Fingerprint = (Option<SystemTime>, u64);
 
-/// Watches an agents folder and registers what changes in it.
+/// Watches the spec files of a source and registers what changes.
 pub struct SpecWatch {
-    dir: PathBuf,
+    source: AgentSource,
     intake: Intake,
     graphs: Graphs,
     load: SpecLoader,
@@ -36,11 +36,11 @@ pub struct SpecWatch {
 }
 
 impl SpecWatch {
-    /// A watch of `dir`, registering into `intake` and `graphs`, that
+    /// A watch of `source`, registering into `intake` and `graphs`, that
     /// takes its files as they are now as loaded.
-    pub fn new(dir: &Path, intake: Intake, graphs: Graphs, load: SpecLoader) -> Self {
+    pub fn new(source: AgentSource, intake: Intake, graphs: Graphs, load: SpecLoader) -> Self {
         let mut watch = SpecWatch {
-            dir: dir.to_owned(),
+            source,
             intake,
             graphs,
             load,
@@ -50,7 +50,7 @@ impl SpecWatch {
         watch
     }
 
-    /// Checks the folder every `every` until `shutdown`.
+    /// Checks the files every `every` until `shutdown`.
     pub async fn run(mut self, every: Duration, shutdown: CancellationToken) {
         loop {
             tokio::select! {
@@ -71,7 +71,7 @@ impl SpecWatch {
 
     /// The YAML files whose fingerprint differs from the one seen.
     fn changed(&self) -> Vec<(PathBuf, Fingerprint)> {
-        let files = yaml_files(&self.dir).unwrap_or_else(|e| {
+        let files = self.source.files().unwrap_or_else(|e| {
             warn!(error = format!("{e:#}"), "cannot list the agents folder");
             Vec::new()
         });
@@ -87,16 +87,9 @@ impl SpecWatch {
 
     async fn reload(&self, path: &Path) {
         let file = path.display();
-        match kind_of(path) {
-            Ok(FileKind::Spec) => {}
-            Ok(_) => return,
-            Err(e) => {
-                warn!(%file, error = format!("{e:#}"), "not reloaded; a spec it held stays as it was");
-                return;
-            }
-        }
-        let spec = match (self.load)(path) {
-            Ok(spec) => spec,
+        let spec = match self.source.load_one(path, &*self.load) {
+            Ok(Some(spec)) => spec,
+            Ok(None) => return,
             Err(e) => {
                 error!(%file, error = format!("{e:#}"), "the edited spec does not load; the previous one stays");
                 return;
@@ -141,8 +134,9 @@ mod tests {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
         let intake = Intake::new(Arc::clone(&store), Arc::new(MemoryQueue::new()));
         let graphs = Graphs::default();
-        let mut watch = SpecWatch::new(dir.path(), intake.clone(), graphs.clone(), loader());
-        crate::cmd::scheduler::register_graphs(&intake, dir.path(), &*loader(), &graphs)
+        let source = AgentSource::Folder(dir.path().to_owned());
+        let mut watch = SpecWatch::new(source.clone(), intake.clone(), graphs.clone(), loader());
+        crate::cmd::scheduler::register_graphs(&intake, &source, &*loader(), &graphs)
             .await
             .unwrap();
         watch.check().await;

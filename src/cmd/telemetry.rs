@@ -83,16 +83,23 @@ impl OtlpConfig {
     }
 }
 
-/// Installs the log layer (text or JSON, per `format`) and, with `otlp`,
-/// the span exporter.
+/// Installs the log layer (text or JSON, per `format`, filtered by
+/// `log_filter`, a `RUST_LOG` directive, `warn` without one) and, with
+/// `otlp`, the span exporter.
 ///
 /// Only the harness's own spans are exported (run, step, model and tool
 /// calls): the HTTP client under the exporter must not trace itself.
 /// Log lines inside a step carry the step span's fields (run, thread,
 /// step, trace id). Runtime contexts and API keys are never span or log
 /// fields.
-pub fn init(otlp: Option<&OtlpConfig>, format: LogFormat) -> anyhow::Result<Telemetry> {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+pub fn init(
+    otlp: Option<&OtlpConfig>,
+    format: LogFormat,
+    log_filter: Option<&str>,
+) -> anyhow::Result<Telemetry> {
+    let filter = log_filter
+        .and_then(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| EnvFilter::new("warn"));
     let terminal = std::io::stderr().is_terminal();
     let logs = if format.is_json(terminal) {
         tracing_subscriber::fmt::layer()

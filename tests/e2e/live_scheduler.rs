@@ -83,22 +83,31 @@ pub async fn delete_submission_queues(name: &str) {
 /// the process and its address.
 pub fn start_scheduler(fleet: &Fleet, agents: &Path) -> (Child, String) {
     let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(env!("CARGO_BIN_EXE_deepfleet"))
-        .args(["scheduler", "--queue", AMQP_URL, "--store", REDIS_URL])
-        .args(["--listen", &addr])
-        .args(["--submissions", &submissions(fleet)])
+    let child = scheduler_command(fleet, &addr)
         .arg("--agents")
         .arg(agents)
+        .spawn()
+        .unwrap();
+    (child, addr)
+}
+
+/// `deepfleet scheduler` for `fleet`, listening on `addr` and taking
+/// submissions on [`submissions`], without its agents.
+pub fn scheduler_command(fleet: &Fleet, addr: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_deepfleet"));
+    command
+        .args(["scheduler", "--queue", AMQP_URL, "--store", REDIS_URL])
+        .args(["--listen", addr])
+        .args(["--submissions", &submissions(fleet)])
+        .env_remove("DEEPFLEET_CONFIG")
         .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
         .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
         .env("DEEPFLEET__CONTEXT_KEY", CONTEXT_KEY.as_str())
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    (child, addr)
+        .kill_on_drop(true);
+    command
 }
 
 /// Whether something listens on `addr` within 10 s (the scheduler

@@ -15,9 +15,11 @@ pub mod execute;
 pub mod format;
 pub mod glob;
 pub mod grep;
+pub mod http_tool;
 pub mod ls;
 pub mod read_file;
 pub mod task;
+pub mod value_source;
 pub mod write_file;
 pub mod write_todos;
 
@@ -175,6 +177,11 @@ impl ToolRegistry {
             self.specs.push(spec);
         }
         self.tools.insert(name, tool);
+    }
+
+    /// Whether a tool named `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
     }
 
     /// Removes tools not in `allow`.

@@ -1,20 +1,32 @@
-//! Configuration: defaults, then an optional TOML file, then
-//! `DEEPFLEET__...` environment variables, then command-line flags.
+//! deepfleet's configuration: defaults, then an optional TOML file, then
+//! `DEEPFLEET__...` environment variables (the binary's flags win over
+//! all three).
 //!
 //! The types below are the one list of settings: their `Default` impls
 //! are the defaults the loader starts from, [`names`] reads every
 //! setting's name off them, and the tests hold `docs/configuration.md`
-//! and `deploy/deepfleet.example.toml` to both.
+//! and `deploy/deepfleet.example.toml` to both. A library, so a team's
+//! own worker binary loads exactly what `deepfleet worker` loads and
+//! builds its runner the same way ([`fleet`]).
 
-mod names;
+mod error;
+pub mod fleet;
+pub mod names;
+mod project;
+pub mod redacted_url;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
+
+pub use error::SettingsError;
+pub use project::{MANIFEST, RunDefaults, locate};
+
+/// The variable naming the configuration file, as `--config` reads it.
+pub const CONFIG_VARIABLE: &str = "DEEPFLEET_CONFIG";
 
 /// The prefix of every setting's variable, and the separator of its
 /// path's segments (`DEEPFLEET__WORKER__CONCURRENCY`).
@@ -68,9 +80,28 @@ pub struct Settings {
     /// a spec's own `profiles` lie on top. Default: none.
     #[serde(default, skip_serializing)]
     pub profiles: BTreeMap<String, deepfleet_proto::harness::HarnessProfile>,
+    /// The project's agents, graph name = spec file (`[agents]`, paths
+    /// relative to the configuration file): what `dev` and `scheduler`
+    /// serve without `--agents`, and the names `run --agent` takes.
+    /// Default: none.
+    #[serde(default, skip_serializing)]
+    pub agents: BTreeMap<String, PathBuf>,
+    /// Variables the processes of the project see (`[env]`), under their
+    /// own environment and `env_file`; read by the settings, providers,
+    /// `RUST_LOG` and `OTEL_*`. Default: none.
+    #[serde(default, skip_serializing)]
+    pub env: BTreeMap<String, String>,
+    /// A dotenv file (`KEY=value` lines, relative to the configuration
+    /// file) of variables like `env`, over it: for what stays out of
+    /// version control, such as provider keys. Default: none.
+    pub env_file: Option<PathBuf>,
+    /// Defaults of `deepfleet run`.
+    pub run: RunDefaults,
+    /// The variables of `env_file`, read when the settings load.
+    #[serde(skip)]
+    pub env_file_vars: BTreeMap<String, String>,
 }
 
-/// Worker tuning.
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let url = |u: &Option<String>| u.as_deref().map(crate::redacted_url::redacted);
@@ -92,10 +123,19 @@ impl std::fmt::Debug for Settings {
             )
             .field("context_key_file", &self.context_key_file)
             .field("profiles", &self.profiles)
+            .field("agents", &self.agents)
+            .field("env", &self.env.keys().collect::<Vec<_>>())
+            .field("env_file", &self.env_file)
+            .field("run", &self.run)
+            .field(
+                "env_file_vars",
+                &self.env_file_vars.keys().collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
 
+/// Worker tuning.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WorkerSettings {
@@ -174,6 +214,11 @@ impl Default for Settings {
             context_key: None,
             context_key_file: None,
             profiles: BTreeMap::new(),
+            agents: BTreeMap::new(),
+            env: BTreeMap::new(),
+            env_file: None,
+            run: RunDefaults::default(),
+            env_file_vars: BTreeMap::new(),
         }
     }
 }
@@ -203,6 +248,7 @@ impl Default for SchedulerSettings {
 
 /// Settings as loaded, with what the loader passed over.
 pub struct Loaded {
+    /// The settings.
     pub settings: Settings,
     /// `DEEPFLEET__...` variables that name no setting; ignored, so a
     /// variable meant for something else cannot stop a start-up.
@@ -212,6 +258,7 @@ pub struct Loaded {
 /// A `DEEPFLEET__...` variable that names no setting.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UnknownVariable {
+    /// The variable.
     pub name: String,
     /// The variable of the nearest setting, when one is near.
     pub suggestion: Option<String>,
@@ -253,6 +300,11 @@ impl WorkerSettings {
             tool_call: std::time::Duration::from_secs(self.tool_timeout_secs),
         }
     }
+
+    /// How long steps in flight may take to finish on shutdown.
+    pub fn grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.grace_secs)
+    }
 }
 
 impl Settings {
@@ -263,29 +315,39 @@ impl Settings {
 
     /// The configured context key, if any; a malformed one, or a key file
     /// that cannot be read, is an error.
-    pub fn context_key(&self) -> anyhow::Result<Option<deepfleet_store::sealed::ContextKey>> {
+    pub fn context_key(
+        &self,
+    ) -> Result<Option<deepfleet_store::sealed::ContextKey>, SettingsError> {
         use deepfleet_store::sealed::ContextKey;
         if let Some(key) = self.context_key.as_deref() {
             return ContextKey::from_base64(key)
                 .map(Some)
-                .context("context_key (DEEPFLEET__CONTEXT_KEY)");
+                .map_err(SettingsError::ContextKey);
         }
         let Some(path) = &self.context_key_file else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "reading context_key_file {} (DEEPFLEET__CONTEXT_KEY_FILE)",
-                path.display()
-            )
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| SettingsError::ContextKeyFile {
+                path: path.clone(),
+                source,
+            })?;
         ContextKey::from_base64(text.trim())
             .map(Some)
-            .with_context(|| format!("the key in {}", path.display()))
+            .map_err(|source| SettingsError::KeyInFile {
+                path: path.clone(),
+                source,
+            })
+    }
+
+    /// The fleet's context key, which a distributed worker cannot do
+    /// without.
+    pub fn fleet_context_key(&self) -> Result<deepfleet_store::sealed::ContextKey, SettingsError> {
+        self.context_key()?.ok_or(SettingsError::NoContextKey)
     }
 
     /// Loads settings from `file` (if any) and the process environment.
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Loaded> {
+    pub fn load(file: Option<&Path>) -> Result<Loaded, SettingsError> {
         let vars = std::env::vars_os().filter_map(|(name, value)| {
             Some((
                 name.into_string().ok()?,
@@ -295,20 +357,27 @@ impl Settings {
         Self::load_from(file, vars)
     }
 
-    /// Loads settings from `file` (if any) and the variables `vars`.
+    /// Loads settings from `file` (if any) and the variables `vars`, over
+    /// the variables the file itself gives (`[env]`, `env_file`).
     fn load_from(
         file: Option<&Path>,
         vars: impl IntoIterator<Item = (String, String)>,
-    ) -> anyhow::Result<Loaded> {
-        let names = names::of::<Settings>().context("listing the settings")?;
-        let (known, unknown) = sort_variables(vars, &names);
-        let defaults = config::Config::try_from(&Settings::default())
-            .context("laying out the default settings")?;
+    ) -> Result<Loaded, SettingsError> {
+        let project_vars = match file {
+            Some(file) => project::variables(file)?,
+            None => project::Variables::default(),
+        };
+        let mut all: HashMap<String, String> = project_vars.all().collect();
+        all.extend(vars);
+        let names = names::of::<Settings>().map_err(SettingsError::Names)?;
+        let (known, unknown) = sort_variables(all, &names);
+        let defaults =
+            config::Config::try_from(&Settings::default()).map_err(SettingsError::Defaults)?;
         let mut builder = config::Config::builder().add_source(defaults);
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
         }
-        let settings = builder
+        let mut settings: Settings = builder
             .add_source(
                 config::Environment::with_prefix(PREFIX)
                     .prefix_separator(SEPARATOR)
@@ -318,9 +387,45 @@ impl Settings {
             )
             .build()
             .and_then(config::Config::try_deserialize)
-            .map_err(|e| name_the_variable(e, &known))
-            .context("reading configuration")?;
+            .map_err(|e| name_the_variable(e, &known))?;
+        if let Some(file) = file {
+            settings.resolve_paths(file);
+        }
+        settings.env_file_vars = project_vars.env_file;
         Ok(Loaded { settings, unknown })
+    }
+
+    /// Makes the project sections' paths relative to the working
+    /// directory rather than to the configuration `file`.
+    fn resolve_paths(&mut self, file: &Path) {
+        for path in self.agents.values_mut() {
+            *path = project::beside(file, path);
+        }
+        for path in [&mut self.env_file, &mut self.run.tasks, &mut self.run.out]
+            .into_iter()
+            .flatten()
+        {
+            *path = project::beside(file, path);
+        }
+    }
+
+    /// The variable `name` as the project's processes see it: the
+    /// process environment's, else the configuration file's (`env_file`,
+    /// then `[env]`).
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.var_lookup()(name)
+    }
+
+    /// [`Settings::var`] as an owned function, for what outlives the
+    /// settings (the model providers).
+    pub fn var_lookup(&self) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
+        let mut project_vars = self.env.clone();
+        project_vars.extend(self.env_file_vars.clone());
+        move |name| {
+            std::env::var(name)
+                .ok()
+                .or_else(|| project_vars.get(name).cloned())
+        }
     }
 }
 
@@ -365,11 +470,14 @@ fn sort_variables(
 
 /// A value of the wrong type from the environment is reported with the
 /// variable it came from, not only the setting's dotted key.
-fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>) -> anyhow::Error {
+fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>) -> SettingsError {
     let (config::ConfigError::Type { key, origin, .. }
     | config::ConfigError::At { key, origin, .. }) = &error
     else {
-        return error.into();
+        return SettingsError::Read {
+            variable: None,
+            source: error,
+        };
     };
     // Errors of custom deserializers (an unknown `log_format`) keep no
     // origin; as the environment is the last layer, a key a variable sets
@@ -380,9 +488,9 @@ fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>)
             .find(|name| key_of(name).as_deref() == Some(key))
             .cloned()
     });
-    match name {
-        Some(name) => anyhow::Error::new(error).context(format!("the variable {name}")),
-        None => error.into(),
+    SettingsError::Read {
+        variable: name,
+        source: error,
     }
 }
 
@@ -449,7 +557,7 @@ mod tests {
             let Err(err) = Settings::load_from(None, vars(&[(name, value)])) else {
                 panic!("{name}={value} loaded");
             };
-            let err = format!("{err:#}");
+            let err = format!("{:#}", anyhow::Error::from(err));
             assert!(err.contains(name), "{err}");
         }
     }
@@ -462,7 +570,7 @@ mod tests {
         let Err(err) = Settings::load_from(Some(&file), []) else {
             panic!("a misspelt key loaded");
         };
-        let err = format!("{err:#}");
+        let err = format!("{:#}", anyhow::Error::from(err));
         assert!(err.contains("concurency"), "{err}");
     }
 
@@ -560,10 +668,16 @@ mod tests {
         assert!(settings.context_key().unwrap().is_some());
 
         std::fs::write(&key_file, "not a key").unwrap();
-        let err = format!("{:#}", settings.context_key().unwrap_err());
+        let err = format!(
+            "{:#}",
+            anyhow::Error::from(settings.context_key().unwrap_err())
+        );
         assert!(err.contains("fleet.key"), "{err}");
         std::fs::remove_file(&key_file).unwrap();
-        let err = format!("{:#}", settings.context_key().unwrap_err());
+        let err = format!(
+            "{:#}",
+            anyhow::Error::from(settings.context_key().unwrap_err())
+        );
         assert!(err.contains("DEEPFLEET__CONTEXT_KEY_FILE"), "{err}");
     }
 
