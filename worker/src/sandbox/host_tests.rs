@@ -298,3 +298,50 @@ async fn a_host_without_bubblewrap_says_so() {
         Err(SandboxError::Unavailable(_))
     ));
 }
+
+/// Log lines written by a test's subscriber.
+#[derive(Clone, Default)]
+struct Logs(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What `announce` logs on `host` (a worker's first lines).
+async fn announced(host: &SandboxHost) -> String {
+    use tracing::instrument::WithSubscriber;
+    let logs = Logs::default();
+    let writer = logs.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .without_time()
+        .with_target(false)
+        .finish();
+    host.announce().with_subscriber(subscriber).await;
+    let bytes = logs.0.lock().unwrap().clone();
+    String::from_utf8(bytes).unwrap()
+}
+
+/// A worker says at start-up whether it can sandbox, and why not.
+#[tokio::test]
+async fn a_worker_says_at_start_up_whether_it_can_sandbox() {
+    assert_eq!(
+        announced(&SandboxHost::searching("/nonexistent")).await,
+        " WARN sandbox unavailable: runs of agents that declare a sandbox will be refused \
+         reason=\"no `bwrap` on the search path (install Debian's `bubblewrap` and `util-linux`)\"\n"
+    );
+    let Some(host) = host(800).await else { return };
+    let line = announced(&host).await;
+    assert!(
+        line.starts_with(" INFO sandbox available: agents that declare a sandbox get `execute`"),
+        "{line}"
+    );
+}
