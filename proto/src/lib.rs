@@ -30,6 +30,7 @@ pub mod sealed;
 pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
+pub mod spec_name;
 pub mod submission;
 pub mod value_source;
 

@@ -15,6 +15,7 @@ use crate::hitl::InterruptOn;
 use crate::http_tool::HttpToolSpec;
 use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
+use crate::spec_name::check_name;
 
 /// The name of the subagent every agent gets unless it opts out.
 pub const GENERAL_PURPOSE: &str = "general-purpose";
@@ -402,22 +403,6 @@ pub fn general_purpose() -> SubagentSpec {
         interrupt_on: None,
         run_async: false,
         http_tools: Vec::new(),
-    }
-}
-
-pub(crate) fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if valid {
-        Ok(())
-    } else {
-        Err(SpecError::field(
-            field,
-            format!("'{name}' must be 1-64 characters of letters, digits, '-' or '_'"),
-        ))
     }
 }
 
