@@ -60,6 +60,9 @@ enum Command {
     /// line (the key's SHA-256, never the key).
     #[command(subcommand)]
     ApiKey(cmd::api_key::ApiKeyCommand),
+    /// Re-seal the stored values (Redis, or an embedded state file) under
+    /// the current encryption key, after a rotation.
+    RotateKeys(cmd::rotate_keys::RotateKeysArgs),
     /// Print the project manifest's agents and environment as values of
     /// the Helm chart.
     ChartValues(cmd::chart_values::ChartValuesArgs),
@@ -109,6 +112,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Dev(args) => cmd::dev::run(args, settings).await,
         Command::Keygen(args) => cmd::keygen::run(&args),
         Command::ApiKey(command) => cmd::api_key::run(&command),
+        Command::RotateKeys(args) => cmd::rotate_keys::run(args, settings).await,
         Command::ChartValues(args) => cmd::chart_values::run(&args, &settings),
     };
     telemetry.shutdown().await;

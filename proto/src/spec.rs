@@ -15,6 +15,7 @@ use crate::hitl::InterruptOn;
 use crate::http_tool::HttpToolSpec;
 use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
+use crate::spec_name::check_name;
 
 /// The name of the subagent every agent gets unless it opts out.
 pub const GENERAL_PURPOSE: &str = "general-purpose";
@@ -95,6 +96,10 @@ pub struct AgentSpec {
     /// `{{store.KEY}}` values; instead of `system_prompt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_template: Option<String>,
+    /// Offers the `execute` tool, running shell commands in a sandbox
+    /// with these limits (see `docs/sandbox.md`); no `execute` without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxSpec>,
 }
 
 fn default_true() -> bool {
@@ -325,6 +330,9 @@ impl AgentSpec {
     /// prompt template choice.
     fn check_harness(&self) -> Result<(), SpecError> {
         self.backend.validate()?;
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.validate()?;
+        }
         for (field, paths) in [("memory", &self.memory), ("skills", &self.skills)] {
             for (i, path) in paths.iter().enumerate() {
                 crate::path::validate(path)
@@ -395,22 +403,6 @@ pub fn general_purpose() -> SubagentSpec {
         interrupt_on: None,
         run_async: false,
         http_tools: Vec::new(),
-    }
-}
-
-pub(crate) fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if valid {
-        Ok(())
-    } else {
-        Err(SpecError::field(
-            field,
-            format!("'{name}' must be 1-64 characters of letters, digits, '-' or '_'"),
-        ))
     }
 }
 

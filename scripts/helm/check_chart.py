@@ -165,12 +165,29 @@ def check_invariants(name, values, docs, fail):
         fail.check({"name": auth["name"], "key": auth["key"]} == queue_ref, f"{name}: KEDA reads another broker Secret than the workers")
     if by_kind(docs, "ScaledObject") or by_kind(docs, "HorizontalPodAutoscaler"):
         fail.check("replicas" not in worker["spec"], f"{name}: an autoscaled Deployment sets replicas")
+    check_encryption(name, values, docs, fail)
     check_alerts(name, values, docs, fail)
     for dashboards in by_kind(docs, "ConfigMap", "-dashboards"):
         source = {p.name: p.read_text() for p in (ROOT / "deploy/grafana").glob("*.json")}
         got = {k: v for k, v in dashboards["data"].items()}
         fail.check({k: json.loads(v) for k, v in got.items()} == {k: json.loads(v) for k, v in source.items()},
                    f"{name}: dashboards ConfigMap differs from deploy/grafana")
+
+
+def check_encryption(name, values, docs, fail):
+    """Encryption at rest is on in every pod exactly when a keyring Secret
+    is given: a scheduler sealing under keys a worker lacks would leave
+    runs the workers cannot read."""
+    keyring = values.get("encryption", {})
+    want = {"name": keyring["existingSecret"], "key": keyring.get("existingSecretKey", "keys")} \
+        if keyring.get("existingSecret") else None
+    for deployment in by_kind(docs, "Deployment"):
+        env = env_of(deployment["spec"]["template"]["spec"]["containers"][0])
+        got = env.get("DEEPFLEET__ENCRYPTION__KEYS", {}).get("valueFrom", {}).get("secretKeyRef")
+        fail.check(got == want, f"{name}: {deployment['metadata']['name']} reads the keyring from {got}, not {want}")
+        current = env.get("DEEPFLEET__ENCRYPTION__CURRENT", {}).get("value")
+        fail.check(current == (keyring.get("current") or None) or want is None,
+                   f"{name}: {deployment['metadata']['name']} seals under {current}")
 
 
 def check_alerts(name, values, docs, fail):

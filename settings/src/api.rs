@@ -66,10 +66,11 @@ impl ApiSettings {
             })
             .collect();
         if let Some(path) = &self.keys_file {
-            let text = std::fs::read_to_string(path).map_err(|source| SettingsError::KeysFile {
-                path: path.clone(),
-                source,
-            })?;
+            let text =
+                std::fs::read_to_string(path).map_err(|source| SettingsError::ApiKeysFile {
+                    path: path.clone(),
+                    source,
+                })?;
             for (number, line) in (1..).zip(text.lines()) {
                 let line = line.trim();
                 if line.is_empty() || line.starts_with('#') {

@@ -54,12 +54,34 @@ pub enum SettingsError {
     },
     /// `api.keys_file` cannot be read.
     #[error("reading api.keys_file {} (DEEPFLEET__API__KEYS_FILE)", path.display())]
+    ApiKeysFile {
+        /// The file.
+        path: PathBuf,
+        /// Why it cannot be read.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `encryption.keys` (with `encryption.current`) is no keyring.
+    #[error("encryption.keys (DEEPFLEET__ENCRYPTION__KEYS, DEEPFLEET__ENCRYPTION__CURRENT)")]
+    Keyring(#[source] deepfleet_store::at_rest::KeyringError),
+    /// `encryption.keys_file` cannot be read.
+    #[error("reading encryption.keys_file {} (DEEPFLEET__ENCRYPTION__KEYS_FILE)", path.display())]
     KeysFile {
         /// The file.
         path: PathBuf,
         /// Why it cannot be read.
         #[source]
         source: std::io::Error,
+    },
+    /// `encryption.keys_file` holds no keyring (or not one with
+    /// `encryption.current`).
+    #[error("the keys in {} (with encryption.current)", path.display())]
+    KeyringInFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with the keys.
+        #[source]
+        source: deepfleet_store::at_rest::KeyringError,
     },
     /// A worker of a fleet has no context key: it could run none of the
     /// fleet's runs, whose context is sealed with it.

@@ -21,7 +21,8 @@ use crate::{Settings, SettingsError};
 /// Connects to the fleet's RabbitMQ and Redis: `queue_url` and
 /// `store_url` (flags) win over the settings' `queue` and `store`; the
 /// queue is `queue_name`, the keys start with `key_prefix`, and each
-/// connection may take `connect_timeout_secs`.
+/// connection may take `connect_timeout_secs`. With `[encryption]` keys
+/// the store seals its values under them.
 pub async fn connect_fleet(
     queue_url: Option<String>,
     store_url: Option<String>,
@@ -39,14 +40,24 @@ pub async fn connect_fleet(
             url: redacted(&queue_url),
             source,
         })?;
-    let store =
-        RedisStore::connect_within(&store_url, &settings.key_prefix, settings.connect_timeout())
-            .await
-            .map_err(|source| SettingsError::Store {
-                url: redacted(&store_url),
-                source,
-            })?;
+    let store = connect_store(&store_url, settings).await?;
     Ok((Arc::new(queue), Arc::new(store)))
+}
+
+/// The fleet's Redis at `url`, under the settings' key prefix, connect
+/// timeout and encryption keys.
+pub async fn connect_store(url: &str, settings: &Settings) -> Result<RedisStore, SettingsError> {
+    let keyring = settings.encryption.keyring()?;
+    let store = RedisStore::connect_within(url, &settings.key_prefix, settings.connect_timeout())
+        .await
+        .map_err(|source| SettingsError::Store {
+            url: redacted(url),
+            source,
+        })?;
+    Ok(match keyring {
+        Some(keyring) => store.with_keyring(keyring),
+        None => store,
+    })
 }
 
 /// The broker configuration for queue `name` at `url`, with the

@@ -10,6 +10,7 @@
 //! builds its runner the same way ([`fleet`]).
 
 pub mod api;
+mod encryption;
 mod error;
 pub mod fleet;
 pub mod names;
@@ -24,6 +25,7 @@ use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
 pub use api::{ApiSettings, KeyLine};
+pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
 pub use project::{MANIFEST, RunDefaults, locate};
 
@@ -79,6 +81,9 @@ pub struct Settings {
     /// it, for processes that share a volume rather than a variable;
     /// `context_key` wins when both are set. Default: none.
     pub context_key_file: Option<PathBuf>,
+    /// Encryption at rest of the store's values and the embedded state
+    /// file (`[encryption]`).
+    pub encryption: EncryptionSettings,
     /// Harness profiles by `provider:model` or `provider`
     /// (`[profiles."openai:gpt-5"]`): prompt and tool adjustments per model;
     /// a spec's own `profiles` lie on top. Default: none.
@@ -127,6 +132,7 @@ impl std::fmt::Debug for Settings {
                 &self.context_key.as_ref().map(|_| "[redacted]"),
             )
             .field("context_key_file", &self.context_key_file)
+            .field("encryption", &self.encryption)
             .field("profiles", &self.profiles)
             .field("agents", &self.agents)
             .field("env", &self.env.keys().collect::<Vec<_>>())
@@ -219,6 +225,7 @@ impl Default for Settings {
             providers: HashMap::new(),
             context_key: None,
             context_key_file: None,
+            encryption: EncryptionSettings::default(),
             profiles: BTreeMap::new(),
             agents: BTreeMap::new(),
             env: BTreeMap::new(),

@@ -13,6 +13,7 @@ pub mod keygen;
 pub mod metrics_server;
 pub mod recover;
 pub mod resume;
+pub mod rotate_keys;
 pub mod run;
 pub mod scheduler;
 pub mod signals;

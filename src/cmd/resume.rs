@@ -116,7 +116,7 @@ async fn embedded(
         );
     }
     let store = Arc::new(
-        EmbeddedStore::open(state)
+        EmbeddedStore::open_with(state, settings.encryption.keyring()?)
             .with_context(|| format!("opening the state file {}", state.display()))?,
     );
     let run = find(store.as_ref(), &args.run).await?;

@@ -73,7 +73,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let concurrency = args.concurrency.unwrap_or(settings.run.concurrency);
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(match &args.state {
-        Some(path) => EmbeddedStore::open(path)
+        Some(path) => EmbeddedStore::open_with(path, settings.encryption.keyring()?)
             .with_context(|| format!("opening the state file {}", path.display()))?,
         None => EmbeddedStore::new(),
     });

@@ -18,6 +18,16 @@ pub enum StoreError {
         /// What did not decode.
         reason: String,
     },
+    /// A value stored sealed does not open: no keyring is configured, its
+    /// key id is not in the keyring, or it was altered. Retrying does not
+    /// help; configure the key it names.
+    #[error("sealed value at {key} does not open: {reason}")]
+    Sealed {
+        /// The key holding the value.
+        key: String,
+        /// Why it did not open.
+        reason: crate::at_rest::OpenError,
+    },
     /// A run, thread or spec that must exist does not.
     #[error("not found: {0}")]
     NotFound(String),
@@ -32,7 +42,10 @@ impl StoreError {
     pub fn is_retryable(&self) -> bool {
         match self {
             StoreError::Connection(_) | StoreError::Command(_) => true,
-            StoreError::Corrupt { .. } | StoreError::NotFound(_) | StoreError::Invalid(_) => false,
+            StoreError::Corrupt { .. }
+            | StoreError::Sealed { .. }
+            | StoreError::NotFound(_)
+            | StoreError::Invalid(_) => false,
         }
     }
 }

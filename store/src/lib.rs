@@ -22,8 +22,10 @@
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod at_rest;
 pub mod batches;
 pub mod checkpoints;
+mod cipher;
 pub mod embedded;
 mod error;
 pub mod fan_in;
@@ -36,6 +38,7 @@ pub mod runs;
 pub mod sealed;
 pub mod specs;
 
+pub use at_rest::Keyring;
 pub use batches::Batches;
 pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
 pub use error::StoreError;

@@ -9,12 +9,12 @@
 
 use std::fmt;
 
-use aes_gcm::aead::{Aead, Generate, KeyInit};
-use aes_gcm::{Aes256Gcm, Nonce};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use deepfleet_proto::SealedContext;
 use serde_json::{Map, Value};
+
+use crate::cipher::{Cipher, OpenFailure};
 
 /// What replaces a secret value in anything that may be logged.
 pub const REDACTED: &str = "[redacted]";
@@ -36,7 +36,7 @@ pub enum SealError {
 /// The fleet's key for runtime context.
 #[derive(Clone)]
 pub struct ContextKey {
-    cipher: Aes256Gcm,
+    cipher: Cipher,
 }
 
 /// Never prints key material.
@@ -49,36 +49,30 @@ impl fmt::Debug for ContextKey {
 impl ContextKey {
     /// A key from its configured form: base64 of 32 bytes.
     pub fn from_base64(text: &str) -> Result<Self, SealError> {
-        let bytes = STANDARD
-            .decode(text.trim())
-            .map_err(|e| SealError::BadKey(e.to_string()))?;
-        let cipher = Aes256Gcm::new_from_slice(&bytes)
-            .map_err(|_| SealError::BadKey(format!("got {} bytes", bytes.len())))?;
+        let cipher = Cipher::from_base64(text).map_err(SealError::BadKey)?;
         Ok(ContextKey { cipher })
     }
 
     /// A random key, for a process that keeps its runs to itself (embedded
     /// mode without a configured key).
     pub fn generate() -> Self {
-        let key = aes_gcm::Key::<Aes256Gcm>::generate();
         ContextKey {
-            cipher: Aes256Gcm::new(&key),
+            cipher: Cipher::generate(),
         }
     }
 
     /// A random key in its configured form, for `deepfleet` to print when
     /// asked for one.
     pub fn generate_base64() -> String {
-        STANDARD.encode(aes_gcm::Key::<Aes256Gcm>::generate())
+        Cipher::generate_base64()
     }
 
     /// Seals `context` with a fresh nonce.
     pub fn seal(&self, context: &Value) -> Result<SealedContext, SealError> {
         let plain = serde_json::to_vec(context).map_err(|e| SealError::Malformed(e.to_string()))?;
-        let nonce = Nonce::generate();
-        let ciphertext = self
+        let (nonce, ciphertext) = self
             .cipher
-            .encrypt(&nonce, plain.as_slice())
+            .seal(&plain, b"")
             .map_err(|_| SealError::Malformed("encryption failed".to_owned()))?;
         Ok(SealedContext {
             nonce: STANDARD.encode(nonce),
@@ -91,15 +85,16 @@ impl ContextKey {
         let nonce = STANDARD
             .decode(&sealed.nonce)
             .map_err(|e| SealError::Malformed(format!("nonce: {e}")))?;
-        let nonce = Nonce::try_from(nonce.as_slice())
-            .map_err(|_| SealError::Malformed(format!("nonce of {} bytes", nonce.len())))?;
         let ciphertext = STANDARD
             .decode(&sealed.ciphertext)
             .map_err(|e| SealError::Malformed(format!("ciphertext: {e}")))?;
         let plain = self
             .cipher
-            .decrypt(&nonce, ciphertext.as_slice())
-            .map_err(|_| SealError::Tampered)?;
+            .open(&nonce, &ciphertext, b"")
+            .map_err(|e| match e {
+                OpenFailure::BadNonce(n) => SealError::Malformed(format!("nonce of {n} bytes")),
+                OpenFailure::Tampered => SealError::Tampered,
+            })?;
         serde_json::from_slice(&plain).map_err(|e| SealError::Malformed(e.to_string()))
     }
 }

@@ -3,10 +3,15 @@
 //! Cluster the tests start themselves. Then what only Redis can show
 //! (`redis_only.rs`): write volume per step, corrupt values, tear-down.
 //!
+//! Each scenario also runs with encryption at rest on: on an embedded
+//! store persisted to a sealed state file, and on single Redis with a
+//! keyring, after which no value under the prefix may be a JSON object
+//! or list in clear.
+//!
 //! A capability's file holds its scenarios and ends with
 //! `conformance!(scenario, ...)`, which makes a `#[tokio::test]` of each
-//! for every back end (`<capability>::{embedded, redis_single,
-//! redis_cluster}::<scenario>`). A scenario that needs only its capability
+//! for every back end (`<capability>::{embedded, embedded_sealed,
+//! redis_single, redis_sealed, redis_cluster}::<scenario>`). A scenario that needs only its capability
 //! takes that trait (`Arc<dyn Specs>`); one that needs others takes
 //! `Arc<dyn Store>`.
 //!
@@ -29,11 +34,27 @@ macro_rules! conformance {
                 }
             )*
         }
+        mod embedded_sealed {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    crate::harness::on_embedded_sealed(|s| Box::pin(super::$scenario(s))).await;
+                }
+            )*
+        }
         mod redis_single {
             $(
                 #[tokio::test]
                 async fn $scenario() {
                     crate::harness::on_single(|s| Box::pin(super::$scenario(s))).await;
+                }
+            )*
+        }
+        mod redis_sealed {
+            $(
+                #[tokio::test]
+                async fn $scenario() {
+                    crate::harness::on_sealed(|s| Box::pin(super::$scenario(s))).await;
                 }
             )*
         }
@@ -54,6 +75,8 @@ mod cluster;
 mod harness;
 #[path = "conformance/redis_only.rs"]
 mod redis_only;
+#[path = "conformance/sealed.rs"]
+mod sealed;
 #[path = "conformance/support.rs"]
 mod support;
 

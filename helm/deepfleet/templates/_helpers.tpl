@@ -126,6 +126,18 @@ app.kubernetes.io/component: {{ .component }}
     secretKeyRef:
       name: {{ include "deepfleet.contextKeySecret" .root }}
       key: {{ include "deepfleet.contextKeySecretKey" .root }}
+{{- with $v.encryption.existingSecret }}
+{{- /* Encryption at rest is on as soon as a keyring Secret is given. */}}
+- name: DEEPFLEET__ENCRYPTION__KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $v.encryption.existingSecretKey }}
+{{- with $v.encryption.current }}
+- name: DEEPFLEET__ENCRYPTION__CURRENT
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- with $v.config.otel.endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ . | quote }}

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::{decode, decode_opt, encode};
+use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
 
@@ -46,7 +46,7 @@ impl Checkpoints for RedisStore {
             .call("load thread", Retry::Once, |conn| call.invoke(conn))
             .await?;
         let [meta, log, files] = &keys;
-        checkpoint(&ThreadKeys { meta, log, files }, raw)
+        checkpoint(self.codec(), &ThreadKeys { meta, log, files }, raw)
     }
 
     async fn load_messages(
@@ -64,12 +64,15 @@ impl Checkpoints for RedisStore {
             .await?;
         raw.iter()
             .enumerate()
-            .map(|(i, raw)| decode(&format!("{key}[{}]", from + i as u64), raw))
+            .map(|(i, raw)| {
+                self.codec()
+                    .decode(&format!("{key}[{}]", from + i as u64), raw)
+            })
             .collect()
     }
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {
-        let call = commit_step_call(self.keys(), commit)?;
+        let call = commit_step_call(self.keys(), self.codec(), commit)?;
         let (committed, step): (u8, u64) = self.run_script("commit step", &call).await?;
         Ok(match committed {
             1 => CommitOutcome::Committed,
@@ -85,22 +88,26 @@ impl Checkpoints for RedisStore {
 }
 
 /// `commit_step.lua`.
-fn commit_step_call(keys: &Keys, commit: &StepCommit) -> Result<Call<'static>, StoreError> {
+fn commit_step_call(
+    keys: &Keys,
+    codec: &Codec,
+    commit: &StepCommit,
+) -> Result<Call<'static>, StoreError> {
     let thread = commit.thread_id.as_str();
     let run_id = commit.run.run_id.as_str();
     let meta = keys.thread_meta(thread);
     let run_key = keys.run(thread, run_id);
-    let run = encode(&run_key, &commit.run)?;
+    let run = codec.encode(&run_key, &commit.run)?;
     let state = match &commit.state {
-        Some(state) => encode(&meta, state)?,
+        Some(state) => codec.encode(&meta, state)?,
         None => String::new(),
     };
     let pending = match &commit.pending {
-        Some(pending) => encode(&meta, pending)?,
+        Some(pending) => codec.encode(&meta, pending)?,
         None => String::new(),
     };
     let context = match &commit.context {
-        Some(context) => encode(&meta, context)?,
+        Some(context) => codec.encode(&meta, context)?,
         None => String::new(),
     };
     let fan_in = commit
@@ -125,10 +132,10 @@ fn commit_step_call(keys: &Keys, commit: &StepCommit) -> Result<Call<'static>, S
     .arg(fan_in)
     .arg(log_tokens(&commit.messages).to_string())
     .arg(context);
-    let call = call.messages(&keys.thread_log(thread), &commit.messages)?;
+    let call = call.messages(codec, &keys.thread_log(thread), &commit.messages)?;
     commit.files.iter().try_fold(call, |call, (path, file)| {
         let file = match file {
-            Some(file) => encode(&keys.thread_files(thread), file)?,
+            Some(file) => codec.encode(&keys.thread_files(thread), file)?,
             None => String::new(),
         };
         Ok(call.arg(path).arg(file))
@@ -151,7 +158,11 @@ struct ThreadKeys<'a> {
 
 /// Builds a checkpoint from what `load_thread.lua` returned. Absent
 /// structures read as an empty thread.
-fn checkpoint(keys: &ThreadKeys<'_>, raw: RawThread) -> Result<Checkpoint, StoreError> {
+fn checkpoint(
+    codec: &Codec,
+    keys: &ThreadKeys<'_>,
+    raw: RawThread,
+) -> Result<Checkpoint, StoreError> {
     let (mut meta, log, files) = raw;
     let counter = |field: &str, raw: Option<String>| -> Result<u64, StoreError> {
         raw.map_or(Ok(0), |raw| {
@@ -163,21 +174,23 @@ fn checkpoint(keys: &ThreadKeys<'_>, raw: RawThread) -> Result<Checkpoint, Store
     };
     let step = counter("step", meta.remove("step"))?;
     let published = counter("published", meta.remove("published"))?;
-    let state: Map<String, Value> =
-        decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?.unwrap_or_default();
-    let pending = decode_opt(&format!("{} pending", keys.meta), meta.remove("pending"))?;
+    let state: Map<String, Value> = codec
+        .decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?
+        .unwrap_or_default();
+    let pending = codec.decode_opt(&format!("{} pending", keys.meta), meta.remove("pending"))?;
     let tokens = counter("tokens", meta.remove("tokens"))?;
-    let context =
-        decode_opt(&format!("{} context", keys.meta), meta.remove("context"))?.unwrap_or_default();
+    let context = codec
+        .decode_opt(&format!("{} context", keys.meta), meta.remove("context"))?
+        .unwrap_or_default();
     let messages = log
         .iter()
         .enumerate()
-        .map(|(i, raw)| decode(&format!("{}[{i}]", keys.log), raw))
+        .map(|(i, raw)| codec.decode(&format!("{}[{i}]", keys.log), raw))
         .collect::<Result<_, _>>()?;
     let files = files
         .into_iter()
         .map(|(path, raw)| {
-            let file = decode(&format!("{} {path}", keys.files), &raw)?;
+            let file = codec.decode(&format!("{} {path}", keys.files), &raw)?;
             Ok((path, file))
         })
         .collect::<Result<_, StoreError>>()?;
@@ -206,13 +219,16 @@ mod tests {
     #[test]
     fn empty_thread_is_default() {
         let raw = (BTreeMap::new(), Vec::new(), BTreeMap::new());
-        assert_eq!(checkpoint(&KEYS, raw).unwrap(), Checkpoint::default());
+        assert_eq!(
+            checkpoint(&Codec::default(), &KEYS, raw).unwrap(),
+            Checkpoint::default()
+        );
     }
 
     #[test]
     fn bad_log_entry_names_its_index() {
         let raw = (BTreeMap::new(), vec!["nope".to_owned()], BTreeMap::new());
-        match checkpoint(&KEYS, raw) {
+        match checkpoint(&Codec::default(), &KEYS, raw) {
             Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "l[0]"),
             other => panic!("{other:?}"),
         }
@@ -223,7 +239,7 @@ mod tests {
         let meta = BTreeMap::from([("step".to_owned(), "x".to_owned())]);
         let raw = (meta, Vec::new(), BTreeMap::new());
         assert!(matches!(
-            checkpoint(&KEYS, raw),
+            checkpoint(&Codec::default(), &KEYS, raw),
             Err(StoreError::Corrupt { .. })
         ));
     }

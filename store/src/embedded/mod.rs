@@ -18,13 +18,14 @@ mod state;
 
 use std::ops::{Deref, DerefMut};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use deepfleet_proto::{RunRecord, RunStatus};
 use tracing::warn;
 
 use self::snapshot::SnapshotFile;
 pub(crate) use self::state::{RunFanIn, State};
+use crate::Keyring;
 use crate::error::StoreError;
 use crate::run_streams::log::RunStreamLogs;
 
@@ -48,9 +49,22 @@ impl EmbeddedStore {
     /// one, else starts empty and writes one at once (so a bad path fails
     /// now, not after the first run).
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let file = SnapshotFile::new(path);
+        Self::open_with(path, None)
+    }
+
+    /// [`EmbeddedStore::open`], with the file sealed under `keyring` when
+    /// there is one. A file found in clear or under an older key is
+    /// written anew under the current key at once, so opening the store
+    /// is its key rotation.
+    pub fn open_with(path: &Path, keyring: Option<Arc<Keyring>>) -> Result<Self, StoreError> {
+        let file = SnapshotFile::new(path, keyring);
         let state = match file.load::<State>()? {
-            Some(state) => state,
+            Some(state) => {
+                if file.is_stale()? {
+                    file.write_now(&state)?;
+                }
+                state
+            }
             None => {
                 let state = State::default();
                 file.write_now(&state)?;

@@ -13,15 +13,21 @@
 //! for the next mutation or an explicit flush. A crash can therefore lose
 //! the last moments of work, never a consistent state: every snapshot is
 //! taken under the store's lock.
+//!
+//! With a [`Keyring`] the whole file is one sealed envelope (see
+//! [`crate::at_rest`]); a file in clear or under an older key still
+//! loads, and the store writes it anew, sealed under the current key, as
+//! soon as it is opened.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::at_rest::{self, Keyring, OpenError};
 use crate::error::StoreError;
 
 /// The shortest time between two snapshot writes.
@@ -40,6 +46,7 @@ struct Envelope<T> {
 #[derive(Debug)]
 pub(crate) struct SnapshotFile {
     path: PathBuf,
+    keyring: Option<Arc<Keyring>>,
     throttle: Mutex<Throttle>,
 }
 
@@ -51,9 +58,11 @@ struct Throttle {
 }
 
 impl SnapshotFile {
-    pub(crate) fn new(path: &Path) -> Self {
+    /// The snapshot at `path`, sealed under `keyring` when there is one.
+    pub(crate) fn new(path: &Path, keyring: Option<Arc<Keyring>>) -> Self {
         SnapshotFile {
             path: path.to_owned(),
+            keyring,
             throttle: Mutex::new(Throttle::default()),
         }
     }
@@ -73,6 +82,7 @@ impl SnapshotFile {
             key: self.path.display().to_string(),
             reason,
         };
+        let bytes = self.opened(bytes)?;
         let envelope: Envelope<T> =
             serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
         if envelope.version != VERSION {
@@ -82,6 +92,38 @@ impl SnapshotFile {
             )));
         }
         Ok(Some(envelope.state))
+    }
+
+    /// Whether the file should be written anew to be sealed under the
+    /// current key: it is in clear or under an older key. Never with no
+    /// keyring, or no file.
+    pub(crate) fn is_stale(&self) -> Result<bool, StoreError> {
+        let Some(keyring) = &self.keyring else {
+            return Ok(false);
+        };
+        match std::fs::read(&self.path) {
+            Ok(bytes) => Ok(!keyring.is_current(&String::from_utf8_lossy(&bytes))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(self.io_error("reading", &e)),
+        }
+    }
+
+    /// The file's JSON: `bytes` opened when sealed.
+    fn opened(&self, bytes: Vec<u8>) -> Result<Vec<u8>, StoreError> {
+        let text = String::from_utf8_lossy(&bytes);
+        if !at_rest::is_sealed(&text) {
+            return Ok(bytes);
+        }
+        let sealed = |reason| StoreError::Sealed {
+            key: self.path.display().to_string(),
+            reason,
+        };
+        let keyring = self.keyring.as_ref().ok_or_else(|| {
+            sealed(OpenError::NoKeyring(
+                at_rest::key_id(&text).unwrap_or("?").to_owned(),
+            ))
+        })?;
+        keyring.open(&text).map_err(sealed)
     }
 
     /// Records a change of `state`, writing it unless a write happened
@@ -119,6 +161,16 @@ impl SnapshotFile {
             state,
         })
         .map_err(|e| StoreError::Command(format!("encoding the snapshot: {e}")))?;
+        let bytes = match &self.keyring {
+            Some(keyring) => keyring
+                .seal(&bytes)
+                .map_err(|reason| StoreError::Sealed {
+                    key: self.path.display().to_string(),
+                    reason,
+                })?
+                .into_bytes(),
+            None => bytes,
+        };
         let tmp = self.path.with_extension("tmp");
         let written = std::fs::File::create(&tmp)
             .and_then(|mut f| f.write_all(&bytes).and_then(|()| f.sync_all()))
@@ -147,7 +199,7 @@ mod tests {
     #[test]
     fn round_trips_and_throttles() {
         let dir = tempfile::tempdir().unwrap();
-        let file = SnapshotFile::new(&dir.path().join("s.json"));
+        let file = SnapshotFile::new(&dir.path().join("s.json"), None);
         assert_eq!(file.load::<BTreeMap<String, u32>>().unwrap(), None);
         let mut state = BTreeMap::from([("a".to_owned(), 1)]);
         file.changed(&state).unwrap();
@@ -164,11 +216,37 @@ mod tests {
     }
 
     #[test]
+    fn a_keyed_snapshot_is_sealed_and_reseals_what_it_finds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.json");
+        let state = BTreeMap::from([("secret-marker".to_owned(), 1_u32)]);
+        // Written in clear, before encryption was on.
+        SnapshotFile::new(&path, None).write_now(&state).unwrap();
+        let keys = Arc::new(Keyring::generate("k1").unwrap());
+        let sealed = SnapshotFile::new(&path, Some(keys.clone()));
+        assert!(sealed.is_stale().unwrap());
+        assert_eq!(sealed.load().unwrap(), Some(state.clone()));
+        sealed.write_now(&state).unwrap();
+        assert!(!sealed.is_stale().unwrap());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with("dfenc1:k1:") && !text.contains("secret-marker"),
+            "{text}"
+        );
+        assert_eq!(sealed.load().unwrap(), Some(state));
+        // Without the key, the file is a clear error, not an empty store.
+        let err = SnapshotFile::new(&path, None)
+            .load::<BTreeMap<String, u32>>()
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Sealed { .. }), "{err}");
+    }
+
+    #[test]
     fn corrupt_and_foreign_snapshots_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.json");
         std::fs::write(&path, "{\"version\": 9, \"state\": {}}").unwrap();
-        let file = SnapshotFile::new(&path);
+        let file = SnapshotFile::new(&path, None);
         let err = file
             .load::<BTreeMap<String, u32>>()
             .unwrap_err()

@@ -12,7 +12,7 @@ use redis::Script;
 use super::FanIn;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::{decode, encode};
+use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
 
@@ -26,7 +26,7 @@ impl FanIn for RedisStore {
         parent: &ParentLink,
         result: &ChildResult,
     ) -> Result<u32, StoreError> {
-        let call = record_child_result_call(self.keys(), parent, result)?;
+        let call = record_child_result_call(self.keys(), self.codec(), parent, result)?;
         let remaining: Option<i64> = self.run_script("record child result", &call).await?;
         match remaining {
             Some(n) => Ok(u32::try_from(n.max(0)).unwrap_or(u32::MAX)),
@@ -46,18 +46,21 @@ impl FanIn for RedisStore {
         let raw: Vec<String> = self
             .query("child results", Retry::Once, redis::cmd("HVALS").arg(&key))
             .await?;
-        raw.iter().map(|raw| decode(&key, raw)).collect()
+        raw.iter()
+            .map(|raw| self.codec().decode(&key, raw))
+            .collect()
     }
 }
 
 /// `record_child_result.lua`.
 fn record_child_result_call(
     keys: &Keys,
+    codec: &Codec,
     parent: &ParentLink,
     result: &ChildResult,
 ) -> Result<Call<'static>, StoreError> {
     let fan_in = keys.fan_in(&parent.thread_id, &parent.run_id);
-    let value = encode(&fan_in, result)?;
+    let value = codec.encode(&fan_in, result)?;
     Ok(Call::new(
         &RECORD_CHILD_RESULT,
         vec![

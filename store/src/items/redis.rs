@@ -27,12 +27,14 @@ use super::Items;
 use super::query::{Pager, check_address, check_prefix, has_prefix, list_namespaces};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::{decode, decode_opt, encode};
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
 
 static PUT_ITEM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/put_item.lua")));
+/// How often a put reads the item again when another put came between
+/// its read and its write.
+const PUT_ATTEMPTS: usize = 8;
 static DELETE_ITEM: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/delete_item.lua")));
 
@@ -56,18 +58,40 @@ impl Items for RedisStore {
             redis::cmd("SADD").arg(&roots).arg(root),
         )
         .await?;
-        let call = Call::new(
-            &PUT_ITEM,
-            vec![items.clone(), self.keys().store_index(root)],
-        )
-        .arg(key)
-        .arg(join_namespace(namespace))
-        .arg(encode(&items, &namespace)?)
-        .arg(encode(&items, &key)?)
-        .arg(encode(&items, value)?)
-        .arg(encode(&items, &Utc::now())?);
-        self.run_script::<i64>("put item", &call).await?;
-        Ok(())
+        let index = self.keys().store_index(root);
+        let now = Utc::now();
+        for _ in 0..PUT_ATTEMPTS {
+            let seen: Option<String> = self
+                .query(
+                    "read item",
+                    Retry::Once,
+                    redis::cmd("HGET").arg(&items).arg(key),
+                )
+                .await?;
+            // An old item that does not decode is replaced, as a fresh one.
+            let created_at = seen
+                .as_deref()
+                .and_then(|raw| self.codec().decode::<Item>(&items, raw).ok())
+                .map_or(now, |old| old.created_at);
+            let item = Item {
+                namespace: namespace.to_vec(),
+                key: key.to_owned(),
+                value: value.clone(),
+                created_at,
+                updated_at: now,
+            };
+            let call = Call::new(&PUT_ITEM, vec![items.clone(), index.clone()])
+                .arg(key)
+                .arg(join_namespace(namespace))
+                .arg(seen.unwrap_or_default())
+                .arg(self.codec().encode(&items, &item)?);
+            if self.run_script::<i64>("put item", &call).await? == 1 {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Command(format!(
+            "put item {key} in {items}: the item kept changing"
+        )))
     }
 
     async fn get_item(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {
@@ -80,7 +104,7 @@ impl Items for RedisStore {
                 redis::cmd("HGET").arg(&items).arg(key),
             )
             .await?;
-        decode_opt(&format!("{items} {key}"), raw)
+        self.codec().decode_opt(&format!("{items} {key}"), raw)
     }
 
     async fn delete_item(&self, namespace: &[String], key: &str) -> Result<(), StoreError> {
@@ -113,7 +137,7 @@ impl Items for RedisStore {
                 .await?;
             let mut found = raw
                 .iter()
-                .map(|(key, raw)| decode::<Item>(&format!("{items} {key}"), raw))
+                .map(|(key, raw)| self.codec().decode::<Item>(&format!("{items} {key}"), raw))
                 .collect::<Result<Vec<_>, _>>()?;
             found.sort_by(|a, b| a.key.cmp(&b.key));
             for item in &found {

@@ -12,14 +12,13 @@ use serde_json::Value;
 use super::Records;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::{decode, encode};
 use crate::redis::conn::Retry;
 
 #[async_trait]
 impl Records for RedisStore {
     async fn put_record(&self, kind: &str, id: &str, value: &Value) -> Result<(), StoreError> {
         let key = self.keys().records(kind);
-        let raw = encode(&key, value)?;
+        let raw = self.codec().encode(&key, value)?;
         self.count(u64::try_from(raw.len() + id.len()).unwrap_or(u64::MAX));
         let _: RedisValue = self
             .query(
@@ -33,7 +32,7 @@ impl Records for RedisStore {
 
     async fn insert_record(&self, kind: &str, id: &str, value: &Value) -> Result<bool, StoreError> {
         let key = self.keys().records(kind);
-        let raw = encode(&key, value)?;
+        let raw = self.codec().encode(&key, value)?;
         let bytes = raw.len() + id.len();
         let set: i64 = self
             .write(
@@ -54,7 +53,7 @@ impl Records for RedisStore {
                 redis::cmd("HGET").arg(&key).arg(id),
             )
             .await?;
-        raw.map(|raw| decode(&key, &raw)).transpose()
+        self.codec().decode_opt(&key, raw)
     }
 
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
@@ -74,6 +73,8 @@ impl Records for RedisStore {
         let raws: Vec<String> = self
             .query("list records", Retry::Once, redis::cmd("HVALS").arg(&key))
             .await?;
-        raws.iter().map(|raw| decode(&key, raw)).collect()
+        raws.iter()
+            .map(|raw| self.codec().decode(&key, raw))
+            .collect()
     }
 }

@@ -12,29 +12,35 @@
 
 pub(crate) mod codec;
 pub(crate) mod conn;
+mod reseal;
 pub(crate) mod scripts;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use deepfleet_proto::Keys;
 use redis::{Cmd, FromRedisValue};
 
-use self::codec::decode_opt;
+use self::codec::Codec;
 use self::conn::{Conn, Retry};
+pub use self::reseal::ResealReport;
 use self::scripts::Call;
+use crate::Keyring;
 use crate::error::StoreError;
 
 /// How long [`RedisStore::connect`] waits for a connection.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Keys asked for per `SCAN` round in [`RedisStore::delete_prefix`].
+/// Keys asked for per `SCAN` round in [`RedisStore::delete_prefix`] and
+/// `RedisStore::reseal`.
 const SCAN_COUNT: usize = 500;
 
 /// A [`crate::Store`] on Redis.
 pub struct RedisStore {
     conn: Conn,
     keys: Keys,
+    codec: Codec,
     written: AtomicU64,
 }
 
@@ -68,8 +74,19 @@ impl RedisStore {
         Ok(RedisStore {
             conn: Conn::connect(url, timeout).await?,
             keys: Keys::new(prefix),
+            codec: Codec::default(),
             written: AtomicU64::new(0),
         })
+    }
+
+    /// This store, sealing every value that holds content (messages,
+    /// files, state, items, records, ...) under `keyring` and opening
+    /// sealed values under the key each names. Values stored in clear
+    /// still read; `RedisStore::reseal` seals them. See
+    /// [`crate::at_rest`] for what stays in clear.
+    pub fn with_keyring(mut self, keyring: Arc<Keyring>) -> Self {
+        self.codec = Codec::new(Some(keyring));
+        self
     }
 
     /// Payload bytes (keys and values) this store has sent in write
@@ -83,33 +100,11 @@ impl RedisStore {
     /// cluster, and returns how many were deleted. For tests and tear-down:
     /// it scans the keyspace, which is slow on a large production server.
     pub async fn delete_prefix(&self) -> Result<u64, StoreError> {
-        let pattern = format!("{}:*", codec::glob_escape(self.keys.prefix()));
-        let nodes = self
-            .conn
-            .call("list nodes", Retry::Once, |mut conn| async move {
-                conn.data_nodes().await
-            })
-            .await?;
         let mut deleted = 0;
-        for node in &nodes {
+        for node in &self.data_nodes().await? {
             let mut cursor = 0_u64;
             loop {
-                let mut scan = redis::cmd("SCAN");
-                scan.arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(SCAN_COUNT);
-                let (next, keys): (u64, Vec<String>) = self
-                    .conn
-                    .call("scan", Retry::Once, |mut conn| {
-                        let scan = scan.clone();
-                        async move {
-                            let reply = conn.on_node(node, scan).await?;
-                            Ok(redis::from_redis_value(reply)?)
-                        }
-                    })
-                    .await?;
+                let (next, keys) = self.scan_prefix(node, cursor).await?;
                 if !keys.is_empty() {
                     // A cluster client splits a multi-key UNLINK by slot.
                     let n: u64 = self
@@ -126,9 +121,46 @@ impl RedisStore {
         Ok(deleted)
     }
 
+    /// The nodes holding keys: the server, or every cluster master.
+    pub(crate) async fn data_nodes(&self) -> Result<Vec<conn::Node>, StoreError> {
+        self.conn
+            .call("list nodes", Retry::Once, |mut conn| async move {
+                conn.data_nodes().await
+            })
+            .await
+    }
+
+    /// One `SCAN` round over this store's keys on `node`, from `cursor`:
+    /// the next cursor (0 when done) and the keys found.
+    pub(crate) async fn scan_prefix(
+        &self,
+        node: &conn::Node,
+        cursor: u64,
+    ) -> Result<(u64, Vec<String>), StoreError> {
+        let pattern = format!("{}:*", codec::glob_escape(self.keys.prefix()));
+        let mut scan = redis::cmd("SCAN");
+        scan.arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(SCAN_COUNT);
+        let scan = &scan;
+        self.conn
+            .call("scan", Retry::Once, |mut conn| async move {
+                let reply = conn.on_node(node, scan.clone()).await?;
+                Ok(redis::from_redis_value(reply)?)
+            })
+            .await
+    }
+
     /// The key schema under this store's prefix.
     pub(crate) fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    /// How values are encoded and sealed.
+    pub(crate) fn codec(&self) -> &Codec {
+        &self.codec
     }
 
     /// The connection, for calls that are not one command (pipelines,
@@ -190,6 +222,6 @@ impl RedisStore {
         let raw: Option<String> = self
             .query(what, Retry::Once, redis::cmd("GET").arg(key))
             .await?;
-        decode_opt(key, raw)
+        self.codec.decode_opt(key, raw)
     }
 }

@@ -5,7 +5,7 @@
 use deepfleet_proto::LoggedMessage;
 use redis::{FromRedisValue, RedisResult, Script};
 
-use super::codec::encode;
+use super::codec::Codec;
 use super::conn::Conn;
 use crate::error::StoreError;
 
@@ -50,15 +50,17 @@ impl<'s> Call<'s> {
     }
 
     /// Appends a message count and the messages, as `commit_step.lua` and
-    /// `create_run.lua` read them; `log` names the log key in errors.
+    /// `create_run.lua` read them, encoded by `codec`; `log` names the
+    /// log key in errors.
     pub(crate) fn messages(
         self,
+        codec: &Codec,
         log: &str,
         messages: &[LoggedMessage],
     ) -> Result<Self, StoreError> {
         let call = self.arg(messages.len().to_string());
-        messages
-            .iter()
-            .try_fold(call, |call, message| Ok(call.arg(encode(log, message)?)))
+        messages.iter().try_fold(call, |call, message| {
+            Ok(call.arg(codec.encode(log, message)?))
+        })
     }
 }

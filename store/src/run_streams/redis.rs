@@ -10,7 +10,6 @@ use serde::de::DeserializeOwned;
 use super::{RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::{decode, encode};
 use crate::redis::conn::Retry;
 
 /// The stream entry's one field, holding the event's JSON.
@@ -65,7 +64,7 @@ impl RedisStore {
         cap: usize,
         ttl_secs: u64,
     ) -> Result<(), StoreError> {
-        let raw = encode(key, value)?;
+        let raw = self.codec().encode(key, value)?;
         self.count(u64::try_from(raw.len() + key.len()).unwrap_or(u64::MAX));
         let mut pipe = redis::pipe();
         pipe.cmd("XADD")
@@ -122,7 +121,10 @@ impl RedisStore {
                         key: format!("{key} {id}"),
                         reason: format!("no `{FIELD}` field"),
                     })?;
-                Ok((id.clone(), decode(&format!("{key} {id}"), raw)?))
+                Ok((
+                    id.clone(),
+                    self.codec().decode(&format!("{key} {id}"), raw)?,
+                ))
             })
             .collect()
     }

@@ -14,7 +14,7 @@ use super::{Runs, ThreadSeed};
 use crate::checkpoints::log_tokens;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::{decode, encode};
+use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
 
@@ -125,13 +125,13 @@ impl RedisStore {
         };
         let merged = seen
             .as_ref()
-            .map(|seen| merge_state(self.keys(), &run.thread_id, seen, &seed.state))
+            .map(|seen| merge_state(self.keys(), self.codec(), &run.thread_id, seen, &seed.state))
             .transpose()?;
         let merge = seen
             .as_ref()
             .zip(merged.as_ref())
             .map(|(seen, merged)| (seen.as_deref(), merged));
-        let call = create_run_call(self.keys(), run, seed, merge)?;
+        let call = create_run_call(self.keys(), self.codec(), run, seed, merge)?;
         Ok(
             match self.run_script::<Option<i64>>("create run", &call).await? {
                 None => Creation::Existed,
@@ -156,13 +156,14 @@ impl RedisStore {
 /// The thread state `seen` (as stored) with the seed's fields set on top.
 fn merge_state(
     keys: &Keys,
+    codec: &Codec,
     thread_id: &str,
     seen: &Option<String>,
     seed: &Map<String, Value>,
 ) -> Result<Map<String, Value>, StoreError> {
     let meta = keys.thread_meta(thread_id);
     let mut state: Map<String, Value> = match seen {
-        Some(raw) => decode(&format!("{meta} state"), raw)?,
+        Some(raw) => codec.decode(&format!("{meta} state"), raw)?,
         None => Map::new(),
     };
     state.extend(seed.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -174,6 +175,7 @@ fn merge_state(
 /// state at all.
 fn create_run_call(
     keys: &Keys,
+    codec: &Codec,
     run: &RunRecord,
     seed: &ThreadSeed,
     merge: Option<(Option<&str>, &Map<String, Value>)>,
@@ -181,9 +183,9 @@ fn create_run_call(
     let thread = run.thread_id.as_str();
     let meta = keys.thread_meta(thread);
     let run_key = keys.run(thread, &run.run_id);
-    let record = encode(&run_key, run)?;
+    let record = codec.encode(&run_key, run)?;
     let (changes, seen, merged) = match merge {
-        Some((seen, merged)) => ("1", seen.unwrap_or(""), encode(&meta, merged)?),
+        Some((seen, merged)) => ("1", seen.unwrap_or(""), codec.encode(&meta, merged)?),
         None => ("0", "", String::new()),
     };
     let call = Call::new(
@@ -200,11 +202,11 @@ fn create_run_call(
     .arg(seen)
     .arg(merged)
     .arg(log_tokens(&seed.messages).to_string());
-    let call = call.messages(&keys.thread_log(thread), &seed.messages)?;
+    let call = call.messages(codec, &keys.thread_log(thread), &seed.messages)?;
     seed.files.iter().try_fold(call, |call, (path, file)| {
         let file: &FileData = file;
         Ok(call
             .arg(path)
-            .arg(encode(&keys.thread_files(thread), file)?))
+            .arg(codec.encode(&keys.thread_files(thread), file)?))
     })
 }

@@ -6,13 +6,12 @@ use deepfleet_proto::AgentSpec;
 use super::Specs;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
-use crate::redis::codec::encode;
 
 #[async_trait]
 impl Specs for RedisStore {
     async fn put_spec(&self, spec: &AgentSpec) -> Result<(), StoreError> {
         let key = self.keys().spec(&spec.name);
-        let value = encode(&key, spec)?;
+        let value = self.codec().encode(&key, spec)?;
         self.write(
             "put spec",
             key.len() + value.len(),

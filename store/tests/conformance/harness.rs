@@ -7,9 +7,9 @@ use std::panic::resume_unwind;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::redis::RedisStore;
+use deepfleet_store::{Keyring, Store};
 use pretty_assertions::assert_eq;
 
 use crate::cluster;
@@ -23,6 +23,36 @@ pub type Scenario = fn(Arc<dyn Store>) -> Pin<Box<dyn Future<Output = ()> + Send
 
 pub async fn on_embedded(scenario: Scenario) {
     scenario(Arc::new(EmbeddedStore::new())).await;
+}
+
+/// An embedded store persisted to a state file sealed under a fresh key;
+/// the file is checked to hold no clear JSON afterwards.
+pub async fn on_embedded_sealed(scenario: Scenario) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("state.json");
+    let keyring = Arc::new(Keyring::generate("k1").unwrap());
+    let store = Arc::new(EmbeddedStore::open_with(&path, Some(keyring.clone())).unwrap());
+    scenario(store.clone()).await;
+    store.flush().unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(keyring.is_current(&text), "the state file is not sealed");
+    drop(store);
+    let reopened = EmbeddedStore::open_with(&path, Some(keyring));
+    assert!(reopened.is_ok(), "the sealed state file does not reopen");
+}
+
+/// Single Redis with a keyring; afterwards no value under the prefix is
+/// clear JSON content.
+pub async fn on_sealed(scenario: Scenario) {
+    if let Some((store, prefix)) = connect(REDIS_URL, START_REDIS).await {
+        let keyring = Arc::new(Keyring::generate("k1").unwrap());
+        let store = Arc::new(Arc::into_inner(store).unwrap().with_keyring(keyring));
+        with_cleanup(store, |s| async move {
+            scenario(s).await;
+            crate::sealed::assert_no_clear_content(&prefix).await;
+        })
+        .await;
+    }
 }
 
 pub async fn on_single(scenario: Scenario) {

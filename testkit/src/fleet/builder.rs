@@ -10,10 +10,12 @@ use anyhow::Context;
 use deepfleet_model::{ProviderConfig, Providers};
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_store::Keyring;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::{EventSink, NoopSink};
+use deepfleet_worker::sandbox::SandboxHost;
 use deepfleet_worker::{RetryConfig, StepRunner, TimeLimits, Worker};
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +35,7 @@ pub struct FleetBuilder {
     model_timeout_secs: u64,
     poll_every: Duration,
     run_limit: Duration,
+    sandbox: Option<Arc<SandboxHost>>,
 }
 
 impl Default for FleetBuilder {
@@ -54,6 +57,7 @@ impl FleetBuilder {
                 concurrency: 32,
                 model_url: None,
                 context_key: ContextKey::generate_base64(),
+                encryption: None,
                 log_level: "warn".to_owned(),
                 fast_retries: false,
                 time_limits: None,
@@ -63,6 +67,7 @@ impl FleetBuilder {
             model_timeout_secs: 30,
             poll_every: Duration::from_millis(20),
             run_limit: Duration::from_secs(240),
+            sandbox: None,
         }
     }
 
@@ -121,6 +126,15 @@ impl FleetBuilder {
         self
     }
 
+    /// Encryption at rest for a distributed fleet: its store and worker
+    /// processes seal under these keys (`kid:base64,...`, as the
+    /// `encryption.keys` setting) with `current` sealing. An embedded
+    /// fleet keeps its state in memory only and ignores them.
+    pub fn encryption(mut self, keys: &str, current: &str) -> Self {
+        self.worker.encryption = Some((keys.to_owned(), current.to_owned()));
+        self
+    }
+
     /// Retries after [`FAST_RETRY_BASE`], backing off to
     /// [`FAST_RETRY_MAX`], so retry scenarios finish quickly.
     pub fn fast_retries(mut self) -> Self {
@@ -137,6 +151,14 @@ impl FleetBuilder {
     /// `RUST_LOG` of worker processes.
     pub fn log_level(mut self, level: &str) -> Self {
         level.clone_into(&mut self.worker.log_level);
+        self
+    }
+
+    /// Where an embedded fleet's `execute` runs commands instead of the
+    /// process's own host (a host without `bwrap`); worker processes find
+    /// theirs on their `PATH` ([`Fleet::spawn_worker_with`]).
+    pub fn sandbox(mut self, host: Arc<SandboxHost>) -> Self {
+        self.sandbox = Some(host);
         self
     }
 
@@ -167,8 +189,12 @@ impl FleetBuilder {
         let runner = StepRunner::new(queue.clone(), store.clone(), providers, self.retries())
             .with_events(Arc::clone(&self.events))
             .with_context_key(key);
-        let runner = Arc::new(match self.worker.time_limits {
+        let runner = match self.worker.time_limits {
             Some(limits) => runner.with_time_limits(limits),
+            None => runner,
+        };
+        let runner = Arc::new(match &self.sandbox {
+            Some(host) => runner.with_sandbox(Arc::clone(host)),
             None => runner,
         });
         let worker = Worker::new(queue.clone(), runner, self.worker.concurrency, GRACE);
@@ -196,6 +222,12 @@ impl FleetBuilder {
         if self.worker.amqp_url == AMQP_URL && self.worker.redis_url == REDIS_URL {
             services::check(&Service::FLEET).await?;
         }
+        let keyring = match &self.worker.encryption {
+            Some((keys, current)) => Some(Arc::new(
+                Keyring::parse(keys, Some(current)).context("the fleet's encryption keys")?,
+            )),
+            None => None,
+        };
         let id = uuid::Uuid::new_v4().simple().to_string();
         let queue_name = format!("dftest.{id}");
         let prefix = format!("dftest:{id}");
@@ -205,7 +237,10 @@ impl FleetBuilder {
                 .context("connecting to RabbitMQ")?,
         );
         let redis = match RedisStore::connect(&self.worker.redis_url, &prefix).await {
-            Ok(redis) => Arc::new(redis),
+            Ok(redis) => Arc::new(match keyring {
+                Some(keyring) => redis.with_keyring(keyring),
+                None => redis,
+            }),
             Err(e) => {
                 let _ = amqp.delete_all().await;
                 return Err(anyhow::Error::new(e).context("connecting to Redis"));

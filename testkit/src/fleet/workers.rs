@@ -39,6 +39,8 @@ pub(super) struct WorkerCommand {
     pub(super) concurrency: u16,
     pub(super) model_url: Option<String>,
     pub(super) context_key: String,
+    /// Encryption at rest: the keys (`kid:base64,...`) and the current id.
+    pub(super) encryption: Option<(String, String)>,
     pub(super) log_level: String,
     pub(super) fast_retries: bool,
     /// Step and tool-call limits, when not the defaults (whole seconds
@@ -93,6 +95,10 @@ impl WorkerCommand {
                 "DEEPFLEET__WORKER__TOOL_TIMEOUT_SECS",
                 limits.tool_call.as_secs().max(1).to_string(),
             );
+        }
+        if let Some((keys, current)) = &self.encryption {
+            cmd.env("DEEPFLEET__ENCRYPTION__KEYS", keys)
+                .env("DEEPFLEET__ENCRYPTION__CURRENT", current);
         }
         if let Some(url) = &self.model_url {
             cmd.env("OPENAI_BASE_URL", url)
