@@ -44,3 +44,4 @@ mod shutdown;
 mod spec_check;
 mod streaming;
 mod subagents;
+mod tenants;
