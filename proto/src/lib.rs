@@ -16,6 +16,7 @@ pub mod hitl;
 pub mod item;
 pub mod job;
 pub mod keys;
+pub mod mcp;
 pub mod message;
 pub mod model_params;
 pub mod path;

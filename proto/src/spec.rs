@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hitl::InterruptOn;
+use crate::mcp::McpServer;
 use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
 
@@ -84,6 +85,10 @@ pub struct AgentSpec {
     /// `{{store.KEY}}` values; instead of `system_prompt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_template: Option<String>,
+    /// MCP servers whose tools the agent (and its subagents) may call, by
+    /// server name (see `docs/mcp.md`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, McpServer>,
 }
 
 fn default_true() -> bool {
@@ -118,6 +123,10 @@ pub struct SubagentSpec {
     /// companions instead of `task`, so the parent goes on meanwhile.
     #[serde(default, rename = "async", skip_serializing_if = "std::ops::Not::not")]
     pub run_async: bool,
+    /// MCP servers of its own, on top of the parent's (one of the same
+    /// name replaces the parent's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, McpServer>,
 }
 
 /// Limits that end a run or refuse a delegation. The delegation limits
@@ -253,9 +262,11 @@ impl AgentSpec {
                 check_interrupt_on(&at("interrupt_on"), gates)?;
             }
             sub.model_params.validate(&at("model_params"))?;
+            crate::mcp::validate(&at("mcp_servers"), &sub.mcp_servers)?;
         }
         check_interrupt_on("interrupt_on", &self.interrupt_on)?;
         self.model_params.validate("model_params")?;
+        crate::mcp::validate("mcp_servers", &self.mcp_servers)?;
         self.check_harness()?;
         if let Some(schema) = &self.state_schema
             && !schema.is_object()
@@ -322,6 +333,17 @@ impl AgentSpec {
             .unwrap_or_else(|| self.interrupt_on.clone())
     }
 
+    /// The MCP servers of a role: the spec's, with a subagent's own on
+    /// top (by name).
+    pub fn mcp_servers_for(&self, subagent: Option<&str>) -> BTreeMap<String, McpServer> {
+        let mut servers = self.mcp_servers.clone();
+        if let Some(sub) = subagent.and_then(|name| self.subagents.iter().find(|s| s.name == name))
+        {
+            servers.extend(sub.mcp_servers.clone());
+        }
+        servers
+    }
+
     /// Every subagent offered to the model, general-purpose first.
     pub fn all_subagents(&self) -> Vec<SubagentSpec> {
         let mut out = Vec::new();
@@ -350,6 +372,7 @@ pub fn general_purpose() -> SubagentSpec {
         model_params: ModelParams::default(),
         interrupt_on: None,
         run_async: false,
+        mcp_servers: BTreeMap::new(),
     }
 }
 
