@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use deepfleet_model::Providers;
-use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, ResultStatus, TaskLine};
+use deepfleet_proto::{
+    AgentSpec, CallUsage, PendingReview, ResultLine, ResultStatus, TaskLine, UsageByCaller,
+};
 use deepfleet_worker::agent::AgentOptions;
 
 /// Reads a tasks file. Every malformed line is reported (with its number)
@@ -98,11 +100,21 @@ pub struct Summary {
     /// Of `runs`, those an earlier, interrupted process wrote.
     earlier: usize,
     by_status: BTreeMap<&'static str, usize>,
-    steps: u64,
-    input_tokens: u64,
-    output_tokens: u64,
-    cached_tokens: u64,
+    /// The result lines' model calls and tokens, summed caller by caller.
+    usage: UsageByCaller,
 }
+
+/// One caller's figure in a column of the usage table.
+type Figure = fn(&CallUsage) -> u64;
+
+/// The columns of the usage table: a heading and one caller's figure.
+/// Cost joins here as one more column once there are prices (issue 17).
+const USAGE_COLUMNS: [(&str, Figure); 4] = [
+    ("model calls", |u| u.model_calls),
+    ("input tokens", |u| u.input_tokens),
+    ("cached", |u| u.cached_input_tokens),
+    ("output tokens", |u| u.output_tokens),
+];
 
 impl Summary {
     /// Counts one result.
@@ -114,10 +126,7 @@ impl Summary {
             ResultStatus::Interrupted => "interrupted",
         };
         *self.by_status.entry(status).or_default() += 1;
-        self.steps += u64::from(line.steps);
-        self.input_tokens += line.usage.input_tokens;
-        self.output_tokens += line.usage.output_tokens;
-        self.cached_tokens += line.usage.cached_input_tokens;
+        self.usage.add(&line.by_caller);
     }
 
     /// Counts one result an earlier process of the same batch wrote.
@@ -131,7 +140,9 @@ impl Summary {
         self.by_status.get("success").copied().unwrap_or(0) == self.runs
     }
 
-    /// The table printed at the end of a batch.
+    /// The table printed at the end of a batch: runs, time, then model
+    /// calls and tokens by caller (the split of the metrics' `caller`
+    /// label) and their total.
     pub fn table(&self, wall: Duration) -> String {
         let secs = wall.as_secs_f64();
         let mut rows: Vec<(String, String)> = vec![("runs".into(), self.runs.to_string())];
@@ -141,22 +152,39 @@ impl Summary {
         if self.earlier > 0 {
             rows.push(("  written before".into(), self.earlier.to_string()));
         }
-        rows.push(("model calls".into(), self.steps.to_string()));
-        rows.push(("input tokens".into(), self.input_tokens.to_string()));
-        if self.cached_tokens > 0 {
-            rows.push(("  cached".into(), self.cached_tokens.to_string()));
-        }
-        rows.push(("output tokens".into(), self.output_tokens.to_string()));
         rows.push(("wall time".into(), format!("{secs:.2} s")));
         if secs > 0.0 {
             let now = self.runs - self.earlier;
             rows.push(("runs/s".into(), format!("{:.1}", now as f64 / secs)));
         }
-        let width = rows.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+        let total = self.usage.total();
+        let usage: Vec<(&str, &CallUsage)> = self
+            .usage
+            .callers()
+            .into_iter()
+            .chain([("total", &total)])
+            .collect();
+        let width = rows
+            .iter()
+            .map(|(k, _)| k.len())
+            .chain(usage.iter().map(|(k, _)| k.len()))
+            .max()
+            .unwrap_or(0);
         let mut out = String::new();
         for (k, v) in rows {
             let _ = writeln!(out, "{k:<width$}  {v:>12}");
         }
+        let _ = write!(out, "\n{:<width$}", "");
+        for (heading, _) in USAGE_COLUMNS {
+            let _ = write!(out, "  {heading:>13}");
+        }
+        for (caller, figures) in usage {
+            let _ = write!(out, "\n{caller:<width$}");
+            for (_, figure) in USAGE_COLUMNS {
+                let _ = write!(out, "  {:>13}", figure(figures));
+            }
+        }
+        out.push('\n');
         out
     }
 }
@@ -274,5 +302,77 @@ mod tests {
         )
         .unwrap();
         assert_eq!(spec.model, "openai:gpt-4.1-mini");
+    }
+
+    fn line(id: &str, by_caller: deepfleet_proto::UsageByCaller) -> ResultLine {
+        ResultLine {
+            id: id.into(),
+            status: ResultStatus::Success,
+            output: String::new(),
+            error: None,
+            steps: u32::try_from(by_caller.main.model_calls).unwrap(),
+            usage: by_caller.total().tokens().into(),
+            by_caller,
+            files: BTreeMap::new(),
+            review: None,
+        }
+    }
+
+    /// The figures of the table's row `name`.
+    fn row(table: &str, name: &str) -> Vec<u64> {
+        let line = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{table}"));
+        line.split_whitespace()
+            .skip(1)
+            .map(|n| n.parse().unwrap())
+            .collect()
+    }
+
+    /// The table's usage rows are the result lines' split, summed caller
+    /// by caller, and its total row their sum (issue 19: "model calls"
+    /// once counted the main runs only while tokens counted subagents).
+    #[test]
+    fn the_tables_usage_is_the_sum_over_result_lines() {
+        use deepfleet_proto::{CallUsage, UsageByCaller};
+        let calls = |model_calls, input_tokens, cached_input_tokens| CallUsage {
+            model_calls,
+            input_tokens,
+            output_tokens: 2 * model_calls,
+            cached_input_tokens,
+        };
+        let lines = [
+            line(
+                "a",
+                UsageByCaller {
+                    main: calls(3, 300, 100),
+                    subagents: calls(4, 200, 0),
+                    summarization: calls(1, 50, 0),
+                },
+            ),
+            line(
+                "b",
+                UsageByCaller {
+                    main: calls(2, 120, 20),
+                    ..UsageByCaller::default()
+                },
+            ),
+        ];
+        let mut summary = Summary::default();
+        for l in &lines {
+            summary.add(l);
+        }
+        let table = summary.table(Duration::from_secs(2));
+        assert_eq!(row(&table, "main"), [5, 420, 120, 10], "{table}");
+        assert_eq!(row(&table, "subagents"), [4, 200, 0, 8], "{table}");
+        assert_eq!(row(&table, "summarization"), [1, 50, 0, 2], "{table}");
+        let total = row(&table, "total");
+        let calls: u64 = lines.iter().map(|l| l.by_caller.total().model_calls).sum();
+        let input: u64 = lines.iter().map(|l| l.usage.input_tokens).sum();
+        let cached: u64 = lines.iter().map(|l| l.usage.cached_input_tokens).sum();
+        let output: u64 = lines.iter().map(|l| l.usage.output_tokens).sum();
+        assert_eq!(total, [calls, input, cached, output], "{table}");
+        assert!(table.contains("model calls"), "{table}");
     }
 }

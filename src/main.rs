@@ -5,10 +5,14 @@
 
 mod batch_io;
 mod cmd;
-mod redacted_url;
+#[cfg(test)]
+mod flag_variables_tests;
 mod results_file;
-mod settings;
 mod unfinished_batch;
+
+// The settings are a library crate, so a team's own worker loads them too.
+use deepfleet_settings as settings;
+use deepfleet_settings::redacted_url;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

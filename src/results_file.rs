@@ -175,6 +175,7 @@ mod tests {
             error: None,
             steps: 1,
             usage: ResultUsage::default(),
+            by_caller: Default::default(),
             files: Default::default(),
             review: None,
         }

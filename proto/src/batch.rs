@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::caller_usage::UsageByCaller;
 use crate::message::Usage;
 
 /// One line of a tasks file.
@@ -78,10 +79,15 @@ pub struct ResultLine {
     /// Why the run failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// Model calls of the run itself.
+    /// Model calls of the run itself (`by_caller.main.model_calls`).
     pub steps: u32,
-    /// Tokens of the run and all its subagents.
+    /// Tokens of the run, all its subagents and the summaries compressing
+    /// their contexts (the total of `by_caller`).
     pub usage: ResultUsage,
+    /// Model calls and tokens by caller: the run itself, its subagents,
+    /// summaries; split as the metrics' `caller` label splits them.
+    #[serde(default)]
+    pub by_caller: UsageByCaller,
     /// The thread's text files at the end.
     pub files: BTreeMap<String, String>,
     /// Set when the run waits for a reviewer: what to decide, and the run

@@ -9,10 +9,12 @@
 
 pub mod api;
 pub mod batch;
+pub mod caller_usage;
 pub mod checkpoint;
 pub mod error;
 pub mod harness;
 pub mod hitl;
+pub mod http_tool;
 pub mod item;
 pub mod job;
 pub mod keys;
@@ -32,6 +34,7 @@ pub mod submission;
 pub mod value_source;
 
 pub use batch::{PendingReview, ResultLine, ResultStatus, ResultUsage, TaskLine};
+pub use caller_usage::{CallUsage, UsageByCaller};
 pub use checkpoint::{
     ChildRun, ContextCursor, Encoding, EvictedMessage, FileData, LoggedMessage, PendingCall,
     PendingTools, SummaryEvent,

@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::caller_usage::{CallUsage, UsageByCaller};
 use crate::error::ErrorCode;
 use crate::message::Usage;
 use crate::sealed::SealedContext;
@@ -100,12 +101,16 @@ pub struct RunRecord {
     /// delegated yet (the spec's limit less itself).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_budget: Option<u32>,
-    /// Model calls made so far.
+    /// The run's own model calls so far (what `limits.max_steps` bounds).
     #[serde(default)]
     pub steps: u32,
-    /// Tokens used by this run's own model calls (subagents excluded).
+    /// Tokens of the run's own model calls, its subagents' (once they
+    /// reported) and the summaries compressing their contexts.
     #[serde(default)]
     pub usage: Usage,
+    /// The calls and tokens of `steps` and `usage`, by caller.
+    #[serde(default)]
+    pub by_caller: UsageByCaller,
     /// The final answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -147,12 +152,33 @@ impl RunRecord {
             run_budget: None,
             steps: 0,
             usage: Usage::default(),
+            by_caller: UsageByCaller::default(),
             output: None,
             error: None,
             traceparent: None,
             created_at: now,
             updated_at: now,
         }
+    }
+
+    /// Counts one of the run's own model calls: `steps`, `usage` and
+    /// `by_caller` move together, so no summary can count them apart.
+    pub fn count_model_call(&mut self, usage: &Usage) {
+        self.steps += 1;
+        self.usage.add(usage);
+        self.by_caller.main.add_call(usage);
+    }
+
+    /// Counts the summary calls that compressed the run's context.
+    pub fn count_summaries(&mut self, summaries: &CallUsage) {
+        self.usage.add(&summaries.tokens());
+        self.by_caller.summarization.add(summaries);
+    }
+
+    /// Counts what a finished subagent used, as it reported it.
+    pub fn count_child(&mut self, child: &ChildResult) {
+        self.usage.add(&child.usage);
+        self.by_caller.add_child(&child.by_caller);
     }
 }
 
@@ -172,6 +198,9 @@ pub struct ChildResult {
     /// Tokens the subagent (and its own subagents) used.
     #[serde(default)]
     pub usage: Usage,
+    /// The subagent's `usage` and model calls, by caller.
+    #[serde(default)]
+    pub by_caller: UsageByCaller,
     /// The part of the run budget the subagent was handed and did not
     /// use: it returns to the parent.
     #[serde(default)]

@@ -12,6 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::hitl::InterruptOn;
+use crate::http_tool::HttpToolSpec;
 use crate::mcp::McpServer;
 use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
@@ -61,6 +62,16 @@ pub struct AgentSpec {
     /// seeded with; tools read and write them, subagents inherit them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state_schema: Option<serde_json::Value>,
+    /// JSON Schema (an object) every run's runtime context must match;
+    /// a run whose context does not is refused at intake, naming the
+    /// field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_schema: Option<serde_json::Value>,
+    /// Tools that are HTTP endpoints of other services (see
+    /// `docs/http-tools.md`); subagents have them too, within their
+    /// `tools` allowlist.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_tools: Vec<HttpToolSpec>,
     /// Tools whose calls wait for a human decision, by tool name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub interrupt_on: BTreeMap<String, InterruptOn>,
@@ -127,6 +138,9 @@ pub struct SubagentSpec {
     /// name replaces the parent's).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp_servers: BTreeMap<String, McpServer>,
+    /// HTTP tools of its own, besides the parent's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_tools: Vec<HttpToolSpec>,
 }
 
 /// Limits that end a run or refuse a delegation. The delegation limits
@@ -263,18 +277,20 @@ impl AgentSpec {
             }
             sub.model_params.validate(&at("model_params"))?;
             crate::mcp::validate(&at("mcp_servers"), &sub.mcp_servers)?;
+            self.check_http_tools(&at("http_tools"), &sub.http_tools)?;
         }
         check_interrupt_on("interrupt_on", &self.interrupt_on)?;
+        self.check_http_tools("http_tools", &self.http_tools)?;
         self.model_params.validate("model_params")?;
         crate::mcp::validate("mcp_servers", &self.mcp_servers)?;
         self.check_harness()?;
-        if let Some(schema) = &self.state_schema
-            && !schema.is_object()
-        {
-            return Err(SpecError::field(
-                "state_schema",
-                "must be a JSON Schema object",
-            ));
+        for (field, schema) in [
+            ("state_schema", &self.state_schema),
+            ("context_schema", &self.context_schema),
+        ] {
+            if schema.as_ref().is_some_and(|s| !s.is_object()) {
+                return Err(SpecError::field(field, "must be a JSON Schema object"));
+            }
         }
         self.limits.validate()?;
         if let Some(profile) = self.model_profile
@@ -284,6 +300,34 @@ impl AgentSpec {
                 "model_profile.max_input_tokens",
                 "must be at least 1",
             ));
+        }
+        Ok(())
+    }
+
+    /// Checks the HTTP tools at `field`: each valid, names unique, state
+    /// updates only to fields `state_schema` declares.
+    fn check_http_tools(&self, field: &str, tools: &[HttpToolSpec]) -> Result<(), SpecError> {
+        let mut seen = BTreeSet::new();
+        for (i, tool) in tools.iter().enumerate() {
+            let at = format!("{field}[{i}]");
+            tool.validate(&at)?;
+            if !seen.insert(tool.name.as_str()) {
+                return Err(SpecError::field(
+                    format!("{at}.name"),
+                    format!("duplicate tool name '{}'", tool.name),
+                ));
+            }
+            let declared = self.state_schema.as_ref().and_then(|s| s.get("properties"));
+            if let Some(undeclared) = tool
+                .updates_state
+                .iter()
+                .find(|f| declared.and_then(|p| p.get(f.as_str())).is_none())
+            {
+                return Err(SpecError::field(
+                    format!("{at}.updates_state"),
+                    format!("'{undeclared}' is not a property of state_schema"),
+                ));
+            }
         }
         Ok(())
     }
@@ -373,10 +417,11 @@ pub fn general_purpose() -> SubagentSpec {
         interrupt_on: None,
         run_async: false,
         mcp_servers: BTreeMap::new(),
+        http_tools: Vec::new(),
     }
 }
 
-fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
+pub(crate) fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
     let valid = !name.is_empty()
         && name.len() <= 64
         && name

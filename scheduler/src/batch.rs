@@ -190,6 +190,7 @@ pub fn result_line(
             .map(|e| format!("{}: {}", e.code, e.message)),
         steps: run.steps,
         usage: run.usage.into(),
+        by_caller: run.by_caller,
         files: files
             .iter()
             .filter(|(_, f)| f.encoding == Encoding::Utf8)

@@ -43,15 +43,15 @@ pub fn validate_seed(
         .map_err(|e| invalid(format!("state_schema of agent '{}': {e}", spec.name)))?;
     let instance = Value::Object(state.clone());
     if let Some(error) = validator.iter_errors(&instance).next() {
-        let field = field_name(&error.instance_path().to_string());
+        let field = field_name("state", &error.instance_path().to_string());
         return Err(invalid(format!("{field}: {error}")));
     }
     Ok(state.clone())
 }
 
-/// `/a/0/b` (a JSON pointer into the seed) as `state.a[0].b`.
-fn field_name(pointer: &str) -> String {
-    let mut out = "state".to_owned();
+/// `/a/0/b` (a JSON pointer into the `root` object) as `root.a[0].b`.
+pub(crate) fn field_name(root: &str, pointer: &str) -> String {
+    let mut out = root.to_owned();
     for part in pointer.split('/').skip(1) {
         let part = part.replace("~1", "/").replace("~0", "~");
         if !part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()) {

@@ -64,10 +64,25 @@ impl Intake {
             .map_err(|e| invalid(format!("context: {e}")))
     }
 
+    /// Checks run `id`'s runtime `context` against the `context_schema` of
+    /// agent `agent`, before it is sealed.
+    pub async fn check_context(
+        &self,
+        agent: &str,
+        id: &str,
+        context: Option<&serde_json::Value>,
+    ) -> Result<(), SchedulerError> {
+        let Some(spec) = self.store.get_spec(agent).await? else {
+            return Err(SchedulerError::UnknownAgent(agent.to_owned()));
+        };
+        crate::runtime_context::validate(&spec, id, context)
+    }
+
     /// Validates and stores a spec so workers can load it by name.
     pub async fn register(&self, spec: &AgentSpec) -> Result<(), SchedulerError> {
         spec.validate()?;
         crate::custom_state::check_schema(spec)?;
+        crate::runtime_context::check_schema(spec)?;
         self.store.put_spec(spec).await?;
         Ok(())
     }
@@ -130,6 +145,7 @@ impl Intake {
             return Err(SchedulerError::UnknownAgent(agent.to_owned()));
         };
         let state = crate::custom_state::validate_seed(&spec, &task.id, task.state.as_ref())?;
+        crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
         let context = self.seal_context(&task.id, task.context.as_ref())?;
         let now = Utc::now();
         let run = RunRecord {

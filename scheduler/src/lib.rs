@@ -16,6 +16,7 @@ pub mod replies;
 pub mod repo;
 pub mod reserved;
 pub mod resume;
+mod runtime_context;
 pub mod submissions;
 mod task_batches;
 
@@ -26,5 +27,6 @@ pub use intake::{Intake, batch_run_id, validate_task};
 pub use lifecycle::Lifecycle;
 pub use replies::Replier;
 pub use reserved::ReservedQueues;
+pub use runtime_context::validate as validate_context;
 pub use submissions::SubmissionIntake;
 pub use task_batches::{TaskBatchCounts, TaskBatchMember, TaskBatches};

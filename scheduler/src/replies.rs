@@ -145,6 +145,7 @@ fn cancelled_line(id: String) -> ResultLine {
         error: Some("cancelled: the run was cancelled before it started".into()),
         steps: 0,
         usage: ResultUsage::default(),
+        by_caller: Default::default(),
         files: Default::default(),
         review: None,
     }

@@ -172,7 +172,7 @@ pub async fn intake_for(
     spec: &AgentSpec,
     tasks: &[TaskLine],
 ) -> anyhow::Result<Intake> {
-    validate(spec, tasks)?;
+    check_tasks(spec, tasks)?;
     let mut intake = Intake::new(store, queue);
     if let Some(key) = key {
         intake = intake.with_context_key(key);
@@ -220,14 +220,18 @@ pub async fn enqueue(
     Ok(runs)
 }
 
-/// Every task is valid, or none runs.
-fn validate(spec: &AgentSpec, tasks: &[TaskLine]) -> anyhow::Result<()> {
+/// Every task is valid (files, seed state, runtime context), or none
+/// runs.
+pub fn check_tasks(spec: &AgentSpec, tasks: &[TaskLine]) -> anyhow::Result<()> {
     let invalid: Vec<String> = tasks
         .iter()
         .filter_map(|t| {
             deepfleet_scheduler::validate_task(t)
                 .err()
                 .or_else(|| deepfleet_scheduler::validate_seed(spec, &t.id, t.state.as_ref()).err())
+                .or_else(|| {
+                    deepfleet_scheduler::validate_context(spec, &t.id, t.context.as_ref()).err()
+                })
         })
         .map(|e| e.to_string())
         .collect();

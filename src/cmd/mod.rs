@@ -24,57 +24,22 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use deepfleet_fleet::Metrics;
-use deepfleet_model::Providers;
 use deepfleet_proto::AgentSpec;
-use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{Queue, QueueError};
 use deepfleet_store::Store;
-use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_worker::agent::AgentOptions;
 use deepfleet_worker::events::EventSink;
 use deepfleet_worker::{StepRunner, Worker};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::redacted_url::redacted;
 use crate::settings::Settings;
 
-/// Connects to the fleet's RabbitMQ and Redis; flags win over settings.
-pub async fn connect_fleet(
-    queue_url: Option<String>,
-    store_url: Option<String>,
-    settings: &Settings,
-) -> anyhow::Result<(Arc<dyn Queue>, Arc<dyn Store>)> {
-    let queue_url = queue_url
-        .or_else(|| settings.queue.clone())
-        .context("no queue URL: pass --queue amqp://... or set DEEPFLEET__QUEUE")?;
-    let store_url = store_url
-        .or_else(|| settings.store.clone())
-        .context("no store URL: pass --store redis://... or set DEEPFLEET__STORE")?;
-    let queue = AmqpQueue::connect(amqp_config(&queue_url, &settings.queue_name, settings))
-        .await
-        .with_context(|| format!("connecting to RabbitMQ at {}", redacted(&queue_url)))?;
-    let store =
-        RedisStore::connect_within(&store_url, &settings.key_prefix, settings.connect_timeout())
-            .await
-            .with_context(|| format!("connecting to Redis at {}", redacted(&store_url)))?;
-    Ok((Arc::new(queue), Arc::new(store)))
-}
+pub use deepfleet_settings::fleet::{agent_options, amqp_config, connect_fleet, providers};
 
-/// The broker configuration for queue `name` at `url`, with the
-/// settings' connect timeout.
-pub fn amqp_config(url: &str, name: &str, settings: &Settings) -> AmqpConfig {
-    AmqpConfig {
-        connect_timeout: settings.connect_timeout(),
-        ..AmqpConfig::new(url, name)
-    }
-}
-
-/// A step runner as the settings configure it (providers, retries, time
-/// limits, harness profiles), opening runs' context with `key` and reporting to `events`.
+/// A step runner as the settings configure it, shared by the worker that
+/// runs it.
 pub fn step_runner(
     queue: Arc<dyn Queue>,
     store: Arc<dyn Store>,
@@ -82,36 +47,9 @@ pub fn step_runner(
     key: ContextKey,
     events: Option<Arc<dyn EventSink>>,
 ) -> Arc<StepRunner> {
-    let providers = Arc::new(providers(settings));
-    let mut runner = StepRunner::new(queue, store, providers, settings.worker.retry())
-        .with_time_limits(settings.worker.time_limits())
-        .with_context_key(key)
-        .with_profiles(settings.profiles.clone());
-    if let Some(events) = events {
-        runner = runner.with_events(events);
-    }
-    Arc::new(runner)
-}
-
-/// The model providers the settings configure, their keys and URLs read
-/// as the project's processes see variables ([`Settings::var`]).
-/// `replay:PATH` models (examples, trying the fleet without a key) are
-/// served in process by the replay provider.
-pub fn providers(settings: &Settings) -> Providers {
-    deepfleet_replay::register(Providers::with_env(
-        settings.providers.clone(),
-        settings.var_lookup(),
+    Arc::new(deepfleet_settings::fleet::step_runner(
+        queue, store, settings, key, events,
     ))
-}
-
-/// What a worker of these settings adds to every agent: its harness
-/// profiles and tool-call time limit.
-pub fn agent_options(settings: &Settings) -> AgentOptions {
-    AgentOptions {
-        profiles: settings.profiles.clone(),
-        tool_timeout: settings.worker.time_limits().tool_call,
-        ..AgentOptions::default()
-    }
 }
 
 /// Loads the spec at `path` (`model_override` replacing its models) and
@@ -193,6 +131,8 @@ impl EmbeddedWorker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
+    use deepfleet_store::redis::RedisStore;
 
     /// The first bytes a client sends to a listener of ours when it
     /// connects to `url` (`PORT` replaced by the listener's port).

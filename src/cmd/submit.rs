@@ -51,11 +51,22 @@ pub struct SubmitArgs {
     /// the batch (`deepfleet batch follow ID --out FILE` does).
     #[arg(long)]
     detach: bool,
+    /// Before enqueueing, make one cheap authenticated call (listing
+    /// models) per provider the spec uses, and stop if one refuses it.
+    #[arg(long)]
+    check_providers: bool,
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     let spec = super::load_checked_spec(&args.agent, args.model.as_deref(), &settings)?;
+    // With this process's provider settings, as the key check above: a
+    // refused key stops the batch before it reaches the fleet.
+    if args.check_providers {
+        super::check_provider_access(&args.agent, &spec, &settings).await?;
+    }
     let tasks = read_tasks(&args.tasks)?;
+    // Before reaching for the fleet, as the spec's own checks.
+    super::batch::check_tasks(&spec, &tasks)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
     let batch_id = if args.fresh {

@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
@@ -44,10 +43,7 @@ fn concurrency(value: &str) -> Result<u16, String> {
 pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     // A fleet's runs carry context sealed with the shared key; a worker
     // without it could run none of them, so it does not start.
-    let context_key = settings.context_key()?.context(
-        "a distributed worker needs the fleet's context_key (DEEPFLEET__CONTEXT_KEY, base64 of 32 bytes, or a file named by DEEPFLEET__CONTEXT_KEY_FILE; \
-         `deepfleet keygen` makes one)",
-    )?;
+    let context_key = settings.fleet_context_key()?;
     let shutdown = super::signals::shutdown_token()?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let (consumed, attached) = WatchedQueue::wrap(Arc::clone(&queue));
@@ -72,12 +68,7 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
         Some(Arc::clone(&metrics) as Arc<dyn EventSink>),
     );
     let concurrency = args.concurrency.unwrap_or(settings.worker.concurrency);
-    let worker = Worker::new(
-        consumed,
-        runner,
-        concurrency,
-        Duration::from_secs(settings.worker.grace_secs),
-    );
+    let worker = Worker::new(consumed, runner, concurrency, settings.worker.grace());
     // Loaded before the worker subscribes: deliveries taken while still
     // starting would be held, unworked, by a process that may be killed
     // before it starts on them, and each such loss counts towards the

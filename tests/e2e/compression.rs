@@ -133,6 +133,14 @@ scenario!(sixty_steps_in_a_16k_window, |fleet| {
         .expect("the history file");
     let sections = history.matches("## Summarized at ").count();
     assert!(sections >= 2, "only {sections} summaries");
+    // Each summary is a model call of its own, counted apart from the
+    // run's and within its tokens (issue 19).
+    assert_eq!(r.by_caller.summarization.model_calls, sections as u64);
+    assert_eq!(r.by_caller.main.model_calls, u64::from(r.steps));
+    assert_eq!(
+        deepfleet_proto::ResultUsage::from(r.by_caller.total().tokens()),
+        r.usage
+    );
     let cutoff = usize::try_from(summary.cutoff).unwrap();
     assert!(cutoff > STEPS, "cutoff {cutoff}");
     for (i, entry) in thread.messages[..cutoff].iter().enumerate() {

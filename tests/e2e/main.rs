@@ -24,6 +24,7 @@ mod files;
 mod growth;
 mod hitl;
 mod http_model;
+mod http_tools;
 mod interrupted_batch;
 mod limits;
 mod live_scheduler;

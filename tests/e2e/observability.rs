@@ -11,7 +11,7 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::routing::post;
 use deepfleet_fleet::Metrics;
-use deepfleet_proto::{ResultLine, ResultStatus};
+use deepfleet_proto::{CallUsage, ResultLine, ResultStatus, ResultUsage, UsageByCaller};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -81,6 +81,47 @@ fn sum(scrapes: &[String], family: &str, labels: &[(&str, &str)]) -> u64 {
     total as u64
 }
 
+/// Successful model calls of `caller` in the scrapes.
+fn caller_calls(scrapes: &[String], caller: &str) -> u64 {
+    sum(
+        scrapes,
+        "deepfleet_model_calls_total",
+        &[("caller", caller), ("outcome", "ok")],
+    )
+}
+
+/// Tokens of `kind` used by `caller` in the scrapes.
+fn caller_tokens(scrapes: &[String], caller: &str, kind: &str) -> u64 {
+    sum(
+        scrapes,
+        "deepfleet_model_tokens_total",
+        &[("caller", caller), ("type", kind)],
+    )
+}
+
+/// The successful calls and tokens of `caller` in the scrapes.
+fn metrics_of(scrapes: &[String], caller: &str) -> CallUsage {
+    CallUsage {
+        model_calls: caller_calls(scrapes, caller),
+        input_tokens: caller_tokens(scrapes, caller, "input"),
+        output_tokens: caller_tokens(scrapes, caller, "output"),
+        cached_input_tokens: caller_tokens(scrapes, caller, "cached"),
+    }
+}
+
+/// The metrics count every caller's calls and tokens as `split` does
+/// (issue 19: the summary once counted main calls against all tokens).
+fn assert_split_is_the_metrics(scrapes: &[String], split: &UsageByCaller) {
+    for (caller, label) in [
+        (&split.main, "main"),
+        (&split.subagents, "subagent"),
+        (&split.summarization, "summarization"),
+    ] {
+        let metrics = metrics_of(scrapes, label);
+        assert_eq!(&metrics, caller, "caller {label}");
+    }
+}
+
 /// What the batch's result lines say was used.
 fn usage(results: &[ResultLine]) -> (u64, u64) {
     results.iter().fold((0, 0), |(i, o), r| {
@@ -93,29 +134,29 @@ fn assert_counts(scrapes: &[String], results: &[ResultLine]) {
     let n = TASKS as u64;
     let (input, output) = usage(results);
     assert!(input > 0 && output > 0, "the replay model reports usage");
-    // Result usage includes the subagents'; metrics split it by caller.
+    // Result usage includes the subagents' and the summaries'; metrics
+    // split it by caller.
     let tokens = |kind| {
-        sum(
-            scrapes,
-            "deepfleet_model_tokens_total",
-            &[("caller", "main"), ("type", kind)],
-        ) + sum(
-            scrapes,
-            "deepfleet_model_tokens_total",
-            &[("caller", "subagent"), ("type", kind)],
-        )
+        ["main", "subagent", "summarization"]
+            .into_iter()
+            .map(|caller| caller_tokens(scrapes, caller, kind))
+            .sum::<u64>()
     };
     assert_eq!(tokens("input"), input);
     assert_eq!(tokens("output"), output);
-    let calls = |caller| {
-        sum(
-            scrapes,
-            "deepfleet_model_calls_total",
-            &[("caller", caller), ("outcome", "ok")],
-        )
-    };
+    let calls = |caller| caller_calls(scrapes, caller);
     assert_eq!(calls("main"), 3 * n);
     assert_eq!(calls("subagent"), 4 * n);
+    let mut split = UsageByCaller::default();
+    for line in results {
+        split.add(&line.by_caller);
+        assert_eq!(u64::from(line.steps), line.by_caller.main.model_calls);
+        assert_eq!(
+            ResultUsage::from(line.by_caller.total().tokens()),
+            line.usage
+        );
+    }
+    assert_split_is_the_metrics(scrapes, &split);
     let runs = |caller| {
         sum(
             scrapes,
@@ -175,7 +216,92 @@ async fn metrics_count_the_batch_embedded() {
     let mut fleet = fleet().events(metrics.clone()).embedded().unwrap();
     let results = fleet.run(&spec, &tasks()).await.unwrap();
     fleet.shutdown().await.unwrap();
-    assert_counts(&[metrics.render().unwrap()], &results);
+    let scrapes = [metrics.render().unwrap()];
+    assert_counts(&scrapes, &results);
+    let table = tokio::task::spawn_blocking(move || summary_table(&spec))
+        .await
+        .unwrap();
+    assert_table_is_the_metrics(&table, &scrapes);
+}
+
+/// The summary table `deepfleet run` prints for the batch of `spec` and
+/// [`tasks`], after checking that it is the sum of its result lines.
+fn summary_table(spec: &deepfleet_proto::AgentSpec) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(
+        d.join("agent.yaml"),
+        format!("name: {}\nmodel: '{}'\n", spec.name, spec.model),
+    )
+    .unwrap();
+    let tasks: Vec<String> = tasks()
+        .iter()
+        .map(|t| serde_json::to_string(t).unwrap())
+        .collect();
+    std::fs::write(d.join("tasks.jsonl"), tasks.join("\n")).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
+        .current_dir(d)
+        .args(["run", "tasks.jsonl", "--agent", "agent.yaml"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let results = std::fs::read_to_string(d.join("results.jsonl")).unwrap();
+    let mut split = UsageByCaller::default();
+    for line in results.lines() {
+        split.add(&serde_json::from_str::<ResultLine>(line).unwrap().by_caller);
+    }
+    for (caller, usage) in split
+        .callers()
+        .into_iter()
+        .chain([("total", &split.total())])
+    {
+        assert_eq!(
+            table_row(&table, caller),
+            figures(usage),
+            "{caller}\n{table}"
+        );
+    }
+    table
+}
+
+/// A usage row of the table: calls, input, cached and output tokens.
+fn table_row(table: &str, caller: &str) -> [u64; 4] {
+    let line = table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(caller))
+        .unwrap_or_else(|| panic!("no row {caller} in\n{table}"));
+    let numbers: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    numbers.try_into().unwrap()
+}
+
+fn figures(u: &CallUsage) -> [u64; 4] {
+    [
+        u.model_calls,
+        u.input_tokens,
+        u.cached_input_tokens,
+        u.output_tokens,
+    ]
+}
+
+/// The table of a batch counts what the metrics of the same batch count.
+fn assert_table_is_the_metrics(table: &str, scrapes: &[String]) {
+    for (row, label) in [
+        ("main", "main"),
+        ("subagents", "subagent"),
+        ("summarization", "summarization"),
+    ] {
+        let metrics = metrics_of(scrapes, label);
+        assert_eq!(table_row(table, row), figures(&metrics), "{row}\n{table}");
+    }
 }
 
 async fn scrape(port: u16) -> String {

@@ -76,6 +76,34 @@ fn assert_names(stderr: &str, field: &str, line: usize, message: &str) {
     );
 }
 
+/// A task whose runtime context breaks the spec's `context_schema` stops
+/// `run` and `submit` before any run, naming the field (issue 16).
+#[test]
+fn a_context_breaking_the_context_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("script.yaml"), two_writes_and_ls("done")).unwrap();
+    std::fs::write(
+        d.join("agent.yaml"),
+        "name: a\nmodel: replay:script.yaml\ncontext_schema:\n  type: object\n  properties:\n    user: {type: object, required: [id]}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("tasks.jsonl"),
+        "{\"id\": \"t1\", \"input\": \"Write two files\", \"context\": {\"user\": {}}}\n",
+    )
+    .unwrap();
+    for command in ["run", "submit"] {
+        let (code, stderr) = deepfleet(d, command, &[]);
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("task t1: context.user: \"id\" is a required property"),
+            "{command}: {stderr}"
+        );
+        assert!(!d.join("results.jsonl").exists(), "{command} ran a task");
+    }
+}
+
 #[test]
 fn an_interrupt_on_key_naming_no_tool_is_refused() {
     let err = refused(
@@ -260,6 +288,73 @@ async fn check_providers_stops_on_a_refused_key_before_any_run() {
         1,
         "one model call, by the accepted run"
     );
+}
+
+/// `submit --check-providers` makes the same call before it reaches the
+/// fleet: a refused key stops it, exit code 2, naming the field and the
+/// provider's answer, with no connection tried; an accepted one lets it
+/// go on to the fleet (here a port nothing listens on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submit_check_providers_stops_on_a_refused_key_before_the_fleet() {
+    let script = ScriptBuilder::new().answer(When::always(), "done");
+    let engine = ReplayEngine::new(Script::from_yaml(&script.build()).unwrap());
+    let server = ScriptedServer::start(Arc::new(engine), Duration::ZERO)
+        .await
+        .unwrap();
+    let url = server.url();
+    let (refused, accepted) = tokio::task::spawn_blocking(move || {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("agent.yaml"), "name: a\nmodel: 'openai:gpt-x'\n").unwrap();
+        std::fs::write(
+            d.join("tasks.jsonl"),
+            "{\"id\": \"t1\", \"input\": \"hi\"}\n",
+        )
+        .unwrap();
+        let submit = |key: &str| {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_deepfleet"))
+                .current_dir(d)
+                .args([
+                    "submit",
+                    "tasks.jsonl",
+                    "--agent",
+                    "agent.yaml",
+                    "--check-providers",
+                    "--queue",
+                    "amqp://guest:guest@127.0.0.1:1/%2f",
+                    "--store",
+                    "redis://127.0.0.1:1",
+                ])
+                .env("OPENAI_BASE_URL", &url)
+                .env("OPENAI_API_KEY", key)
+                .env("DEEPFLEET__CONNECT_TIMEOUT_SECS", "2")
+                .output()
+                .unwrap();
+            (
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        (
+            submit("sk-wrong"),
+            submit(deepfleet_testkit::fleet::API_KEY),
+        )
+    })
+    .await
+    .unwrap();
+    let (code, stderr) = refused;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_names(&stderr, "model", 2, "provider openai refused the check");
+    assert!(stderr.contains("HTTP 401"), "{stderr}");
+    assert!(!stderr.contains("connecting to"), "{stderr}");
+    let (code, stderr) = accepted;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("refused the check"), "{stderr}");
+    assert!(
+        stderr.contains("connecting to RabbitMQ at amqp://guest:***@127.0.0.1:1"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty(), "a model call was made");
 }
 
 /// Each protocol's access check sends its key the way its calls do, and a

@@ -36,6 +36,7 @@ use crate::middleware::summarization::{CompactionTool, Summarization};
 use crate::prompt::{self, PromptSection, Slot};
 use crate::step::time_limits::DEFAULT_TOOL_TIMEOUT;
 use crate::tools::ToolRegistry;
+use crate::tools::http_tool::HttpTool;
 
 /// A runnable agent.
 pub struct Agent {
@@ -142,6 +143,7 @@ impl Agent {
                 tools.register(tool);
             }
         }
+        register_http_tools(spec, role.as_ref(), &mut tools).map_err(invalid)?;
         if let Some(allow) = role.as_ref().and_then(|r| r.tools.as_ref()) {
             tools.retain(|name| allow.iter().any(|a| a == name));
         }
@@ -208,6 +210,26 @@ fn review_prompt(gates: &BTreeMap<String, InterruptOn>) -> Option<String> {
 }
 
 const REVIEW_PROMPT: &str = include_str!("prompts/hitl.md");
+
+/// Adds the spec's HTTP tools (a subagent's own after its parent's) to
+/// `tools`; one may not take the name of another tool of the agent.
+fn register_http_tools(
+    spec: &AgentSpec,
+    role: Option<&SubagentSpec>,
+    tools: &mut ToolRegistry,
+) -> Result<(), String> {
+    let own = role.map(|r| r.http_tools.as_slice()).unwrap_or_default();
+    for declared in spec.http_tools.iter().chain(own) {
+        if tools.contains(&declared.name) {
+            return Err(format!(
+                "http tool '{}' has the name of another tool of the agent",
+                declared.name
+            ));
+        }
+        tools.register(HttpTool::new(declared.clone(), spec.state_schema.as_ref())?);
+    }
+    Ok(())
+}
 
 /// Built agents by (spec content, role, depth).
 #[derive(Default)]

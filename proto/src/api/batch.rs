@@ -4,6 +4,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::caller_usage::UsageByCaller;
 use crate::error::ErrorCode;
 use crate::message::Usage;
 
@@ -82,8 +83,12 @@ pub struct BatchRun {
     pub output: Option<String>,
     /// Why it failed.
     pub error: Option<BatchRunError>,
-    /// Its token usage, once started.
+    /// Its token usage (subagents and summaries included), once started.
     pub usage: Option<Usage>,
+    /// Its model calls and tokens by caller, as result lines and the
+    /// metrics split them; once started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by_caller: Option<UsageByCaller>,
 }
 
 /// Why a batch run failed.

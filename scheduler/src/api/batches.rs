@@ -156,6 +156,7 @@ async fn page(
                 })
             }),
             usage: record.as_ref().map(|r| r.usage),
+            by_caller: record.as_ref().map(|r| r.by_caller),
         });
     }
     let next = offset + runs.len();

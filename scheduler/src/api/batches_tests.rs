@@ -50,10 +50,18 @@ async fn a_batch_is_created_counted_and_paged_in_submission_order() {
         page.json(),
         json!({"runs": [
             {"run_id": first_run, "thread_id": first_thread, "status": "success",
-                "output": "done", "error": null, "usage": {"input_tokens": 0, "output_tokens": 0}},
+                "output": "done", "error": null, "usage": {"input_tokens": 0, "output_tokens": 0},
+                "by_caller": {
+                    "main": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
+                    "subagents": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
+                    "summarization": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}}},
             {"run_id": run, "thread_id": thread, "status": "error", "output": "done",
                 "error": {"code": "model_unavailable", "message": "the model is down"},
-                "usage": {"input_tokens": 0, "output_tokens": 0}},
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+                "by_caller": {
+                    "main": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
+                    "subagents": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
+                    "summarization": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}}},
         ], "next_offset": 2})
     );
     let last = api

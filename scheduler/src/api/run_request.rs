@@ -79,10 +79,12 @@ pub async fn check(
     }
     let (input, files) = run_input(body)?;
     let assistant = assistants::find(state, &body.assistant_id).await?;
-    let context = state.life.intake().seal_context(
-        &body.assistant_id,
-        merged_context(&assistant, body).as_ref(),
-    )?;
+    let context = merged_context(&assistant, body);
+    let intake = state.life.intake();
+    intake
+        .check_context(&assistant.graph_id, &body.assistant_id, context.as_ref())
+        .await?;
+    let context = intake.seal_context(&body.assistant_id, context.as_ref())?;
     let run = NewRun {
         assistant,
         input,

@@ -157,3 +157,43 @@ async fn a_batch_with_one_bad_run_creates_none() {
         assert_eq!(threads(api.store.as_ref()).list().await.unwrap().len(), 0);
     }
 }
+
+/// A run whose context breaks its graph's `context_schema` is refused on
+/// every create route, naming the field, and nothing is written; one that
+/// matches it is accepted.
+#[tokio::test]
+async fn a_context_breaking_the_context_schema_is_refused() {
+    let api = api().await;
+    let spec = deepfleet_proto::AgentSpec::from_yaml(&format!(
+        "name: {GRAPH}\nmodel: openai:x\ncontext_schema:\n  type: object\n  required: [user_id]\n  properties:\n    user_id: {{type: string}}\n"
+    ))
+    .unwrap();
+    api.state.life.intake().register(&spec).await.unwrap();
+    let thread = api.thread().await;
+    let body = with("context", json!({"user_id": 7}));
+    let detail = "context.user_id: 7 is not of type \"string\" (context_schema of agent 'agent')";
+    for route in THREAD_ROUTES {
+        let path = route.replace("{t}", &thread);
+        refused(
+            &api,
+            &path,
+            body.clone(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            detail,
+        )
+        .await;
+    }
+    for path in STATELESS_ROUTES {
+        refused(
+            &api,
+            path,
+            body.clone(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            detail,
+        )
+        .await;
+    }
+    let ok = with("context", json!({"user_id": "u-1"}));
+    let answer = api.send("POST", "/runs", Some(ok)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+}

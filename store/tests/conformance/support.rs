@@ -75,6 +75,7 @@ pub fn child(call_id: &str, output: &str) -> ChildResult {
         output: output.into(),
         files: BTreeMap::new(),
         usage: Usage::default(),
+        by_caller: Default::default(),
         runs_left: 0,
     }
 }

@@ -203,7 +203,7 @@ impl Compressor {
                 thread.deltas(),
             )
             .await?;
-        thread.compaction().add_usage(&made.usage);
+        thread.compaction().add_summary_call(&made.usage);
         let new_cutoff = made.event.cutoff;
         let next = ContextCursor {
             summary: Some(made.event),

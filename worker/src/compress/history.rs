@@ -9,7 +9,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use deepfleet_proto::{ContextCursor, LoggedMessage, Usage};
+use deepfleet_proto::{CallUsage, ContextCursor, LoggedMessage, Usage};
 
 /// The compression state of the thread a step runs on.
 #[derive(Debug, Default)]
@@ -22,7 +22,7 @@ pub struct StepCompaction {
 #[derive(Debug, Default)]
 struct Changes {
     cursor: Option<ContextCursor>,
-    usage: Usage,
+    summaries: CallUsage,
 }
 
 impl StepCompaction {
@@ -67,16 +67,19 @@ impl StepCompaction {
         self.lock().cursor = Some(cursor);
     }
 
-    /// Counts a summary call's tokens toward the run's usage.
-    pub fn add_usage(&self, usage: &Usage) {
-        self.lock().usage.add(usage);
+    /// Counts a summary call (and its tokens) toward the run's usage.
+    pub fn add_summary_call(&self, usage: &Usage) {
+        self.lock().summaries.add_call(usage);
     }
 
     /// What the step changed: the new cursor (when it changed) and the
-    /// usage of compression's own model calls.
-    pub fn take(&self) -> (Option<ContextCursor>, Usage) {
+    /// calls compression made itself.
+    pub fn take(&self) -> (Option<ContextCursor>, CallUsage) {
         let mut changes = self.lock();
-        (changes.cursor.take(), std::mem::take(&mut changes.usage))
+        (
+            changes.cursor.take(),
+            std::mem::take(&mut changes.summaries),
+        )
     }
 }
 
@@ -189,7 +192,7 @@ mod tests {
         let cell = StepCompaction::new(ContextCursor::default(), 42);
         assert_eq!(cell.view_start(), 0);
         assert_eq!(cell.log_tokens(), 42);
-        cell.add_usage(&Usage {
+        cell.add_summary_call(&Usage {
             input_tokens: 3,
             output_tokens: 1,
             cached_input_tokens: 0,

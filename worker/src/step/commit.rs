@@ -57,9 +57,9 @@ pub fn assemble(
         ..
     } = cx;
     // What compression changed: the cursor to commit, and its own model
-    // calls' tokens, which the run pays for.
-    let (context, compression_usage) = compaction.take();
-    run.usage.add(&compression_usage);
+    // calls, which the run pays for.
+    let (context, summaries) = compaction.take();
+    run.count_summaries(&summaries);
     let Settled {
         pending,
         fan_in_expected,
@@ -119,7 +119,7 @@ mod tests {
         let mut cx = context(&files);
         cx.backend.write("/a.txt", "a").await.unwrap();
         cx.added.push(logged(Message::user("hi")));
-        cx.compaction.add_usage(&Usage {
+        cx.compaction.add_summary_call(&Usage {
             input_tokens: 7,
             output_tokens: 1,
             cached_input_tokens: 0,
@@ -140,6 +140,8 @@ mod tests {
         assert_eq!(commit.run.status, RunStatus::Success);
         assert_eq!(commit.run.output.as_deref(), Some("done"));
         assert_eq!(commit.run.usage.input_tokens, 7);
+        assert_eq!(commit.run.by_caller.summarization.model_calls, 1);
+        assert_eq!(commit.run.by_caller.summarization.input_tokens, 7);
         assert_eq!(commit.run.updated_at, now);
         assert_eq!(commit.fan_in_expected, None);
         let state = commit.state.as_ref().unwrap();

@@ -126,6 +126,7 @@ async fn report(
         output,
         files: file_changes(&parent_thread.files, files),
         usage: run.usage,
+        by_caller: run.by_caller,
         // A subagent's record always carries its budget.
         runs_left: run.run_budget.unwrap_or(0),
     };

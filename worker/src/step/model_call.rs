@@ -50,8 +50,7 @@ pub async fn call_model(
     spans::record_model_call(&span, &response);
     report(agent, cx, &response, started);
     let response = response?;
-    cx.run.steps += 1;
-    cx.run.usage.add(&response.usage);
+    cx.run.count_model_call(&response.usage);
     let mut turn = response.message;
     turn.usage = Some(response.usage);
     let earlier = cx.history.iter().chain(cx.added.iter());

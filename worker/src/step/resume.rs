@@ -65,7 +65,7 @@ pub async fn complete(
             Resumed::Ran(message) => message,
             Resumed::Child(call, child) => {
                 merge_files(cx, &child).await?;
-                cx.run.usage.add(&child.usage);
+                cx.run.count_child(&child);
                 run_budget::refund(&mut cx.run, &cx.spec, child.runs_left);
                 child_message(cx, &call, child).await
             }
@@ -137,6 +137,7 @@ mod tests {
             output: format!("answer of {id}"),
             files: Default::default(),
             usage: Default::default(),
+            by_caller: Default::default(),
             runs_left: 0,
         }
     }
@@ -171,5 +172,55 @@ mod tests {
             pair(pending, vec![child("c9")]),
             Err(StepError::Inconsistent(m)) if m == "no subagent result for call c2"
         ));
+    }
+
+    /// A subagent's calls count as the run's subagents' calls, its
+    /// summaries as summaries, and its tokens join the run's total.
+    #[tokio::test]
+    async fn a_childs_usage_joins_the_run_split_by_caller() {
+        use deepfleet_proto::{AgentSpec, CallUsage, RunRecord, Usage, UsageByCaller};
+        let spec = AgentSpec::from_yaml("name: a\nmodel: replay:x\n").unwrap();
+        let mut cx = StepContext::test(spec, RunRecord::new("r", "t", "a", chrono::Utc::now()));
+        let own = Usage {
+            input_tokens: 10,
+            output_tokens: 1,
+            cached_input_tokens: 0,
+        };
+        cx.run.count_model_call(&own);
+        let calls = |model_calls, input_tokens| CallUsage {
+            model_calls,
+            input_tokens,
+            output_tokens: model_calls,
+            cached_input_tokens: 0,
+        };
+        let reported = UsageByCaller {
+            main: calls(2, 20),
+            subagents: calls(1, 7),
+            summarization: calls(1, 5),
+        };
+        let finished = ChildResult {
+            usage: reported.total().tokens(),
+            by_caller: reported,
+            ..child("c1")
+        };
+        let pending = PendingTools {
+            calls: vec![PendingCall {
+                call: call("c1"),
+                result: None,
+            }],
+            children: Vec::new(),
+            interrupt: None,
+        };
+        complete(&mut cx, pending, vec![finished]).await.unwrap();
+        assert_eq!(
+            cx.run.by_caller,
+            UsageByCaller {
+                main: calls(1, 10),
+                subagents: calls(3, 27),
+                summarization: calls(1, 5),
+            }
+        );
+        assert_eq!(cx.run.usage, cx.run.by_caller.total().tokens());
+        assert_eq!(cx.run.steps, 1);
     }
 }

@@ -14,6 +14,7 @@ pub mod edit_file;
 pub mod format;
 pub mod glob;
 pub mod grep;
+pub mod http_tool;
 pub mod ls;
 pub mod read_file;
 pub mod task;
@@ -175,6 +176,11 @@ impl ToolRegistry {
             self.specs.push(spec);
         }
         self.tools.insert(name, tool);
+    }
+
+    /// Whether a tool named `name` is registered.
+    pub fn contains(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
     }
 
     /// Removes tools not in `allow`.

@@ -11,8 +11,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
+
+use crate::SettingsError;
 
 /// The file a command reads when no `--config` names one: the project
 /// manifest of the working directory.
@@ -74,7 +75,7 @@ impl Variables {
 
 /// The variables of the configuration file at `file`. A file that does
 /// not parse gives none here; loading the settings reports it.
-pub fn variables(file: &Path) -> anyhow::Result<Variables> {
+pub fn variables(file: &Path) -> Result<Variables, SettingsError> {
     let Ok(sections) = config::Config::builder()
         .add_source(config::File::from(file).required(true))
         .build()
@@ -85,10 +86,12 @@ pub fn variables(file: &Path) -> anyhow::Result<Variables> {
     let mut env_file = BTreeMap::new();
     if let Some(rel) = sections.env_file {
         let path = beside(file, &rel);
-        let entries = dotenvy::from_path_iter(&path)
-            .with_context(|| format!("reading env_file {}", path.display()))?;
-        for entry in entries {
-            let (name, value) = entry.with_context(|| format!("env_file {}", path.display()))?;
+        let env_file_error = |source| SettingsError::EnvFile {
+            path: path.clone(),
+            source,
+        };
+        for entry in dotenvy::from_path_iter(&path).map_err(env_file_error)? {
+            let (name, value) = entry.map_err(env_file_error)?;
             env_file.insert(name, value);
         }
     }

@@ -1,23 +1,32 @@
-//! Configuration: defaults, then an optional TOML file, then
-//! `DEEPFLEET__...` environment variables, then command-line flags.
+//! deepfleet's configuration: defaults, then an optional TOML file, then
+//! `DEEPFLEET__...` environment variables (the binary's flags win over
+//! all three).
 //!
 //! The types below are the one list of settings: their `Default` impls
 //! are the defaults the loader starts from, [`names`] reads every
 //! setting's name off them, and the tests hold `docs/configuration.md`
-//! and `deploy/deepfleet.example.toml` to both.
+//! and `deploy/deepfleet.example.toml` to both. A library, so a team's
+//! own worker binary loads exactly what `deepfleet worker` loads and
+//! builds its runner the same way ([`fleet`]).
 
-mod names;
+mod error;
+pub mod fleet;
+pub mod names;
 mod project;
+pub mod redacted_url;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
 use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
+pub use error::SettingsError;
 pub use project::{MANIFEST, RunDefaults, locate};
+
+/// The variable naming the configuration file, as `--config` reads it.
+pub const CONFIG_VARIABLE: &str = "DEEPFLEET_CONFIG";
 
 /// The prefix of every setting's variable, and the separator of its
 /// path's segments (`DEEPFLEET__WORKER__CONCURRENCY`).
@@ -239,6 +248,7 @@ impl Default for SchedulerSettings {
 
 /// Settings as loaded, with what the loader passed over.
 pub struct Loaded {
+    /// The settings.
     pub settings: Settings,
     /// `DEEPFLEET__...` variables that name no setting; ignored, so a
     /// variable meant for something else cannot stop a start-up.
@@ -248,6 +258,7 @@ pub struct Loaded {
 /// A `DEEPFLEET__...` variable that names no setting.
 #[derive(Debug, PartialEq, Eq)]
 pub struct UnknownVariable {
+    /// The variable.
     pub name: String,
     /// The variable of the nearest setting, when one is near.
     pub suggestion: Option<String>,
@@ -289,6 +300,11 @@ impl WorkerSettings {
             tool_call: std::time::Duration::from_secs(self.tool_timeout_secs),
         }
     }
+
+    /// How long steps in flight may take to finish on shutdown.
+    pub fn grace(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.grace_secs)
+    }
 }
 
 impl Settings {
@@ -299,29 +315,39 @@ impl Settings {
 
     /// The configured context key, if any; a malformed one, or a key file
     /// that cannot be read, is an error.
-    pub fn context_key(&self) -> anyhow::Result<Option<deepfleet_store::sealed::ContextKey>> {
+    pub fn context_key(
+        &self,
+    ) -> Result<Option<deepfleet_store::sealed::ContextKey>, SettingsError> {
         use deepfleet_store::sealed::ContextKey;
         if let Some(key) = self.context_key.as_deref() {
             return ContextKey::from_base64(key)
                 .map(Some)
-                .context("context_key (DEEPFLEET__CONTEXT_KEY)");
+                .map_err(SettingsError::ContextKey);
         }
         let Some(path) = &self.context_key_file else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(path).with_context(|| {
-            format!(
-                "reading context_key_file {} (DEEPFLEET__CONTEXT_KEY_FILE)",
-                path.display()
-            )
-        })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| SettingsError::ContextKeyFile {
+                path: path.clone(),
+                source,
+            })?;
         ContextKey::from_base64(text.trim())
             .map(Some)
-            .with_context(|| format!("the key in {}", path.display()))
+            .map_err(|source| SettingsError::KeyInFile {
+                path: path.clone(),
+                source,
+            })
+    }
+
+    /// The fleet's context key, which a distributed worker cannot do
+    /// without.
+    pub fn fleet_context_key(&self) -> Result<deepfleet_store::sealed::ContextKey, SettingsError> {
+        self.context_key()?.ok_or(SettingsError::NoContextKey)
     }
 
     /// Loads settings from `file` (if any) and the process environment.
-    pub fn load(file: Option<&Path>) -> anyhow::Result<Loaded> {
+    pub fn load(file: Option<&Path>) -> Result<Loaded, SettingsError> {
         let vars = std::env::vars_os().filter_map(|(name, value)| {
             Some((
                 name.into_string().ok()?,
@@ -336,17 +362,17 @@ impl Settings {
     fn load_from(
         file: Option<&Path>,
         vars: impl IntoIterator<Item = (String, String)>,
-    ) -> anyhow::Result<Loaded> {
+    ) -> Result<Loaded, SettingsError> {
         let project_vars = match file {
             Some(file) => project::variables(file)?,
             None => project::Variables::default(),
         };
         let mut all: HashMap<String, String> = project_vars.all().collect();
         all.extend(vars);
-        let names = names::of::<Settings>().context("listing the settings")?;
+        let names = names::of::<Settings>().map_err(SettingsError::Names)?;
         let (known, unknown) = sort_variables(all, &names);
-        let defaults = config::Config::try_from(&Settings::default())
-            .context("laying out the default settings")?;
+        let defaults =
+            config::Config::try_from(&Settings::default()).map_err(SettingsError::Defaults)?;
         let mut builder = config::Config::builder().add_source(defaults);
         if let Some(file) = file {
             builder = builder.add_source(config::File::from(file).required(true));
@@ -361,8 +387,7 @@ impl Settings {
             )
             .build()
             .and_then(config::Config::try_deserialize)
-            .map_err(|e| name_the_variable(e, &known))
-            .context("reading configuration")?;
+            .map_err(|e| name_the_variable(e, &known))?;
         if let Some(file) = file {
             settings.resolve_paths(file);
         }
@@ -445,11 +470,14 @@ fn sort_variables(
 
 /// A value of the wrong type from the environment is reported with the
 /// variable it came from, not only the setting's dotted key.
-fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>) -> anyhow::Error {
+fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>) -> SettingsError {
     let (config::ConfigError::Type { key, origin, .. }
     | config::ConfigError::At { key, origin, .. }) = &error
     else {
-        return error.into();
+        return SettingsError::Read {
+            variable: None,
+            source: error,
+        };
     };
     // Errors of custom deserializers (an unknown `log_format`) keep no
     // origin; as the environment is the last layer, a key a variable sets
@@ -460,9 +488,9 @@ fn name_the_variable(error: config::ConfigError, vars: &HashMap<String, String>)
             .find(|name| key_of(name).as_deref() == Some(key))
             .cloned()
     });
-    match name {
-        Some(name) => anyhow::Error::new(error).context(format!("the variable {name}")),
-        None => error.into(),
+    SettingsError::Read {
+        variable: name,
+        source: error,
     }
 }
 
@@ -529,7 +557,7 @@ mod tests {
             let Err(err) = Settings::load_from(None, vars(&[(name, value)])) else {
                 panic!("{name}={value} loaded");
             };
-            let err = format!("{err:#}");
+            let err = format!("{:#}", anyhow::Error::from(err));
             assert!(err.contains(name), "{err}");
         }
     }
@@ -542,7 +570,7 @@ mod tests {
         let Err(err) = Settings::load_from(Some(&file), []) else {
             panic!("a misspelt key loaded");
         };
-        let err = format!("{err:#}");
+        let err = format!("{:#}", anyhow::Error::from(err));
         assert!(err.contains("concurency"), "{err}");
     }
 
@@ -640,10 +668,16 @@ mod tests {
         assert!(settings.context_key().unwrap().is_some());
 
         std::fs::write(&key_file, "not a key").unwrap();
-        let err = format!("{:#}", settings.context_key().unwrap_err());
+        let err = format!(
+            "{:#}",
+            anyhow::Error::from(settings.context_key().unwrap_err())
+        );
         assert!(err.contains("fleet.key"), "{err}");
         std::fs::remove_file(&key_file).unwrap();
-        let err = format!("{:#}", settings.context_key().unwrap_err());
+        let err = format!(
+            "{:#}",
+            anyhow::Error::from(settings.context_key().unwrap_err())
+        );
         assert!(err.contains("DEEPFLEET__CONTEXT_KEY_FILE"), "{err}");
     }
 

@@ -1,0 +1,149 @@
+//! What the settings configure: the connections to the fleet's RabbitMQ
+//! and Redis, the model providers, and the step runner a worker runs. The
+//! binary's commands and a team's own worker build them here, so they
+//! cannot drift apart.
+
+use std::sync::Arc;
+
+use deepfleet_model::Providers;
+use deepfleet_queue::Queue;
+use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
+use deepfleet_store::Store;
+use deepfleet_store::redis::RedisStore;
+use deepfleet_store::sealed::ContextKey;
+use deepfleet_worker::StepRunner;
+use deepfleet_worker::agent::AgentOptions;
+use deepfleet_worker::events::EventSink;
+
+use crate::redacted_url::redacted;
+use crate::{Settings, SettingsError};
+
+/// Connects to the fleet's RabbitMQ and Redis: `queue_url` and
+/// `store_url` (flags) win over the settings' `queue` and `store`; the
+/// queue is `queue_name`, the keys start with `key_prefix`, and each
+/// connection may take `connect_timeout_secs`.
+pub async fn connect_fleet(
+    queue_url: Option<String>,
+    store_url: Option<String>,
+    settings: &Settings,
+) -> Result<(Arc<dyn Queue>, Arc<dyn Store>), SettingsError> {
+    let queue_url = queue_url
+        .or_else(|| settings.queue.clone())
+        .ok_or(SettingsError::NoQueue)?;
+    let store_url = store_url
+        .or_else(|| settings.store.clone())
+        .ok_or(SettingsError::NoStore)?;
+    let queue = AmqpQueue::connect(amqp_config(&queue_url, &settings.queue_name, settings))
+        .await
+        .map_err(|source| SettingsError::Queue {
+            url: redacted(&queue_url),
+            source,
+        })?;
+    let store =
+        RedisStore::connect_within(&store_url, &settings.key_prefix, settings.connect_timeout())
+            .await
+            .map_err(|source| SettingsError::Store {
+                url: redacted(&store_url),
+                source,
+            })?;
+    Ok((Arc::new(queue), Arc::new(store)))
+}
+
+/// The broker configuration for queue `name` at `url`, with the
+/// settings' connect timeout.
+pub fn amqp_config(url: &str, name: &str, settings: &Settings) -> AmqpConfig {
+    AmqpConfig {
+        connect_timeout: settings.connect_timeout(),
+        ..AmqpConfig::new(url, name)
+    }
+}
+
+/// A step runner as the settings configure it (providers, retries, time
+/// limits, harness profiles), opening runs' context with `key` and
+/// reporting to `events`; add middleware before sharing it.
+pub fn step_runner(
+    queue: Arc<dyn Queue>,
+    store: Arc<dyn Store>,
+    settings: &Settings,
+    key: ContextKey,
+    events: Option<Arc<dyn EventSink>>,
+) -> StepRunner {
+    let providers = Arc::new(providers(settings));
+    let runner = StepRunner::new(queue, store, providers, settings.worker.retry())
+        .with_time_limits(settings.worker.time_limits())
+        .with_context_key(key)
+        .with_profiles(settings.profiles.clone());
+    match events {
+        Some(events) => runner.with_events(events),
+        None => runner,
+    }
+}
+
+/// The model providers the settings configure. `replay:PATH` models
+/// (examples, trying the fleet without a key) are served in process by
+/// the replay provider.
+pub fn providers(settings: &Settings) -> Providers {
+    deepfleet_replay::register(Providers::with_env(
+        settings.providers.clone(),
+        settings.var_lookup(),
+    ))
+}
+
+/// What a worker of these settings adds to every agent: its harness
+/// profiles and tool-call time limit.
+pub fn agent_options(settings: &Settings) -> AgentOptions {
+    AgentOptions {
+        profiles: settings.profiles.clone(),
+        tool_timeout: settings.worker.time_limits().tool_call,
+        ..AgentOptions::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_missing_url_names_its_flag_and_variable() {
+        let settings = Settings::default();
+        let err = connect_fleet(None, Some("redis://x".into()), &settings)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("--queue") && err.contains("DEEPFLEET__QUEUE"),
+            "{err}"
+        );
+        let err = connect_fleet(Some("amqp://x".into()), None, &settings)
+            .await
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            err.contains("--store") && err.contains("DEEPFLEET__STORE"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_broker_is_named_without_its_password() {
+        let settings = Settings {
+            connect_timeout_secs: 1,
+            ..Settings::default()
+        };
+        let err = connect_fleet(
+            Some("amqp://guest:secret@127.0.0.1:1/%2f".into()),
+            Some("redis://127.0.0.1:1".into()),
+            &settings,
+        )
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+        assert_eq!(
+            err,
+            "connecting to RabbitMQ at amqp://guest:***@127.0.0.1:1/%2f"
+        );
+    }
+}
