@@ -1,11 +1,13 @@
 //! Agents calling tools of real MCP servers that no one here wrote,
-//! installed from the npm registry into `target/e2e-mcp` the first time:
-//! `@modelcontextprotocol/server-everything` over stdio and over
-//! streamable HTTP, and `@modelcontextprotocol/server-filesystem` over
-//! stdio. Without npm or the registry a scenario is skipped with a note,
-//! and fails under `CI=true`. Bad arguments, a timeout, a server killed
-//! mid-call and a server that never starts each become a tool error the
-//! model reads, and the run goes on.
+//! installed pinned from the npm registry into `.mcp-servers/` by
+//! `scripts/mcp-servers.sh` (`make test` runs it; a scenario runs it too
+//! when the packages are missing): `@modelcontextprotocol/server-everything`
+//! over stdio and over streamable HTTP, and
+//! `@modelcontextprotocol/server-filesystem` over stdio. Without node,
+//! npm or the registry a scenario is skipped with a note, and fails under
+//! `CI=true`. Bad arguments, a timeout, a server killed mid-call and a
+//! server that never starts each become a tool error the model reads, and
+//! the run goes on.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -25,30 +27,28 @@ const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 const FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem";
 
 /// The packages' folder, installed once per test process; `None` (skip)
-/// when npm cannot install them outside CI.
+/// when they cannot be installed outside CI.
 async fn packages() -> Option<&'static Path> {
     static INSTALLED: OnceCell<Option<PathBuf>> = OnceCell::const_new();
     INSTALLED
         .get_or_init(|| async {
-            let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-mcp");
+            let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let prefix = root.join(".mcp-servers");
+            // The script checks the pinned versions and installs what is
+            // missing; under CI=true it fails when it cannot.
+            let ran = Command::new(root.join("scripts/mcp-servers.sh"))
+                .stdout(Stdio::null())
+                .status()
+                .await;
             let ready = [EVERYTHING, FILESYSTEM]
                 .iter()
                 .all(|p| entry(&prefix, p).exists());
-            let installed = ready
-                || Command::new("npm")
-                    .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-                    .arg(&prefix)
-                    .args([EVERYTHING, FILESYSTEM])
-                    .stdout(Stdio::null())
-                    .status()
-                    .await
-                    .is_ok_and(|s| s.success());
-            if installed {
+            if ready && ran.as_ref().is_ok_and(|s| s.success()) {
                 return Some(prefix);
             }
             let hint = format!(
-                "cannot npm install {EVERYTHING} and {FILESYSTEM} into target/e2e-mcp \
-                 (are Node 20, npm and the npm registry reachable?)"
+                "scripts/mcp-servers.sh could not install {EVERYTHING} and {FILESYSTEM} \
+                 into .mcp-servers ({ran:?}; are Node 20, npm and the npm registry reachable?)"
             );
             assert!(!services::in_ci(), "{hint}");
             eprintln!("skipping: {hint}");
@@ -166,23 +166,33 @@ scenario!(everything_over_streamable_http, |fleet| {
     let Some(prefix) = packages().await else {
         return;
     };
-    // The embedded worker runs in this process, which has to provide TLS
-    // as the binary does.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let (_server, port) = everything_http(prefix).await;
     let dir = tempfile::tempdir().unwrap();
     let script = chain(
         &[
             ("", Call::new("echo", json!({"message": "over http"}))),
+            // An image with text around it: the text is what the replay
+            // model matches, the image goes to the model as a block.
+            ("^Echo: over http$", Call::new("get-tiny-image", json!({}))),
             (
-                "^Echo: over http$",
+                "Here's the image you requested",
+                Call::new("get-resource-reference", json!({"resourceId": 2})),
+            ),
+            // An embedded resource reads as its URI and text.
+            (
+                "\\[resource demo://resource/dynamic/text/2\\]\\nResource 2: This is a plaintext",
+                Call::new("get-structured-content", json!({"location": "New York"})),
+            ),
+            (
+                "\"temperature\"",
                 Call::new("get-sum", json!({"a": 40, "b": 2})),
             ),
         ],
         "is 42",
     );
     let servers = format!(
-        "  remote:\n    url: 'http://127.0.0.1:{port}/mcp'\n    headers: {{X-Deepfleet-Test: yes}}\n    tools: [echo, get-sum]\n"
+        "  remote:\n    url: 'http://127.0.0.1:{port}/mcp'\n    headers: {{X-Deepfleet-Test: yes}}\n    \
+         tools: [echo, get-sum, get-tiny-image, get-resource-reference, get-structured-content]\n"
     );
     let spec = mcp_spec("mcp-http", dir.path(), &script, &servers);
     let results = fleet.run(&spec, &[task("t1", "over http")]).await.unwrap();
@@ -259,9 +269,12 @@ scenario!(
         let index = entry(prefix, EVERYTHING);
         let servers = format!(
             "  slow: {{command: node, args: ['{index}', stdio], timeout_secs: 1}}\n\
-         \x20 dying: {{command: timeout, args: ['4', node, '{index}', stdio]}}\n\
+         \x20 dying: {{command: '{relay}', args: ['{index}']}}\n\
          \x20 broken: {{command: /nonexistent/mcp-server, tools: [echo]}}\n",
-            index = index.display()
+            index = index.display(),
+            relay = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/e2e/mcp/dies_mid_call.sh")
+                .display()
         );
         let spec = mcp_spec("mcp-failures", dir.path(), &script, &servers);
         let results = fleet.run(&spec, &[task("t1", "survive")]).await.unwrap();
