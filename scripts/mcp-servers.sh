@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DIR=${MCP_SERVERS_DIR:-.mcp-servers}
+DIR=.mcp-servers
 PACKAGES=(
   @modelcontextprotocol/server-everything@2026.8.31
   @modelcontextprotocol/server-filesystem@2026.8.31
