@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure RabbitMQ (127.0.0.1:5672) and Redis (127.0.0.1:6379) are up,
 # installing and starting them from Debian packages when they are not, and
-# that both servers are installed.
+# that both servers are installed, and bubblewrap for the sandbox tests.
 # Usage: scripts/services.sh up
 set -euo pipefail
 
@@ -13,6 +13,8 @@ need_install=()
 command -v rabbitmq-server >/dev/null 2>&1 || need_install+=(rabbitmq-server)
 command -v redis-server >/dev/null 2>&1 || need_install+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need_install+=(redis-tools)
+# `execute`'s sandbox; its tests fail under CI=true without it.
+command -v bwrap >/dev/null 2>&1 || need_install+=(bubblewrap)
 if [ ${#need_install[@]} -gt 0 ]; then
   echo "installing ${need_install[*]}" >&2
   apt-get update -qq

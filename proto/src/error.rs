@@ -28,6 +28,8 @@ pub enum ErrorCode {
     ContextOverflow,
     /// A tool failed in a way the model cannot act on.
     ToolFailed,
+    /// The agent declares a sandbox, and the worker cannot provide one.
+    SandboxUnavailable,
     /// A subagent run failed.
     SubagentFailed,
     /// The run was cancelled.
@@ -58,6 +60,7 @@ impl ErrorCode {
             ErrorCode::ModelUnavailable => "model_unavailable",
             ErrorCode::ContextOverflow => "context_overflow",
             ErrorCode::ToolFailed => "tool_failed",
+            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
             ErrorCode::SubagentFailed => "subagent_failed",
             ErrorCode::Cancelled => "cancelled",
             ErrorCode::AttemptsExhausted => "attempts_exhausted",

@@ -158,7 +158,7 @@ impl HttpToolSpec {
     /// Checks the tool as the spec's field `at` (`http_tools[0]`).
     pub fn validate(&self, at: &str) -> Result<(), SpecError> {
         let field = |f: &str| format!("{at}.{f}");
-        crate::spec::check_name(&field("name"), &self.name)?;
+        crate::spec_name::check_name(&field("name"), &self.name)?;
         if self.description.trim().is_empty() {
             return Err(SpecError::field(field("description"), "must not be empty"));
         }

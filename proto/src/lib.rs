@@ -25,11 +25,13 @@ pub mod path;
 pub mod run;
 pub mod run_delta;
 pub mod run_event;
+pub mod sandbox;
 pub mod schema;
 pub mod sealed;
 pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
+pub mod spec_name;
 pub mod submission;
 pub mod value_source;
 
@@ -55,6 +57,7 @@ pub use model_params::{ModelParams, ReasoningEffort};
 pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
 pub use run_delta::{DeltaSource, RunDelta, ToolCallChunk};
 pub use run_event::RunEvent;
+pub use sandbox::SandboxSpec;
 pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};
 pub use submission::{

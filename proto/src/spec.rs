@@ -16,6 +16,7 @@ use crate::http_tool::HttpToolSpec;
 use crate::mcp::McpServer;
 use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
+use crate::spec_name::check_name;
 
 /// The name of the subagent every agent gets unless it opts out.
 pub const GENERAL_PURPOSE: &str = "general-purpose";
@@ -100,6 +101,10 @@ pub struct AgentSpec {
     /// server name (see `docs/mcp.md`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub mcp_servers: BTreeMap<String, McpServer>,
+    /// Offers the `execute` tool, running shell commands in a sandbox
+    /// with these limits (see `docs/sandbox.md`); no `execute` without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::sandbox::SandboxSpec>,
 }
 
 fn default_true() -> bool {
@@ -336,6 +341,9 @@ impl AgentSpec {
     /// prompt template choice.
     fn check_harness(&self) -> Result<(), SpecError> {
         self.backend.validate()?;
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.validate()?;
+        }
         for (field, paths) in [("memory", &self.memory), ("skills", &self.skills)] {
             for (i, path) in paths.iter().enumerate() {
                 crate::path::validate(path)
@@ -418,22 +426,6 @@ pub fn general_purpose() -> SubagentSpec {
         run_async: false,
         mcp_servers: BTreeMap::new(),
         http_tools: Vec::new(),
-    }
-}
-
-pub(crate) fn check_name(field: &str, name: &str) -> Result<(), SpecError> {
-    let valid = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if valid {
-        Ok(())
-    } else {
-        Err(SpecError::field(
-            field,
-            format!("'{name}' must be 1-64 characters of letters, digits, '-' or '_'"),
-        ))
     }
 }
 

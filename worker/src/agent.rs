@@ -30,13 +30,16 @@ use crate::middleware::patch_tool_calls::PatchToolCalls;
 use crate::middleware::planning::Planning;
 use crate::middleware::profile::{self, ToolExclusion};
 use crate::middleware::prompt_template::{DynamicPrompt, PromptTemplate};
+use crate::middleware::sandbox::Sandbox;
 use crate::middleware::skills::Skills;
 use crate::middleware::subagents::Subagents;
 use crate::middleware::summarization::{CompactionTool, Summarization};
 use crate::prompt::{self, PromptSection, Slot};
+use crate::sandbox::SandboxHost;
 use crate::step::time_limits::DEFAULT_TOOL_TIMEOUT;
-use crate::tools::ToolRegistry;
+use crate::tools::execute::Execute;
 use crate::tools::http_tool::HttpTool;
+use crate::tools::{Tool, ToolRegistry};
 
 /// A runnable agent.
 pub struct Agent {
@@ -58,6 +61,9 @@ pub struct Agent {
     pub tool_timeout: Duration,
     /// The role's sampling settings (a subagent's own over the spec's).
     pub params: ModelParams,
+    /// Where its `execute` runs commands, when it has the tool: a step of
+    /// a worker that cannot sandbox refuses the run.
+    pub sandbox: Option<Arc<SandboxHost>>,
     /// The role's own instructions (the spec's or subagent's prompt).
     own_prompt: Option<String>,
     /// The base section: the harness's base prompt, or its harness
@@ -73,8 +79,9 @@ impl Agent {
     /// the subagent named in the run.
     ///
     /// The stack, outermost first: summarization, patch dangling tool
-    /// calls, filesystem, planning (opt-in), subagents (while depth
-    /// allows), the `compact_conversation` tool (opt-in). Keep
+    /// calls, filesystem, sandbox (when the spec declares one), planning
+    /// (opt-in), subagents (while depth allows), the
+    /// `compact_conversation` tool (opt-in). Keep
     /// `docs/middleware.md` in step with this function.
     pub fn build(
         spec: &AgentSpec,
@@ -129,7 +136,7 @@ impl Agent {
             ),
             Policy::for_profile(profile),
         ));
-        let mut stack = built_in_stack(spec, run, role.as_ref(), compressor)
+        let mut stack = built_in_stack(spec, run, role.as_ref(), compressor, options)
             .map_err(|m| invalid(format!("system_prompt_template: {m}")))?;
         if let Some(mcp) = McpTools::for_role(spec, role.as_ref(), &options.mcp) {
             stack.push(Arc::new(mcp));
@@ -154,6 +161,9 @@ impl Agent {
             stack.push(Arc::new(ToolExclusion::new(harness.excluded_tools.clone())));
         }
 
+        let sandbox = tools
+            .get(Execute::NAME)
+            .map(|_| Arc::clone(&options.sandbox));
         Ok(Agent {
             name: role
                 .as_ref()
@@ -165,6 +175,7 @@ impl Agent {
             profile,
             tool_timeout: options.tool_timeout,
             params: spec.model_params_for(role.as_ref()),
+            sandbox,
             review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
             own_prompt: match &role {
                 Some(r) => r.system_prompt.clone(),
@@ -180,7 +191,15 @@ impl Agent {
         if let Some(own) = &self.own_prompt {
             sections.push(PromptSection::new(Slot::Agent, own.clone()));
         }
-        sections.extend(self.stack.iter().filter_map(|m| m.prompt(cx)));
+        // The execute guidance goes with the tool, which a subagent's
+        // allowlist may leave out.
+        let execute = self.sandbox.is_some();
+        sections.extend(
+            self.stack
+                .iter()
+                .filter_map(|m| m.prompt(cx))
+                .filter(|s| execute || s.slot != Slot::Execute),
+        );
         if let Some(review) = &self.review_prompt {
             sections.push(PromptSection::new(Slot::HumanInTheLoop, review.clone()));
         }
@@ -251,6 +270,9 @@ pub struct AgentOptions {
     pub tool_timeout: Duration,
     /// The worker's MCP connections, shared by all its runs.
     pub mcp: Arc<McpPool>,
+    /// Where `execute` runs commands: the process's host unless a test
+    /// says otherwise.
+    pub sandbox: Arc<SandboxHost>,
 }
 
 impl Default for AgentOptions {
@@ -260,6 +282,7 @@ impl Default for AgentOptions {
             middleware: Vec::new(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
             mcp: Arc::default(),
+            sandbox: SandboxHost::system(),
         }
     }
 }
@@ -316,12 +339,22 @@ fn built_in_stack(
     run: &RunRecord,
     role: Option<&SubagentSpec>,
     compressor: Arc<Compressor>,
+    options: &AgentOptions,
 ) -> Result<Vec<Arc<dyn Middleware>>, String> {
     let mut stack: Vec<Arc<dyn Middleware>> = vec![
         Arc::new(Summarization::new(Arc::clone(&compressor))),
         Arc::new(PatchToolCalls),
         Arc::new(Filesystem::new(true)),
     ];
+    if let Some(limits) = spec.sandbox {
+        let routed = spec.backend.effective_routes().into_keys().collect();
+        stack.push(Arc::new(Sandbox::new(
+            limits,
+            Arc::clone(&options.sandbox),
+            options.tool_timeout,
+            routed,
+        )));
+    }
     if role.is_none() {
         if let Some(template) = &spec.system_prompt_template {
             stack.push(Arc::new(DynamicPrompt::new(PromptTemplate::parse(
@@ -413,6 +446,40 @@ mod tests {
                 "task"
             ]
         );
+    }
+
+    /// A sandbox adds `execute` after the file tools and its section after
+    /// the file guidance; a subagent whose allowlist leaves it out gets
+    /// neither, nor a sandbox to refuse over.
+    #[test]
+    fn a_sandbox_offers_execute_and_its_prompt_section() {
+        let mut spec = spec();
+        spec.sandbox = Some(deepfleet_proto::SandboxSpec::default());
+        let main = agent(&spec, &run(None, 0));
+        insta::assert_snapshot!(main.system_prompt(&cx()));
+        assert_eq!(
+            main.tools.names(),
+            [
+                "ls",
+                "read_file",
+                "write_file",
+                "edit_file",
+                "delete",
+                "glob",
+                "grep",
+                "execute",
+                "write_todos",
+                "task"
+            ]
+        );
+        assert!(main.sandbox.is_some());
+        let critic = agent(&spec, &run(Some("critic"), 1));
+        assert_eq!(critic.tools.names(), ["read_file"]);
+        assert!(critic.sandbox.is_none());
+        assert!(!critic.system_prompt(&cx()).contains("## Running commands"));
+        let general = agent(&spec, &run(Some("general-purpose"), 1));
+        assert!(general.tools.names().iter().any(|n| n == "execute"));
+        assert!(general.system_prompt(&cx()).contains("## Running commands"));
     }
 
     #[test]

@@ -16,7 +16,7 @@ use deepfleet_proto::{AgentSpec, LoggedMessage, RunRecord};
 use deepfleet_store::Store;
 use serde_json::{Map, Value};
 
-use crate::backend::{Backend, StoreBackend};
+use crate::backend::{Backend, StateBackend, StoreBackend};
 use crate::compress::history::StepCompaction;
 use crate::events::{Event, EventScope, EventSink};
 
@@ -33,6 +33,10 @@ pub struct StepContext {
     pub added: Vec<LoggedMessage>,
     /// The thread's files, through the spec's routes.
     pub backend: Arc<dyn Backend>,
+    /// The thread's own files, under the routes (what `execute` copies
+    /// into its sandbox and writes back to); the same files `backend`
+    /// serves outside the routed prefixes.
+    pub thread_files: StateBackend,
     /// The thread's custom state; committed with the step.
     pub state: Mutex<Map<String, Value>>,
     /// Which run events belong to.
@@ -75,6 +79,7 @@ impl StepContext {
             history: Vec::new(),
             added: Vec::new(),
             backend,
+            thread_files: StateBackend::default(),
             state: Mutex::default(),
             events,
             context: None,
@@ -124,6 +129,11 @@ impl<'a> ToolView<'a> {
     /// The files the tools operate on.
     pub fn backend(&self) -> &'a dyn Backend {
         self.step.backend.as_ref()
+    }
+
+    /// The thread's own files, without the routes.
+    pub fn thread_files(&self) -> &'a StateBackend {
+        &self.step.thread_files
     }
 
     /// The thread's custom state; writes are committed with the step.

@@ -53,6 +53,11 @@ pub enum StepError {
     /// template or store namespace naming a missing context value).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// The agent has `execute`, and this worker cannot sandbox: the run is
+    /// refused rather than retried, as the worker's machine will not
+    /// change between attempts.
+    #[error("the agent declares a sandbox for `execute`, and this worker cannot provide one: {0}")]
+    SandboxUnavailable(String),
     /// The step ran past its time limit and was abandoned uncommitted.
     #[error(
         "the step ran longer than {} s (worker.step_timeout_secs) and was stopped",
@@ -69,9 +74,10 @@ impl StepError {
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
             StepError::Tool { .. } | StepError::TimedOut(_) | StepError::LastDelivery => true,
-            StepError::Agent { .. } | StepError::Inconsistent(_) | StepError::InvalidRequest(_) => {
-                false
-            }
+            StepError::Agent { .. }
+            | StepError::Inconsistent(_)
+            | StepError::InvalidRequest(_)
+            | StepError::SandboxUnavailable(_) => false,
         }
     }
 
@@ -95,6 +101,7 @@ impl StepError {
             StepError::Tool { .. } => ErrorCode::ToolFailed,
             StepError::Agent { .. } => ErrorCode::InvalidSpec,
             StepError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            StepError::SandboxUnavailable(_) => ErrorCode::SandboxUnavailable,
             // Lost workers, like a lost store or broker: the run ends
             // `attempts_exhausted` only once no attempt is left.
             StepError::LastDelivery

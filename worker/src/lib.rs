@@ -19,6 +19,7 @@ pub mod middleware;
 pub mod preflight;
 pub mod prompt;
 pub mod runtime;
+pub mod sandbox;
 pub mod step;
 pub mod tools;
 pub mod trace;

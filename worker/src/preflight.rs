@@ -209,6 +209,24 @@ mod tests {
         assert_eq!(err.field, "interrupt_on.write_todos");
     }
 
+    /// `execute` exists only with a sandbox, and the check never needs
+    /// one: a scheduler without bubblewrap accepts the spec its workers
+    /// will run.
+    #[test]
+    fn execute_can_be_gated_when_the_spec_declares_a_sandbox() {
+        let options = AgentOptions {
+            sandbox: std::sync::Arc::new(crate::sandbox::SandboxHost::searching("/nonexistent")),
+            ..AgentOptions::default()
+        };
+        let (_dir, model, providers) = setup();
+        let spec = |yaml: &str| AgentSpec::from_yaml(&format!("name: a\nmodel: '{model}'\n{yaml}"));
+        let gated = spec("sandbox: {}\ninterrupt_on: {execute: true}\n").unwrap();
+        check(&gated, &providers, &options).unwrap();
+        let ungated = spec("interrupt_on: {execute: true}\n").unwrap();
+        let err = check(&ungated, &providers, &options).unwrap_err();
+        assert_eq!(err.field, "interrupt_on.execute");
+    }
+
     #[test]
     fn gates_on_mcp_tools_are_accepted_where_their_names_are_certain() {
         let servers = "mcp_servers:\n  web: {url: 'http://h/mcp'}\n  fs: {command: x, tools: [read_text_file]}\n";

@@ -18,6 +18,8 @@ pub enum Slot {
     Skills,
     /// Filesystem tool guidance.
     Filesystem,
+    /// How to run commands, when `execute` is offered.
+    Execute,
     /// The `task` tool's guidance and the subagent list.
     Task,
     /// Prompts of other middleware (planning, ...).

@@ -45,6 +45,7 @@ impl Worker {
     /// [`QueueError::Closed`], so its process exits with an error and is
     /// restarted.
     pub async fn run(&self, shutdown: CancellationToken) -> Result<(), QueueError> {
+        self.runner.sandbox().announce().await;
         let mut consumer = self.queue.consume(self.concurrency).await?;
         let mut in_flight = JoinSet::new();
         let mut ended = Ok(());

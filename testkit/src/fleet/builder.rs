@@ -14,6 +14,7 @@ use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_worker::events::{EventSink, NoopSink};
+use deepfleet_worker::sandbox::SandboxHost;
 use deepfleet_worker::{RetryConfig, StepRunner, TimeLimits, Worker};
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,7 @@ pub struct FleetBuilder {
     model_timeout_secs: u64,
     poll_every: Duration,
     run_limit: Duration,
+    sandbox: Option<Arc<SandboxHost>>,
 }
 
 impl Default for FleetBuilder {
@@ -63,6 +65,7 @@ impl FleetBuilder {
             model_timeout_secs: 30,
             poll_every: Duration::from_millis(20),
             run_limit: Duration::from_secs(240),
+            sandbox: None,
         }
     }
 
@@ -140,6 +143,14 @@ impl FleetBuilder {
         self
     }
 
+    /// Where an embedded fleet's `execute` runs commands instead of the
+    /// process's own host (a host without `bwrap`); worker processes find
+    /// theirs on their `PATH` ([`Fleet::spawn_worker_with`]).
+    pub fn sandbox(mut self, host: Arc<SandboxHost>) -> Self {
+        self.sandbox = Some(host);
+        self
+    }
+
     /// How often result lines are polled while a batch runs.
     pub fn poll_every(mut self, every: Duration) -> Self {
         self.poll_every = every;
@@ -167,8 +178,12 @@ impl FleetBuilder {
         let runner = StepRunner::new(queue.clone(), store.clone(), providers, self.retries())
             .with_events(Arc::clone(&self.events))
             .with_context_key(key);
-        let runner = Arc::new(match self.worker.time_limits {
+        let runner = match self.worker.time_limits {
             Some(limits) => runner.with_time_limits(limits),
+            None => runner,
+        };
+        let runner = Arc::new(match &self.sandbox {
+            Some(host) => runner.with_sandbox(Arc::clone(host)),
             None => runner,
         });
         let worker = Worker::new(queue.clone(), runner, self.worker.concurrency, GRACE);

@@ -17,6 +17,7 @@ pub mod patch_tool_calls;
 pub mod planning;
 pub mod profile;
 pub mod prompt_template;
+pub mod sandbox;
 pub mod skills;
 pub mod subagents;
 pub mod summarization;

@@ -146,6 +146,22 @@ impl StepRunner {
         self
     }
 
+    /// Runs `execute` commands on `host` instead of the process's own (a
+    /// test's host without `bwrap`).
+    pub fn with_sandbox(mut self, host: Arc<crate::sandbox::SandboxHost>) -> Self {
+        let options = AgentOptions {
+            sandbox: host,
+            ..self.agents.options().clone()
+        };
+        self.agents = AgentCache::new(options);
+        self
+    }
+
+    /// Where this runner's `execute` commands run.
+    pub fn sandbox(&self) -> &Arc<crate::sandbox::SandboxHost> {
+        &self.agents.options().sandbox
+    }
+
     /// Reports harness events to `events`.
     pub fn with_events(mut self, events: Arc<dyn EventSink>) -> Self {
         self.events = events;

@@ -46,6 +46,11 @@ pub async fn execute(
     events: Arc<dyn EventSink>,
     store: &Arc<dyn Store>,
 ) -> Result<Executed, StepError> {
+    if let Some(host) = &agent.sandbox {
+        host.available()
+            .await
+            .map_err(StepError::SandboxUnavailable)?;
+    }
     let StepInput {
         run,
         checkpoint,
@@ -111,6 +116,7 @@ fn open(
         files,
     };
     let mut cx = StepContext::new(run, spec, configured.backend, events);
+    cx.thread_files = loaded.files.clone();
     cx.history = checkpoint.messages;
     cx.state = Mutex::new(checkpoint.state);
     cx.context = context;

@@ -11,6 +11,7 @@ pub mod async_tasks;
 pub mod compact_conversation;
 pub mod delete;
 pub mod edit_file;
+pub mod execute;
 pub mod format;
 pub mod glob;
 pub mod grep;

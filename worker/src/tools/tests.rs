@@ -33,6 +33,7 @@ pub fn ctx_with(files: &[(&str, &str)]) -> (StepContext, StateBackend) {
         .unwrap_or_else(|e| panic!("test spec: {e}"));
     let mut ctx = StepContext::test(spec, RunRecord::new("run-1", "thread-1", "agent", now));
     ctx.backend = Arc::new(backend.clone());
+    ctx.thread_files = backend.clone();
     (ctx, backend)
 }
 
