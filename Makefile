@@ -4,16 +4,17 @@ CARGO ?= cargo
 FUZZ_SECS ?= 600
 FUZZ_TEST_SECS ?= 20
 
-.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos
+.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers
 
 build:
 	$(CARGO) build --release
 
-## Starts RabbitMQ and Redis if needed, then runs every test (unit,
+## Starts RabbitMQ and Redis if needed, installs the MCP servers the
+## end-to-end tests run, then runs every test (unit,
 ## conformance, end-to-end on embedded and distributed modes), then the
 ## promtool checks of alerts and dashboards, then each fuzz target for
 ## FUZZ_TEST_SECS seconds from its kept corpus.
-test: up
+test: up mcp-servers
 	$(CARGO) test --workspace --all-targets
 	CARGO=$(CARGO) scripts/check-observability.sh
 	scripts/helm.sh
@@ -63,6 +64,11 @@ run:
 
 up:
 	scripts/services.sh
+
+## Installs the pinned MCP servers of tests/e2e/mcp.rs from the npm
+## registry into .mcp-servers/ (needs node and npm; fatal under CI=true).
+mcp-servers:
+	scripts/mcp-servers.sh
 
 ## Regenerates proto/schema/*.json after a change to the wire types.
 schemas:

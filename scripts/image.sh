@@ -87,11 +87,18 @@ libraries() {
     ldd "$1" | sed -n 's/.*=> \(\/[^ ]*\).*/\1/p; s/^\s*\(\/[^ ]*\) (.*/\1/p'
 }
 
-bwrap_bin=$(command -v bwrap)
-for file in $(libraries "$PREBUILT") $(libraries "$bwrap_bin"); do
+# The sandbox of `execute`: bwrap, prlimit setting its limits and the
+# shell that runs the command (sandboxed runs are refused without them).
+sandbox_bins=("$(command -v bwrap)" "$(command -v prlimit)" /bin/sh)
+for file in $(libraries "$PREBUILT"); do
     put "$file"
 done
-put "$bwrap_bin"
+for bin in "${sandbox_bins[@]}"; do
+    for file in $(libraries "$bin"); do
+        put "$file"
+    done
+    put "$bin"
+done
 put /etc/ssl/certs/ca-certificates.crt
 
 mkdir -p "$root/etc" "$root/usr/local/bin" "$root/var/lib" "$root/proc" "$root/dev" "$root/sys" "$root/run"

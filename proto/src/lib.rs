@@ -18,6 +18,7 @@ pub mod http_tool;
 pub mod item;
 pub mod job;
 pub mod keys;
+pub mod mcp;
 pub mod message;
 pub mod model_params;
 pub mod path;

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::hitl::InterruptOn;
 use crate::http_tool::HttpToolSpec;
+use crate::mcp::McpServer;
 use crate::model_params::ModelParams;
 pub use crate::spec_error::SpecError;
 use crate::spec_name::check_name;
@@ -96,6 +97,10 @@ pub struct AgentSpec {
     /// `{{store.KEY}}` values; instead of `system_prompt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt_template: Option<String>,
+    /// MCP servers whose tools the agent (and its subagents) may call, by
+    /// server name (see `docs/mcp.md`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, McpServer>,
     /// Offers the `execute` tool, running shell commands in a sandbox
     /// with these limits (see `docs/sandbox.md`); no `execute` without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -134,6 +139,10 @@ pub struct SubagentSpec {
     /// companions instead of `task`, so the parent goes on meanwhile.
     #[serde(default, rename = "async", skip_serializing_if = "std::ops::Not::not")]
     pub run_async: bool,
+    /// MCP servers of its own, on top of the parent's (one of the same
+    /// name replaces the parent's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp_servers: BTreeMap<String, McpServer>,
     /// HTTP tools of its own, besides the parent's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub http_tools: Vec<HttpToolSpec>,
@@ -272,11 +281,13 @@ impl AgentSpec {
                 check_interrupt_on(&at("interrupt_on"), gates)?;
             }
             sub.model_params.validate(&at("model_params"))?;
+            crate::mcp::validate(&at("mcp_servers"), &sub.mcp_servers)?;
             self.check_http_tools(&at("http_tools"), &sub.http_tools)?;
         }
         check_interrupt_on("interrupt_on", &self.interrupt_on)?;
         self.check_http_tools("http_tools", &self.http_tools)?;
         self.model_params.validate("model_params")?;
+        crate::mcp::validate("mcp_servers", &self.mcp_servers)?;
         self.check_harness()?;
         for (field, schema) in [
             ("state_schema", &self.state_schema),
@@ -374,6 +385,17 @@ impl AgentSpec {
             .unwrap_or_else(|| self.interrupt_on.clone())
     }
 
+    /// The MCP servers of a role: the spec's, with a subagent's own on
+    /// top (by name).
+    pub fn mcp_servers_for(&self, subagent: Option<&str>) -> BTreeMap<String, McpServer> {
+        let mut servers = self.mcp_servers.clone();
+        if let Some(sub) = subagent.and_then(|name| self.subagents.iter().find(|s| s.name == name))
+        {
+            servers.extend(sub.mcp_servers.clone());
+        }
+        servers
+    }
+
     /// Every subagent offered to the model, general-purpose first.
     pub fn all_subagents(&self) -> Vec<SubagentSpec> {
         let mut out = Vec::new();
@@ -402,6 +424,7 @@ pub fn general_purpose() -> SubagentSpec {
         model_params: ModelParams::default(),
         interrupt_on: None,
         run_async: false,
+        mcp_servers: BTreeMap::new(),
         http_tools: Vec::new(),
     }
 }

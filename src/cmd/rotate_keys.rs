@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Args;
 use deepfleet_store::embedded::EmbeddedStore;
-use deepfleet_store::redis::ResealReport;
+use deepfleet_store::redis::reseal::ResealReport;
 
 use crate::settings::{Settings, SettingsError};
 

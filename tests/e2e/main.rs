@@ -31,6 +31,7 @@ mod interrupted_batch;
 mod limits;
 mod live_scheduler;
 mod manifest;
+mod mcp;
 mod memory;
 mod observability;
 mod providers;

@@ -20,9 +20,11 @@ use crate::compress::engine::Compressor;
 use crate::compress::summarize::Summarizer;
 use crate::context::StepContext;
 use crate::error::StepError;
+use crate::mcp::McpPool;
 use crate::middleware::Middleware;
 use crate::middleware::async_subagents::AsyncSubagents;
 use crate::middleware::filesystem::Filesystem;
+use crate::middleware::mcp_tools::McpTools;
 use crate::middleware::memory::Memory;
 use crate::middleware::patch_tool_calls::PatchToolCalls;
 use crate::middleware::planning::Planning;
@@ -136,6 +138,9 @@ impl Agent {
         ));
         let mut stack = built_in_stack(spec, run, role.as_ref(), compressor, options)
             .map_err(|m| invalid(format!("system_prompt_template: {m}")))?;
+        if let Some(mcp) = McpTools::for_role(spec, role.as_ref(), &options.mcp) {
+            stack.push(Arc::new(mcp));
+        }
         stack.extend(options.middleware.iter().cloned());
         let harness = profile::resolve(&options.profiles, &spec.profiles, &model_spec);
 
@@ -263,6 +268,8 @@ pub struct AgentOptions {
     pub middleware: Vec<Arc<dyn Middleware>>,
     /// How long one tool call may take (`worker.tool_timeout_secs`).
     pub tool_timeout: Duration,
+    /// The worker's MCP connections, shared by all its runs.
+    pub mcp: Arc<McpPool>,
     /// Where `execute` runs commands: the process's host unless a test
     /// says otherwise.
     pub sandbox: Arc<SandboxHost>,
@@ -274,6 +281,7 @@ impl Default for AgentOptions {
             profiles: BTreeMap::new(),
             middleware: Vec::new(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            mcp: Arc::default(),
             sandbox: SandboxHost::system(),
         }
     }

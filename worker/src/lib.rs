@@ -13,6 +13,7 @@ pub mod compress;
 pub mod context;
 mod error;
 pub mod events;
+pub mod mcp;
 mod metrics;
 pub mod middleware;
 pub mod preflight;

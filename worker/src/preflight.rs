@@ -12,9 +12,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::Utc;
 use deepfleet_model::Providers;
 use deepfleet_proto::hitl::InterruptOn;
+use deepfleet_proto::mcp::McpServer;
 use deepfleet_proto::{AgentSpec, RunRecord, RunStatus, SpecError};
 
 use crate::agent::{Agent, AgentOptions};
+use crate::mcp::naming;
 use crate::middleware::prompt_template::PromptTemplate;
 
 /// Checks `spec` as a worker with `providers` and `options` would run it.
@@ -78,7 +80,9 @@ pub async fn check_access(spec: &AgentSpec, providers: &Providers) -> Result<(),
 
 /// Every `interrupt_on` key names a tool of the roles it gates: the
 /// spec's own keys a tool of the main agent or of a subagent that
-/// inherits them, a subagent's keys one of its tools.
+/// inherits them, a subagent's keys one of its tools. MCP tools are named
+/// only once their servers are listed, so a key names one of them when
+/// [`naming::gate_accepted`] is sure it will.
 fn check_gates(
     spec: &AgentSpec,
     providers: &Providers,
@@ -95,7 +99,11 @@ fn check_gates(
             .map_err(|e| SpecError::field("", e.to_string()))?;
         Ok(agent.tools.names().to_vec())
     };
-    let mut inherited = tools_of(None)?;
+    let main = tools_of(None)?;
+    let mut inherited = vec![Role {
+        mcp: spec.mcp_servers_for(None),
+        tools: main,
+    }];
     let declared: BTreeMap<&str, usize> = spec
         .subagents
         .iter()
@@ -103,32 +111,54 @@ fn check_gates(
         .map(|(i, s)| (s.name.as_str(), i))
         .collect();
     for sub in spec.all_subagents() {
-        let tools = tools_of(Some(&sub.name))?;
+        let role = Role {
+            mcp: spec.mcp_servers_for(Some(&sub.name)),
+            tools: tools_of(Some(&sub.name))?,
+        };
         match (&sub.interrupt_on, declared.get(sub.name.as_str())) {
             (Some(gates), Some(i)) => {
-                check_keys(&format!("subagents[{i}].interrupt_on"), gates, &tools)?;
+                check_keys(&format!("subagents[{i}].interrupt_on"), gates, &[role])?;
             }
-            _ => inherited.extend(tools),
+            _ => inherited.push(role),
         }
     }
     check_keys("interrupt_on", &spec.interrupt_on, &inherited)
 }
 
+/// A role's built-in tools and MCP servers.
+struct Role {
+    tools: Vec<String>,
+    mcp: BTreeMap<String, McpServer>,
+}
+
 fn check_keys(
     field: &str,
     gates: &BTreeMap<String, InterruptOn>,
-    tools: &[String],
+    roles: &[Role],
 ) -> Result<(), SpecError> {
-    let Some(unknown) = gates.keys().find(|k| !tools.contains(k)) else {
+    let gated = |key: &str| {
+        roles.iter().any(|r| {
+            r.tools.iter().any(|t| t == key) || naming::gate_accepted(key, &r.mcp, &r.tools)
+        })
+    };
+    let Some(unknown) = gates.keys().find(|k| !gated(k)) else {
         return Ok(());
     };
-    let mut names: Vec<&str> = tools.iter().map(String::as_str).collect();
+    let mut names: Vec<&str> = roles
+        .iter()
+        .flat_map(|r| r.tools.iter().map(String::as_str))
+        .collect();
     names.sort_unstable();
     names.dedup();
+    let mcp = if roles.iter().any(|r| !r.mcp.is_empty()) {
+        "; gate an MCP tool as SERVER__TOOL"
+    } else {
+        ""
+    };
     Err(SpecError::field(
         format!("{field}.{unknown}"),
         format!(
-            "'{unknown}' names no tool of this agent, so nothing would be gated (tools: {})",
+            "'{unknown}' names no tool of this agent, so nothing would be gated (tools: {}{mcp})",
             names.join(", ")
         ),
     ))
@@ -195,6 +225,24 @@ mod tests {
         let ungated = spec("interrupt_on: {execute: true}\n").unwrap();
         let err = check(&ungated, &providers, &options).unwrap_err();
         assert_eq!(err.field, "interrupt_on.execute");
+    }
+
+    #[test]
+    fn gates_on_mcp_tools_are_accepted_where_their_names_are_certain() {
+        let servers = "mcp_servers:\n  web: {url: 'http://h/mcp'}\n  fs: {command: x, tools: [read_text_file]}\n";
+        checked(&format!(
+            "{servers}interrupt_on: {{web__fetch: true, fs__read_text_file: true}}\n"
+        ))
+        .unwrap();
+        // `web` may offer a `read_text_file` too, and then both are prefixed.
+        let err = checked(&format!(
+            "{servers}interrupt_on: {{read_text_file: true}}\n"
+        ))
+        .unwrap_err();
+        assert_eq!(err.field, "interrupt_on.read_text_file");
+        assert!(err.message.contains("SERVER__TOOL"), "{err}");
+        let err = checked(&format!("{servers}interrupt_on: {{fs__write: true}}\n")).unwrap_err();
+        assert_eq!(err.field, "interrupt_on.fs__write");
     }
 
     #[test]

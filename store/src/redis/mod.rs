@@ -12,7 +12,7 @@
 
 pub(crate) mod codec;
 pub(crate) mod conn;
-mod reseal;
+pub mod reseal;
 pub(crate) mod scripts;
 
 use std::sync::Arc;
@@ -24,7 +24,6 @@ use redis::{Cmd, FromRedisValue};
 
 use self::codec::Codec;
 use self::conn::{Conn, Retry};
-pub use self::reseal::ResealReport;
 use self::scripts::Call;
 use crate::Keyring;
 use crate::error::StoreError;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use deepfleet_store::at_rest::{self, OpenError};
 use deepfleet_store::prelude::*;
-use deepfleet_store::redis::{RedisStore, ResealReport};
+use deepfleet_store::redis::RedisStore;
+use deepfleet_store::redis::reseal::ResealReport;
 use deepfleet_store::{CommitOutcome, Keyring, StepCommit, StoreError, ThreadSeed};
 use pretty_assertions::assert_eq;
 use serde_json::json;

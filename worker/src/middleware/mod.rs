@@ -9,6 +9,7 @@
 
 pub mod async_subagents;
 pub mod filesystem;
+pub mod mcp_tools;
 pub mod memory;
 #[cfg(test)]
 mod order_tests;
@@ -126,6 +127,11 @@ impl<'a> ToolNext<'a> {
     /// The chain over `stack`, ending in the tool from `tools`.
     pub fn new(stack: &'a [Arc<dyn Middleware>], tools: &'a ToolRegistry) -> Self {
         ToolNext { rest: stack, tools }
+    }
+
+    /// The agent's own tools (MCP tools are not among them).
+    pub fn tools(&self) -> &'a ToolRegistry {
+        self.tools
     }
 
     /// Passes the call to the next layer, or runs the tool.

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the MCP servers the end-to-end tests run (tests/e2e/mcp.rs),
+# pinned, from the npm registry into .mcp-servers/ (ignored by git) when
+# they are not there yet. Under CI=true a missing node or npm, or a failed
+# install, fails the run; elsewhere it is skipped with a note and the MCP
+# scenarios skip too.
+# Usage: scripts/mcp-servers.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DIR=.mcp-servers
+PACKAGES=(
+  @modelcontextprotocol/server-everything@2026.8.31
+  @modelcontextprotocol/server-filesystem@2026.8.31
+)
+
+# Whether every package is installed at its pinned version.
+installed() {
+  local spec name version
+  for spec in "${PACKAGES[@]}"; do
+    name=${spec%@*}
+    version=${spec##*@}
+    [ -f "$DIR/node_modules/$name/package.json" ] || return 1
+    node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
+      "$PWD/$DIR/node_modules/$name/package.json" "$version" 2>/dev/null || return 1
+  done
+}
+
+fail() {
+  if [ "${CI:-}" = "true" ]; then
+    echo "mcp-servers: FAIL: $1 (needed under CI=true)" >&2
+    exit 1
+  fi
+  echo "mcp-servers: SKIP: $1; the MCP end-to-end scenarios will skip (set CI=true to make this fatal)" >&2
+  exit 0
+}
+
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
+  || fail "node and npm are not installed (Node 20 or later)"
+installed && exit 0
+echo "mcp-servers: installing ${PACKAGES[*]} into $DIR" >&2
+mkdir -p "$DIR"
+npm install --prefix "$DIR" --no-audit --no-fund --silent --save-exact "${PACKAGES[@]}" >/dev/null \
+  || fail "npm could not install ${PACKAGES[*]}"
+installed || fail "${PACKAGES[*]} are not at their pinned versions in $DIR"
