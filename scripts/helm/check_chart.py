@@ -24,6 +24,7 @@ compose files.
    compose specification's JSON schema (check_deploy.py).
 """
 
+import hashlib
 import json
 import os
 import pathlib
@@ -166,6 +167,7 @@ def check_invariants(name, values, docs, fail):
     if by_kind(docs, "ScaledObject") or by_kind(docs, "HorizontalPodAutoscaler"):
         fail.check("replicas" not in worker["spec"], f"{name}: an autoscaled Deployment sets replicas")
     check_encryption(name, values, docs, fail)
+    check_api_keys(name, values, docs, fail)
     check_alerts(name, values, docs, fail)
     for dashboards in by_kind(docs, "ConfigMap", "-dashboards"):
         source = {p.name: p.read_text() for p in (ROOT / "deploy/grafana").glob("*.json")}
@@ -188,6 +190,38 @@ def check_encryption(name, values, docs, fail):
         current = env.get("DEEPFLEET__ENCRYPTION__CURRENT", {}).get("value")
         fail.check(current == (keyring.get("current") or None) or want is None,
                    f"{name}: {deployment['metadata']['name']} seals under {current}")
+
+
+def check_api_keys(name, values, docs, fail):
+    """The scheduler listens on 0.0.0.0, so it reads API key lines (the
+    given Secret's, else a generated admin key's) unless the values say
+    `api.allowOpen`; workers never see the keys."""
+    api = values.get("api", {})
+    if api.get("allowOpen"):
+        want = None
+    elif api.get("existingSecret"):
+        want = (api["existingSecret"], api.get("existingSecretKey", "keys"))
+    elif not values.get("scheduler", {}).get("enabled", True):
+        want = None
+    else:
+        want = (f"{RELEASE}-deepfleet-api-key", "keys")
+        generated = by_kind(docs, "Secret", "-api-key")
+        line = generated[0]["stringData"]["keys"].split() if generated else []
+        key = generated[0]["stringData"]["api-key"] if generated else ""
+        fail.check(len(line) == 3 and line[0] == hashlib.sha256(key.encode()).hexdigest() and line[1:] == ["default", "admin"],
+                   f"{name}: the generated API key's line does not admit it as the default tenant's admin")
+    for deployment in by_kind(docs, "Deployment"):
+        pod = deployment["spec"]["template"]["spec"]
+        env = env_of(pod["containers"][0])
+        secrets = {(v["secret"]["secretName"], v["secret"]["items"][0]["key"]) for v in pod["volumes"] if "secret" in v}
+        if deployment["metadata"]["name"].endswith("-scheduler"):
+            fail.check((env.get("DEEPFLEET__API__KEYS_FILE") is not None) == (want is not None) and secrets == ({want} if want else set()),
+                       f"{name}: the scheduler reads API keys from {secrets}, not {want}")
+            fail.check((env.get("DEEPFLEET__API__ALLOW_OPEN", {}).get("value") == "true") == bool(api.get("allowOpen")),
+                       f"{name}: the scheduler's allow_open differs from api.allowOpen")
+        else:
+            fail.check(not secrets and "DEEPFLEET__API__KEYS_FILE" not in env,
+                       f"{name}: {deployment['metadata']['name']} mounts the API keys")
 
 
 def check_alerts(name, values, docs, fail):

@@ -158,6 +158,20 @@ impl Rendered {
     }
 
     /// A Secret's key: `stringData` as written, `data` base64-decoded.
+    /// The value of `key` in the rendered Secret whose name ends with
+    /// `suffix` (the release's name comes first).
+    pub fn secret_value(&self, suffix: &str, key: &str) -> String {
+        let name = self
+            .docs
+            .iter()
+            .filter(|d| d["kind"] == "Secret")
+            .filter_map(|d| d["metadata"]["name"].as_str())
+            .find(|name| name.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no Secret *{suffix} rendered"))
+            .to_owned();
+        self.secret_key(&name, key)
+    }
+
     fn secret_key(&self, name: &str, key: &str) -> String {
         let secret = self.find("Secret", name);
         if let Some(text) = secret["stringData"][key].as_str() {
@@ -200,6 +214,19 @@ impl Rendered {
                     .map(|(key, value)| (key.clone(), text(value, key)))
                     .collect(),
             };
+            Source::Files(files)
+        } else if let Some(secret) = volume.get("secret") {
+            let name = secret["secretName"].as_str().unwrap();
+            let files = list(&secret["items"])
+                .iter()
+                .map(|item| {
+                    let key = item["key"].as_str().unwrap();
+                    (
+                        item["path"].as_str().unwrap().to_owned(),
+                        self.secret_key(name, key),
+                    )
+                })
+                .collect();
             Source::Files(files)
         } else if volume.get("emptyDir").is_some() {
             Source::EmptyDir

@@ -8,6 +8,17 @@ use std::time::Duration;
 
 /// `(status, body)` of one request; status 0 when nothing answers.
 pub fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    request_as(port, None, method, path, body)
+}
+
+/// [`request`] presenting the API key `key` in `x-api-key`.
+pub fn request_as(
+    port: u16,
+    key: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+) -> (u16, String) {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return (0, String::new());
     };
@@ -15,8 +26,9 @@ pub fn request(port: u16, method: &str, path: &str, body: Option<&str>) -> (u16,
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let body = body.unwrap_or_default();
+    let key = key.map(|k| format!("x-api-key: {k}\r\n")).unwrap_or_default();
     let head = format!(
-        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{key}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     if stream.write_all(head.as_bytes()).is_err() || stream.write_all(body.as_bytes()).is_err() {

@@ -122,14 +122,18 @@ fn expected_briefing(i: usize) -> String {
     )
 }
 
-/// Submits [`TASKS`] briefings with `POST /runs/batch`, follows the batch
-/// until every run has ended, and checks each result.
-fn run_batch(scheduler: &mut Pod, port: u16) {
+/// Submits [`TASKS`] briefings with `POST /runs/batch` with the chart's
+/// generated admin key (refused without it), follows the batch until every
+/// run has ended, and checks each result.
+fn run_batch(scheduler: &mut Pod, port: u16, key: &str) {
     let runs: Vec<Value> = (0..TASKS)
         .map(|i| json!({"assistant_id": "briefings", "input": briefing_input(i)}))
         .collect();
     let body = serde_json::to_string(&runs).unwrap();
     let (status, answer) = http::request(port, "POST", "/runs/batch", Some(&body));
+    assert_eq!(status, 401, "POST /runs/batch without a key: {answer}");
+    let key = Some(key);
+    let (status, answer) = http::request_as(port, key, "POST", "/runs/batch", Some(&body));
     assert_eq!(status, 200, "POST /runs/batch: {answer}");
     let created: Vec<Value> = serde_json::from_str(&answer).unwrap();
     assert_eq!(created.len(), TASKS);
@@ -141,7 +145,8 @@ fn run_batch(scheduler: &mut Pod, port: u16) {
     let mut counts = Value::Null;
     wait_for(BATCH, "the batch to finish", || {
         scheduler.assert_running();
-        let (status, body) = http::request(port, "GET", &format!("/batches/{batch}"), None);
+        let (status, body) =
+            http::request_as(port, key, "GET", &format!("/batches/{batch}"), None);
         assert_eq!(status, 200, "GET /batches/{batch}: {body}");
         counts = serde_json::from_str::<Value>(&body).unwrap()["counts"].clone();
         let ended = ["success", "error", "interrupted"]
@@ -152,8 +157,9 @@ fn run_batch(scheduler: &mut Pod, port: u16) {
     });
     assert_eq!(counts["success"], TASKS, "{counts}");
 
-    let (status, body) = http::request(
+    let (status, body) = http::request_as(
         port,
+        key,
         "GET",
         &format!("/batches/{batch}/runs?limit={TASKS}"),
         None,
@@ -235,7 +241,8 @@ fn the_image_runs_the_rendered_deployments() {
     phase("scheduler and worker ready");
 
     // The API shares its port with the probes (`http`).
-    run_batch(&mut scheduler, scheduler_spec.readiness.1);
+    let key = rendered.secret_value("-api-key", "api-key");
+    run_batch(&mut scheduler, scheduler_spec.readiness.1, &key);
     // 4 main-agent and 3 subagent model calls per briefing.
     assert_eq!(model.requests().len(), TASKS * 7);
     phase("the batch completed");

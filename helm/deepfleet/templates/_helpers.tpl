@@ -79,6 +79,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- if .Values.contextKey.existingSecret }}{{ .Values.contextKey.existingSecretKey }}{{ else }}context-key{{ end }}
 {{- end }}
 
+{{/* The Secret of the scheduler's API key lines: the given one, else the chart's generated one; empty when the API is served open. */}}
+{{- define "deepfleet.apiKeysSecret" -}}
+{{- if .Values.api.existingSecret }}{{ .Values.api.existingSecret }}{{ else if not .Values.api.allowOpen }}{{ include "deepfleet.fullname" . }}-api-key{{ end }}
+{{- end }}
+
 {{/* The Redis Cluster URL the binary parses: redis+cluster://[:$(REDIS_PASSWORD)@]h1:p1,h2:p2, or comma-separated rediss:// URLs with TLS. */}}
 {{- define "deepfleet.clusterUrl" -}}
 {{- $c := .Values.redis.cluster }}
@@ -138,6 +143,20 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ . | quote }}
 {{- end }}
 {{- end }}
+{{- if eq $.component "scheduler" }}
+{{- if include "deepfleet.apiKeysSecret" $.root }}
+- name: DEEPFLEET__API__KEYS_FILE
+  value: /etc/deepfleet-api/keys
+{{- end }}
+{{- if $v.api.allowOpen }}
+- name: DEEPFLEET__API__ALLOW_OPEN
+  value: "true"
+{{- end }}
+{{- with $v.api.tenantRunsInFlight }}
+- name: DEEPFLEET__API__TENANT_RUNS_IN_FLIGHT
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- with $v.config.otel.endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT
   value: {{ . | quote }}
@@ -158,8 +177,10 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
-{{/* Volumes of every deepfleet pod. */}}
+{{/* Volumes of every deepfleet pod, and the scheduler's API keys: call with (dict "root" $ "component" "worker"). */}}
 {{- define "deepfleet.volumes" -}}
+{{- $root := .root }}
+{{- with $root -}}
 - name: config
   configMap:
     name: {{ include "deepfleet.fullname" . }}-config
@@ -174,14 +195,30 @@ app.kubernetes.io/component: {{ .component }}
   emptyDir:
     sizeLimit: {{ .Values.pod.tmpSizeLimit }}
 {{- end }}
+{{- with include "deepfleet.apiKeysSecret" $root }}
+{{- if eq $.component "scheduler" }}
+- name: api-keys
+  secret:
+    secretName: {{ . }}
+    items:
+      - key: {{ if $root.Values.api.existingSecret }}{{ $root.Values.api.existingSecretKey }}{{ else }}keys{{ end }}
+        path: keys
+{{- end }}
+{{- end }}
+{{- end }}
 
-{{/* Mounts of every deepfleet container. */}}
+{{/* Mounts of every deepfleet container, and the scheduler's API keys: call with (dict "root" $ "component" "worker"). */}}
 {{- define "deepfleet.volumeMounts" -}}
 - name: config
   mountPath: /etc/deepfleet
   readOnly: true
 - name: tmp
   mountPath: /tmp
+{{- if and (eq .component "scheduler") (include "deepfleet.apiKeysSecret" .root) }}
+- name: api-keys
+  mountPath: /etc/deepfleet-api
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{/* Values the schema cannot express; called from the ConfigMap. */}}
@@ -264,9 +301,9 @@ spec:
       securityContext:
         {{- toYaml $root.Values.pod.containerSecurityContext | nindent 8 }}
       volumeMounts:
-        {{- include "deepfleet.volumeMounts" $root | nindent 8 }}
+        {{- include "deepfleet.volumeMounts" (dict "root" $root "component" .component) | nindent 8 }}
   volumes:
-    {{- include "deepfleet.volumes" $root | nindent 4 }}
+    {{- include "deepfleet.volumes" (dict "root" $root "component" .component) | nindent 4 }}
   {{- with $role.nodeSelector }}
   nodeSelector:
     {{- toYaml . | nindent 4 }}
