@@ -23,6 +23,7 @@ use deepfleet_proto::{AgentSpec, SubmissionRefusal};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_queue::{DeadLetters, Queue, QueueError, Replies, ReplyAddress};
 use deepfleet_scheduler::api::Graphs;
+use deepfleet_scheduler::api::auth::ApiKeys;
 use deepfleet_scheduler::api::state::ApiState;
 use deepfleet_scheduler::repo::replies::ReplyRecord;
 use deepfleet_scheduler::submissions::{Outcome, parse};
@@ -52,6 +53,8 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
         graphs: Graphs::new(["helper".to_owned()]),
         started_at: chrono::Utc::now(),
         metrics: None,
+        keys: ApiKeys::open(),
+        tenant_runs_in_flight: None,
     };
     let answers = Arc::new(Answers::default());
     let submissions = SubmissionIntake::new(

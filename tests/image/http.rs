@@ -26,7 +26,9 @@ pub fn request_as(
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let body = body.unwrap_or_default();
-    let key = key.map(|k| format!("x-api-key: {k}\r\n")).unwrap_or_default();
+    let key = key
+        .map(|k| format!("x-api-key: {k}\r\n"))
+        .unwrap_or_default();
     let head = format!(
         "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{key}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
         body.len()

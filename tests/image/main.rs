@@ -145,8 +145,7 @@ fn run_batch(scheduler: &mut Pod, port: u16, key: &str) {
     let mut counts = Value::Null;
     wait_for(BATCH, "the batch to finish", || {
         scheduler.assert_running();
-        let (status, body) =
-            http::request_as(port, key, "GET", &format!("/batches/{batch}"), None);
+        let (status, body) = http::request_as(port, key, "GET", &format!("/batches/{batch}"), None);
         assert_eq!(status, 200, "GET /batches/{batch}: {body}");
         counts = serde_json::from_str::<Value>(&body).unwrap()["counts"].clone();
         let ended = ["success", "error", "interrupted"]

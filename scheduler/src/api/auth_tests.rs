@@ -156,11 +156,18 @@ async fn a_read_key_reads_but_cannot_create_runs_or_assistants() {
     );
 }
 
-#[tokio::test]
-async fn another_tenants_records_answer_404_like_unknown_ones() {
-    let api = two_tenants().await;
+/// Tenant A's records, one of each kind, for tenant B to look for.
+struct Owned {
+    assistant_id: String,
+    thread_id: String,
+    run_id: String,
+    batch_id: String,
+}
+
+/// Creates an assistant, a thread with a finished run, a batch and a store
+/// item as tenant A.
+async fn tenant_a_records(api: &TestApi) -> Owned {
     let a = Some(A_ADMIN);
-    let b = Some(B_ADMIN);
     let created = api
         .send_as(a, "POST", "/assistants", Some(json!({"graph_id": "agent"})))
         .await;
@@ -189,8 +196,25 @@ async fn another_tenants_records_answer_404_like_unknown_ones() {
     let put = api.send_as(a, "PUT", "/store/items", Some(item)).await;
     assert_eq!(put.status, StatusCode::NO_CONTENT);
 
-    let t = &thread_id;
-    let r = &run_id;
+    Owned {
+        assistant_id,
+        thread_id,
+        run_id,
+        batch_id,
+    }
+}
+
+#[tokio::test]
+async fn another_tenants_records_answer_404_like_unknown_ones() {
+    let api = two_tenants().await;
+    let (a, b) = (Some(A_ADMIN), Some(B_ADMIN));
+    let Owned {
+        assistant_id,
+        thread_id,
+        run_id,
+        batch_id,
+    } = tenant_a_records(&api).await;
+    let (t, r) = (&thread_id, &run_id);
     let gets = [
         format!("/assistants/{assistant_id}"),
         format!("/threads/{t}"),
@@ -229,6 +253,19 @@ async fn another_tenants_records_answer_404_like_unknown_ones() {
         assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{uri}");
         assert_eq!(theirs.json()["code"], unknown.json()["code"], "{uri}");
     }
+}
+
+#[tokio::test]
+async fn another_tenants_records_cannot_be_changed() {
+    let api = two_tenants().await;
+    let b = Some(B_ADMIN);
+    let Owned {
+        assistant_id,
+        thread_id,
+        run_id,
+        ..
+    } = tenant_a_records(&api).await;
+    let (t, r) = (&thread_id, &run_id);
     for (method, uri, body) in [
         ("POST", format!("/threads/{t}/runs"), Some(run_body("hi"))),
         (
@@ -266,7 +303,13 @@ async fn another_tenants_records_answer_404_like_unknown_ones() {
         .send_as(b, "POST", &format!("/threads/{t}/runs"), Some(create))
         .await;
     assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.text);
+}
 
+#[tokio::test]
+async fn searches_and_the_store_hold_only_the_callers_records() {
+    let api = two_tenants().await;
+    let (a, b) = (Some(A_ADMIN), Some(B_ADMIN));
+    let Owned { assistant_id, .. } = tenant_a_records(&api).await;
     // Searches list only the caller's records.
     let threads = api
         .send_as(b, "POST", "/threads/search", Some(json!({})))
