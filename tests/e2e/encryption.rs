@@ -199,7 +199,11 @@ async fn the_fleets_redis_holds_no_plaintext_and_rotates() {
     assert_eq!(thread.state["ticket"], STATE);
     let memories = only_k2
         .search_items(&deepfleet_proto::ItemSearch {
-            namespace_prefix: vec!["sealed".into()],
+            // Memories live under their tenant's label (the default one here).
+            namespace_prefix: deepfleet_proto::tenant::store_namespace(
+                &deepfleet_proto::TenantId::default(),
+                &["sealed".to_owned()],
+            ),
             ..deepfleet_proto::ItemSearch::default()
         })
         .await

@@ -201,6 +201,49 @@ scenario!(everything_over_streamable_http, |fleet| {
     assert_eq!(r.output, "The sum of 40 and 2 is 42.");
 });
 
+// A result past the offload limit is saved under /large_tool_results/ and
+// the model reads the stub with a preview, as for any tool.
+scenario!(
+    a_large_mcp_result_is_offloaded_like_any_tool_result,
+    |fleet| {
+        let Some(prefix) = packages().await else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let big = (0..3000)
+            .map(|i| format!("row {i}: the quick brown fox jumps over the lazy dog"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let script = chain(
+            &[("", Call::new("echo", json!({"message": big})))],
+            "^Tool result too large",
+        );
+        let servers = format!(
+            "  everything:\n    command: node\n    args: ['{}', stdio]\n    tools: [echo]\n",
+            entry(prefix, EVERYTHING).display()
+        );
+        let spec = mcp_spec("mcp-offload", dir.path(), &script, &servers);
+        let results = fleet.run(&spec, &[task("t1", "echo a lot")]).await.unwrap();
+        let r = &results[0];
+        assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
+        let (path, saved) = r
+            .files
+            .iter()
+            .find(|(path, _)| path.starts_with("/large_tool_results/"))
+            .expect("the offloaded result");
+        assert!(
+            r.output.contains(path.as_str()),
+            "{}",
+            &r.output[..300.min(r.output.len())]
+        );
+        assert!(
+            r.output.len() < 10_000,
+            "the model read a preview, not the result"
+        );
+        assert_eq!(saved.trim_end(), format!("Echo: {big}"));
+    }
+);
+
 scenario!(
     filesystem_tools_collide_with_built_ins_and_are_prefixed,
     |fleet| {
