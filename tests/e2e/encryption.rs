@@ -18,9 +18,10 @@ use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Keyring, StoreError};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
-use redis::AsyncCommands;
 
-use crate::support::{CONTEXT_KEY, REDIS_URL, distributed, fleet, replay_model, spec};
+use crate::support::{
+    CONTEXT_KEY, REDIS_URL, distributed, fleet, redis_values, replay_model, spec,
+};
 
 const INPUT: &str = "input-marker-5b1e: save the plan";
 const FILE: &str = "file-marker-77c2 the plan is to wait";
@@ -73,45 +74,6 @@ fn two_keys() -> (String, String) {
     (entry("k1"), entry("k2"))
 }
 
-/// Every value under `prefix`: its key's type, the key, the value.
-async fn scan(prefix: &str) -> Vec<(String, String, String)> {
-    let client = redis::Client::open(REDIS_URL).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = conn.keys(format!("{prefix}:*")).await.unwrap();
-    assert!(!keys.is_empty(), "the fleet wrote nothing under {prefix}");
-    let mut out = Vec::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let values: Vec<String> = match kind.as_str() {
-            "string" => vec![conn.get(&key).await.unwrap()],
-            "hash" => {
-                let map: Vec<(String, String)> = conn.hgetall(&key).await.unwrap();
-                map.into_iter().flat_map(|(k, v)| [k, v]).collect()
-            }
-            "list" => conn.lrange(&key, 0, -1).await.unwrap(),
-            "set" => conn.smembers(&key).await.unwrap(),
-            "zset" => conn.zrange(&key, 0, -1).await.unwrap(),
-            "stream" => {
-                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                    .arg(&key)
-                    .arg("-")
-                    .arg("+")
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                entries.into_iter().flat_map(|(_, fields)| fields).collect()
-            }
-            other => panic!("unexpected key type {other} at {key}"),
-        };
-        out.extend(values.into_iter().map(|v| (kind.clone(), key.clone(), v)));
-    }
-    out
-}
-
 /// Fails naming the key if any marker is in any key name or value.
 fn assert_no_marker(values: &[(String, String, String)], when: &str) {
     for (_, key, value) in values {
@@ -146,7 +108,7 @@ async fn the_fleets_redis_holds_no_plaintext_and_rotates() {
         "{:?}",
         parked.error
     );
-    assert_no_marker(&scan(&fleet.prefix).await, "parked");
+    assert_no_marker(&redis_values(&fleet.prefix).await, "parked");
 
     let review = parked.review.clone().unwrap();
     resume(
@@ -162,7 +124,7 @@ async fn the_fleets_redis_holds_no_plaintext_and_rotates() {
     assert_eq!(done.status, ResultStatus::Success, "{:?}", done.error);
     assert_eq!(done.output, ANSWER);
     assert_eq!(done.files.get("/plan.md").map(String::as_str), Some(FILE));
-    assert_no_marker(&scan(&fleet.prefix).await, "finished");
+    assert_no_marker(&redis_values(&fleet.prefix).await, "finished");
 
     // k2 becomes current; the rotation re-seals everything durable.
     let ring = format!("{k1},{k2}");
@@ -182,7 +144,7 @@ async fn the_fleets_redis_holds_no_plaintext_and_rotates() {
     );
     assert!(stdout.contains("re-sealed under key k2"), "{stdout}");
     assert!(stdout.contains(" 0 unreadable"), "{stdout}");
-    let rotated = scan(&fleet.prefix).await;
+    let rotated = redis_values(&fleet.prefix).await;
     assert_no_marker(&rotated, "rotated");
     for (kind, key, value) in &rotated {
         if kind != "stream" && at_rest::is_sealed(value) {

@@ -9,52 +9,23 @@ use std::process::Stdio;
 
 use deepfleet_proto::{Decision, ResultStatus, TaskLine};
 use deepfleet_scheduler::resume::resume;
-use redis::AsyncCommands;
 use tokio::io::AsyncReadExt;
 
-use crate::support::{REDIS_URL, delegating_one_write, distributed, fleet, replay_model, spec};
+use crate::support::{delegating_one_write, distributed, fleet, redis_values, replay_model, spec};
 
 const SECRET: &str = "sk-live-fleet-9876543210-do-not-log";
 
-/// Every value under `prefix`, whatever its type, as text.
+/// Every key and value under `prefix`, as text.
 async fn dump(prefix: &str) -> String {
-    let client = redis::Client::open(REDIS_URL).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = conn.keys(format!("{prefix}:*")).await.unwrap();
-    assert!(!keys.is_empty(), "the fleet wrote nothing under {prefix}");
     let mut out = String::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let values: Vec<String> = match kind.as_str() {
-            "string" => vec![conn.get(&key).await.unwrap()],
-            "hash" => {
-                let map: Vec<(String, String)> = conn.hgetall(&key).await.unwrap();
-                map.into_iter().flat_map(|(k, v)| [k, v]).collect()
-            }
-            "list" => conn.lrange(&key, 0, -1).await.unwrap(),
-            "set" => conn.smembers(&key).await.unwrap(),
-            "zset" => conn.zrange(&key, 0, -1).await.unwrap(),
-            "stream" => {
-                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                    .arg(&key)
-                    .arg("-")
-                    .arg("+")
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                entries.into_iter().flat_map(|(_, fields)| fields).collect()
-            }
-            other => panic!("unexpected key type {other} at {key}"),
-        };
-        out.push_str(&key);
-        for v in values {
+    let mut last_key = None;
+    for (_, key, value) in redis_values(prefix).await {
+        if last_key.as_ref() != Some(&key) {
+            out.push_str(&key);
             out.push('\n');
-            out.push_str(&v);
+            last_key = Some(key);
         }
+        out.push_str(&value);
         out.push('\n');
     }
     out

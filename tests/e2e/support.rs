@@ -8,6 +8,7 @@ use deepfleet_proto::AgentSpec;
 use deepfleet_testkit::fleet::FleetBuilder;
 use deepfleet_testkit::fleet::services::{self, Service};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
+use redis::AsyncCommands;
 
 pub use deepfleet_testkit::fleet::{AMQP_URL, Fleet, REDIS_URL, task};
 
@@ -116,4 +117,45 @@ pub fn delegating_one_write(input: &str) -> String {
         .delegating(input, &[&write_task("gamma", "/g.txt")])
         .writing_subagents()
         .build()
+}
+
+/// Every value under `prefix` in the shared Redis, whatever its type:
+/// `(type, key, value)`, a hash giving its fields and values, a stream its
+/// entries' fields and values. Fails when nothing is there.
+pub async fn redis_values(prefix: &str) -> Vec<(String, String, String)> {
+    let client = redis::Client::open(REDIS_URL).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = conn.keys(format!("{prefix}:*")).await.unwrap();
+    assert!(!keys.is_empty(), "the fleet wrote nothing under {prefix}");
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let values: Vec<String> = match kind.as_str() {
+            "string" => vec![conn.get(&key).await.unwrap()],
+            "hash" => {
+                let map: Vec<(String, String)> = conn.hgetall(&key).await.unwrap();
+                map.into_iter().flat_map(|(k, v)| [k, v]).collect()
+            }
+            "list" => conn.lrange(&key, 0, -1).await.unwrap(),
+            "set" => conn.smembers(&key).await.unwrap(),
+            "zset" => conn.zrange(&key, 0, -1).await.unwrap(),
+            "stream" => {
+                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                entries.into_iter().flat_map(|(_, fields)| fields).collect()
+            }
+            other => panic!("unexpected key type {other} at {key}"),
+        };
+        out.extend(values.into_iter().map(|v| (kind.clone(), key.clone(), v)));
+    }
+    out
 }
