@@ -116,6 +116,14 @@ pub struct RunRecord {
     /// The calls and tokens of `steps` and `usage`, by caller.
     #[serde(default)]
     pub by_caller: UsageByCaller,
+    /// Seconds the run's keys live once it ends (its thread with the
+    /// subagent threads under it, its streams, its batch's done list);
+    /// `None` keeps them until deleted. Decided when the run is created,
+    /// from its tenant's retention (or a stateless run's temporary
+    /// thread), and applied by the worker that ends it; subagents inherit
+    /// it. An interrupted run has not ended: it waits for its human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after_secs: Option<u64>,
     /// The final answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -159,6 +167,7 @@ impl RunRecord {
             steps: 0,
             usage: Usage::default(),
             by_caller: UsageByCaller::default(),
+            expire_after_secs: None,
             output: None,
             error: None,
             traceparent: None,

@@ -6,13 +6,14 @@ use std::sync::Arc;
 use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
-use deepfleet_proto::SealedContext;
+use deepfleet_proto::{SealedContext, TenantId};
 use deepfleet_proto::{AgentSpec, FileData, Message, RunRecord, StepJob, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
 
 use crate::error::SchedulerError;
+use crate::retention::RetentionPolicy;
 
 /// Takes runs in.
 #[derive(Clone)]
@@ -21,6 +22,8 @@ pub struct Intake {
     queue: Arc<dyn Queue>,
     /// Seals runtime context; without it, runs with a context are refused.
     context_key: Option<ContextKey>,
+    /// How long each tenant's ended runs live.
+    retention: RetentionPolicy,
 }
 
 impl Intake {
@@ -30,7 +33,20 @@ impl Intake {
             store,
             queue,
             context_key: None,
+            retention: RetentionPolicy::default(),
         }
+    }
+
+    /// Fixes on every new run how long it lives once ended, by `policy`
+    /// (without it, runs are kept until deleted).
+    pub fn with_retention(mut self, policy: RetentionPolicy) -> Self {
+        self.retention = policy;
+        self
+    }
+
+    /// How long each tenant's ended runs live.
+    pub fn retention(&self) -> &RetentionPolicy {
+        &self.retention
     }
 
     /// Seals runtime context under `key` (the fleet's `context_key`).
@@ -152,6 +168,8 @@ impl Intake {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
+            // Task lines run as the default tenant.
+            expire_after_secs: self.retention.expire_after_secs(&TenantId::default()),
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
         let seed = ThreadSeed {

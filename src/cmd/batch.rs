@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
+use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, TaskBatches};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -48,6 +48,8 @@ pub struct BatchPlan<'a> {
     /// the batch is named (distributed mode: without a worker on it the
     /// batch would wait without a word).
     pub watch_queue: Option<String>,
+    /// How long the batch's runs live once ended.
+    pub retention: RetentionPolicy,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -73,7 +75,7 @@ pub async fn run_batch(
     let intake = intake_for(
         Arc::clone(&store),
         queue,
-        context_key,
+        (context_key, plan.retention.clone()),
         plan.spec,
         plan.tasks,
     )
@@ -163,17 +165,18 @@ pub async fn run_batch(
     Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
 }
 
-/// An intake over `store` and `queue` (sealing contexts with `key`) with
-/// `spec` registered, once every task of `tasks` is checked.
+/// An intake over `store` and `queue` (sealing contexts with `key`,
+/// fixing each run's `retention`) with `spec` registered, once every task
+/// of `tasks` is checked.
 pub async fn intake_for(
     store: Arc<dyn Store>,
     queue: Arc<dyn Queue>,
-    key: Option<ContextKey>,
+    (key, retention): (Option<ContextKey>, RetentionPolicy),
     spec: &AgentSpec,
     tasks: &[TaskLine],
 ) -> anyhow::Result<Intake> {
     check_tasks(spec, tasks)?;
-    let mut intake = Intake::new(store, queue);
+    let mut intake = Intake::new(store, queue).with_retention(retention);
     if let Some(key) = key {
         intake = intake.with_context_key(key);
     }

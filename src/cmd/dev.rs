@@ -60,7 +60,9 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let queue: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
     let key = context_key(&settings)?;
-    let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue)).with_context_key(key.clone());
+    let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))
+        .with_context_key(key.clone())
+        .with_retention(super::retention(&settings)?);
     let graphs = Graphs::default();
     let load = spec_loader(&settings);
     let agents = AgentSource::choose(args.agents, &settings)?;

@@ -107,6 +107,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         state_file: args.state.as_deref(),
         batch_id: None,
         watch_queue: None,
+        retention: super::retention(&settings)?,
     };
     let in_process = InProcess {
         worker,

@@ -90,6 +90,8 @@ mod fan_in;
 mod items;
 #[path = "conformance/records.rs"]
 mod records;
+#[path = "conformance/retention.rs"]
+mod retention;
 #[path = "conformance/run_streams.rs"]
 mod run_streams;
 #[path = "conformance/runs.rs"]

@@ -355,6 +355,10 @@ impl StepRunner {
                 debug!(run = %job.run_id, step = job.step, current, "another delivery committed this step");
                 Ok(())
             }
+            CommitOutcome::Gone => {
+                debug!(run = %job.run_id, step = job.step, "the run's thread was deleted or expired");
+                Ok(())
+            }
         }
     }
 

@@ -37,6 +37,14 @@ pub async fn publish(
             }
             FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
+            FollowUp::Expire(ttl) => {
+                store
+                    .expire_thread(&run.thread_id, &run.run_id, ttl)
+                    .await?;
+                if let Some(batch) = &run.batch_id {
+                    store.expire_batch(batch, ttl).await?;
+                }
+            }
         }
     }
     Ok(())
@@ -76,6 +84,9 @@ async fn start_child(
         context: parent.context.clone(),
         traceparent: child.traceparent.clone(),
         run_budget: Some(child.run_budget),
+        // What a background task (which reports to no one, and expires on
+        // its own when it ends) keeps of its parent's retention.
+        expire_after_secs: parent.expire_after_secs,
         ..RunRecord::new(
             child.run_id.clone(),
             child.thread_id.clone(),
