@@ -38,6 +38,7 @@ mod providers;
 mod queue_intake;
 mod redelivery;
 mod resume_cli;
+mod retention;
 mod sandbox;
 mod scale;
 mod secrets;

@@ -1,6 +1,8 @@
 //! The threads runs go to: found or made for a new run, and deleted with
 //! everything they own, the run they have in flight first.
 
+use std::time::{Duration, Instant};
+
 use deepfleet_proto::TenantId;
 use serde_json::Map;
 
@@ -10,6 +12,12 @@ use crate::repo::follow_marks::follow_marks;
 use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 use crate::repo::threads::{ThreadRecord, threads};
+
+/// The longest a stateless run's follower waits for the run's last event
+/// before removing its thread anyway (an append is best effort).
+const LAST_EVENT_WAIT: Duration = Duration::from_secs(2);
+/// How often it looks.
+const LAST_EVENT_POLL: Duration = Duration::from_millis(20);
 
 impl Lifecycle {
     /// Deletes a thread and everything it owns: the run it has in flight
@@ -51,7 +59,32 @@ impl Lifecycle {
             None => meta.cancelled,
         };
         if ended {
+            self.last_event_of(&meta.run_id).await?;
             self.delete_thread(&thread).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits (at most [`LAST_EVENT_WAIT`]) until an ended run's worker has
+    /// appended the event of its last commit, which it does just after the
+    /// commit: a stream deleted before that append would be made again by
+    /// it.
+    async fn last_event_of(&self, run_id: &str) -> Result<(), SchedulerError> {
+        let store = self.store();
+        let deadline = Instant::now() + LAST_EVENT_WAIT;
+        let mut after: Option<String> = None;
+        while Instant::now() < deadline {
+            let events = store.run_events(run_id, after.as_deref(), 512).await?;
+            let last = events.iter().any(|(_, e)| {
+                e.run_id == run_id && e.namespace.is_empty() && e.status.is_terminal()
+            });
+            if last {
+                return Ok(());
+            }
+            match events.last() {
+                Some((id, _)) => after = Some(id.clone()),
+                None => tokio::time::sleep(LAST_EVENT_POLL).await,
+            }
         }
         Ok(())
     }
