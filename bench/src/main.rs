@@ -3,7 +3,7 @@
 //! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
 //! in release mode, prepares a venv with deepagents, saves the worker's
 //! compression-check table, and runs this binary, which measures the six
-//! items of issue #9 in turn, draws the plots and writes the report. A
+//! items of issue #9 and the retention of issue #15 in turn, draws the plots and writes the report. A
 //! section that fails is reported as failed in the file and makes the
 //! command exit non-zero; the others still run.
 
@@ -14,6 +14,7 @@ mod overhead;
 mod plot;
 mod python;
 mod report;
+mod retention;
 mod scenario;
 mod stats;
 mod throughput;
@@ -72,6 +73,7 @@ struct Sizes {
     concurrency: Vec<usize>,
     python_concurrency: Vec<usize>,
     growth_steps: usize,
+    retention_runs: usize,
 }
 
 impl Sizes {
@@ -84,6 +86,7 @@ impl Sizes {
                 concurrency: vec![100, 1_000],
                 python_concurrency: vec![50],
                 growth_steps: 60,
+                retention_runs: 100,
             }
         } else {
             Sizes {
@@ -99,6 +102,7 @@ impl Sizes {
                 concurrency: vec![100, 1_000, 10_000],
                 python_concurrency: vec![100, 250, 500, 1_000],
                 growth_steps: 500,
+                retention_runs: 1_000,
             }
         }
     }
@@ -109,6 +113,9 @@ const SLOW_MODEL: Duration = Duration::from_secs(1);
 /// deepagents stops climbing once a level takes this many times the
 /// model-bound ideal: it is CPU-bound there.
 const GIVE_UP: f64 = 4.0;
+
+/// The retention of item 7's runs: short, so the bench waits little.
+const RETENTION: Duration = Duration::from_secs(5);
 
 /// A section's error, with its causes, as the report shows it.
 fn failed(error: anyhow::Error) -> String {
@@ -173,7 +180,12 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
             .map(|text| tokens::parse_check_table(&text))
             .map_err(|e| format!("reading {}: {e}", path.display()))
     });
+    log("7. retention");
+    let retention = retention::memory_per_run(bin, sizes.retention_runs, RETENTION)
+        .await
+        .map_err(failed);
     Results {
+        retention,
         embedded,
         floor,
         deepagents,

@@ -20,5 +20,6 @@ pub struct RetentionSettings {
     /// Per-tenant overrides of `finished_runs_secs`, by tenant id
     /// (`[retention.tenants] acme = 86400`); `0` keeps that tenant's runs
     /// until deleted. Default: none.
+    #[serde(default)]
     pub tenants: BTreeMap<String, u64>,
 }

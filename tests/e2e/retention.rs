@@ -100,55 +100,59 @@ async fn wait_until_gone(fleet: &Fleet, runs: &[RunRecord], within: Duration) ->
     }
 }
 
-scenario!(a_thousand_run_batch_leaves_no_key_once_its_retention_passed, |fleet| {
-    let retention = retention_of(&fleet);
-    let spec = briefings_spec();
-    let intake = fleet
-        .intake()
-        .unwrap()
-        .with_retention(RetentionPolicy::new(Some(retention), BTreeMap::new()));
-    intake.register(&spec).await.unwrap();
-    let mut follower = BatchFollower::new(fleet.store.clone(), uuid::Uuid::new_v4().to_string());
-    let batch = follower.batch_id().to_owned();
-    let tasks = briefing_tasks(1000);
-    let runs: Vec<RunRecord> = futures::stream::iter(&tasks)
-        .map(|task| intake.submit(&spec.name, task, Some(&batch)))
-        .buffered(32)
-        .map(Result::unwrap)
-        .collect()
-        .await;
-    for run in &runs {
-        follower.track(run);
-    }
-    let results = fleet.follow(follower).await.unwrap();
-    assert_eq!(results.len(), 1000);
-    assert!(results.iter().all(|r| r.status == ResultStatus::Success));
-    let ended = Instant::now();
+scenario!(
+    a_thousand_run_batch_leaves_no_key_once_its_retention_passed,
+    |fleet| {
+        let retention = retention_of(&fleet);
+        let spec = briefings_spec();
+        let intake = fleet
+            .intake()
+            .unwrap()
+            .with_retention(RetentionPolicy::new(Some(retention), BTreeMap::new()));
+        intake.register(&spec).await.unwrap();
+        let mut follower =
+            BatchFollower::new(fleet.store.clone(), uuid::Uuid::new_v4().to_string());
+        let batch = follower.batch_id().to_owned();
+        let tasks = briefing_tasks(1000);
+        let runs: Vec<RunRecord> = futures::stream::iter(&tasks)
+            .map(|task| intake.submit(&spec.name, task, Some(&batch)))
+            .buffered(32)
+            .map(Result::unwrap)
+            .collect()
+            .await;
+        for run in &runs {
+            follower.track(run);
+        }
+        let results = fleet.follow(follower).await.unwrap();
+        assert_eq!(results.len(), 1000);
+        assert!(results.iter().all(|r| r.status == ResultStatus::Success));
+        let ended = Instant::now();
 
-    // The last runs ended a moment ago: their keys are all there.
-    let finished = left(&fleet, &runs).await;
-    assert!(!finished.is_empty(), "the batch left nothing to expire");
-    if !fleet.prefix.is_empty() {
-        let keys = redis_keys(&fleet.prefix).await;
-        let bytes: u64 = keys.iter().map(|(_, b)| b).sum();
-        eprintln!(
-            "retention: {} keys, {} bytes ({} per run) right after the batch",
-            keys.len(),
-            bytes,
-            bytes / 1000
+        // The last runs ended a moment ago: their keys are all there.
+        let finished = left(&fleet, &runs).await;
+        assert!(!finished.is_empty(), "the batch left nothing to expire");
+        if !fleet.prefix.is_empty() {
+            let keys = redis_keys(&fleet.prefix).await;
+            let bytes: u64 = keys.iter().map(|(_, b)| b).sum();
+            eprintln!(
+                "retention: {} keys, {} bytes ({} per run) right after the batch",
+                keys.len(),
+                bytes,
+                bytes / 1000
+            );
+        }
+        // And nothing once the retention has passed since the last run ended.
+        let slack = Duration::from_secs(10);
+        let left = wait_until_gone(&fleet, &runs, retention + slack).await;
+        assert!(
+            left.is_empty(),
+            "{} left {:?} after the retention: {:?}",
+            left.len(),
+            ended.elapsed(),
+            &left[..left.len().min(10)]
         );
     }
-    // And nothing once the retention has passed since the last run ended.
-    let slack = Duration::from_secs(10);
-    let left = wait_until_gone(&fleet, &runs, retention + slack).await;
-    assert!(
-        left.is_empty(),
-        "{} left {:?} after the retention: {:?}",
-        left.len(),
-        ended.elapsed(),
-        &left[..left.len().min(10)]
-    );
-});
+);
 
 /// The API over the fleet's store and queue, serving `spec`.
 async fn api_on(fleet: &Fleet, spec: &AgentSpec) -> axum::Router {
@@ -192,7 +196,12 @@ async fn send_located(
     (status, json, location)
 }
 
-async fn send(api: &axum::Router, method: &str, uri: &str, body: Option<Value>) -> (StatusCode, Value) {
+async fn send(
+    api: &axum::Router,
+    method: &str,
+    uri: &str,
+    body: Option<Value>,
+) -> (StatusCode, Value) {
     let (status, json, _) = send_located(api, method, uri, body).await;
     (status, json)
 }
@@ -270,7 +279,10 @@ scenario!(deleted_threads_and_stateless_runs_leave_no_key, |fleet| {
     let (status, _) = send(&api, "DELETE", &format!("/threads/{thread_id}"), None).await;
     assert_eq!(status, StatusCode::OK);
     let left_by_delete = left(&fleet, &runs).await;
-    assert!(left_by_delete.is_empty(), "left by the delete: {left_by_delete:?}");
+    assert!(
+        left_by_delete.is_empty(),
+        "left by the delete: {left_by_delete:?}"
+    );
     let (status, _) = send(&api, "GET", &format!("/threads/{thread_id}"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
@@ -289,8 +301,12 @@ scenario!(deleted_threads_and_stateless_runs_leave_no_key, |fleet| {
         .and_then(|rest| rest.split_once("/runs/"))
         .unwrap();
     let stateless = RunRecord::new(run_id, thread_id, spec.name.as_str(), Utc::now());
-    let left_by_stateless =
-        wait_until_gone(&fleet, std::slice::from_ref(&stateless), Duration::from_secs(10)).await;
+    let left_by_stateless = wait_until_gone(
+        &fleet,
+        std::slice::from_ref(&stateless),
+        Duration::from_secs(10),
+    )
+    .await;
     assert!(
         left_by_stateless.is_empty(),
         "left by the stateless run: {left_by_stateless:?}"

@@ -74,7 +74,9 @@ pub async fn create_checked(
         // `on_completion: keep`: the stateless run's thread stays, as any
         // thread does.
         thread.temporary = false;
-        threads(state.store()).put(&thread.thread_id, &thread).await?;
+        threads(state.store())
+            .put(&thread.thread_id, &thread)
+            .await?;
     }
     let strategy = body.multitask_strategy.unwrap_or_default();
     let admission = state.life.admit(&thread, strategy).await?;

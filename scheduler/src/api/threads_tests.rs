@@ -200,7 +200,12 @@ async fn deleting_removes_the_thread_with_its_runs_and_unknown_threads_are_404()
     // The run went with the thread: its record, its flags, its metadata.
     let run_id = run["run_id"].as_str().unwrap();
     assert_eq!(api.store.get_run(&thread_id, run_id).await.unwrap(), None);
-    assert!(!api.store.cancel_requested(&thread_id, run_id).await.unwrap());
+    assert!(
+        !api.store
+            .cancel_requested(&thread_id, run_id)
+            .await
+            .unwrap()
+    );
     assert!(
         api.store
             .load_thread(&thread_id)

@@ -240,7 +240,9 @@ mod tests {
         let mut state = State::default();
         for r in [run("t", "r1", None), run("c", "rc", Some("t"))] {
             state.runs.insert(r.run_id.clone(), r.clone());
-            state.threads.insert(r.thread_id.clone(), Default::default());
+            state
+                .threads
+                .insert(r.thread_id.clone(), Default::default());
             state.own_run(&r);
         }
         let now = Utc::now();

@@ -26,9 +26,7 @@ impl Retention for EmbeddedStore {
         ended_run: &str,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        Ok(self
-            .lock()
-            .expire_tree(thread_id, ended_run, deadline(ttl)))
+        Ok(self.lock().expire_tree(thread_id, ended_run, deadline(ttl)))
     }
 
     async fn purge_thread(&self, thread_id: &str) -> Result<(), StoreError> {

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use deepfleet_proto::{ContextCursor, EvictedMessage, RunStatus, SummaryEvent};
-use deepfleet_store::{
-    Checkpoint, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed,
-};
+use deepfleet_store::{Checkpoint, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 

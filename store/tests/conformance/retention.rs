@@ -166,7 +166,11 @@ async fn redis_leaves_no_key_of_a_disposed_thread() {
                 .unwrap()
         );
         tokio::time::sleep(PAST_EXPIRY).await;
-        assert_eq!(store.delete_prefix().await.unwrap(), 0, "left by the expiry");
+        assert_eq!(
+            store.delete_prefix().await.unwrap(),
+            0,
+            "left by the expiry"
+        );
     })
     .await;
 }
