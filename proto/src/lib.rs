@@ -32,6 +32,7 @@ pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
 pub mod spec_name;
+pub mod spec_version;
 pub mod submission;
 pub mod tenant;
 pub mod value_source;
@@ -61,6 +62,7 @@ pub use run_event::RunEvent;
 pub use sandbox::SandboxSpec;
 pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};
+pub use spec_version::{ServedSpec, spec_version};
 pub use submission::{
     RefusalStatus, Submission, SubmissionInput, SubmissionRefusal, SubmissionResult,
 };

@@ -7,7 +7,7 @@ use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::SealedContext;
-use deepfleet_proto::{AgentSpec, FileData, Message, RunRecord, StepJob, TaskLine};
+use deepfleet_proto::{AgentSpec, FileData, Message, RunRecord, ServedSpec, StepJob, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
@@ -21,6 +21,9 @@ pub struct Intake {
     queue: Arc<dyn Queue>,
     /// Seals runtime context; without it, runs with a context are refused.
     context_key: Option<ContextKey>,
+    /// Specs this intake brought itself ([`Intake::pin`]), by name: its
+    /// runs of these names use them, whatever the name serves.
+    pinned: BTreeMap<String, ServedSpec>,
 }
 
 impl Intake {
@@ -30,6 +33,7 @@ impl Intake {
             store,
             queue,
             context_key: None,
+            pinned: BTreeMap::new(),
         }
     }
 
@@ -72,19 +76,44 @@ impl Intake {
         id: &str,
         context: Option<&serde_json::Value>,
     ) -> Result<(), SchedulerError> {
-        let Some(spec) = self.store.get_spec(agent).await? else {
-            return Err(SchedulerError::UnknownAgent(agent.to_owned()));
-        };
-        crate::runtime_context::validate(&spec, id, context)
+        let spec = self.spec_for(agent).await?;
+        crate::runtime_context::validate(&spec.spec, id, context)
     }
 
-    /// Validates and stores a spec so workers can load it by name.
+    /// Validates `spec` and serves it under its name: what runs that name
+    /// the agent (API runs, queue submissions) start with from now on.
+    /// Runs under way keep the version they started with.
     pub async fn register(&self, spec: &AgentSpec) -> Result<(), SchedulerError> {
-        spec.validate()?;
-        crate::custom_state::check_schema(spec)?;
-        crate::runtime_context::check_schema(spec)?;
-        self.store.put_spec(spec).await?;
+        check_spec(spec)?;
+        self.store.serve_spec(spec).await?;
         Ok(())
+    }
+
+    /// Validates `spec` and stores it as a version that this intake's runs
+    /// of its name use, serving nothing: a batch that brings its own spec
+    /// (`deepfleet submit`) never replaces the spec a scheduler serves
+    /// under the same name.
+    pub async fn pin(mut self, spec: &AgentSpec) -> Result<Self, SchedulerError> {
+        check_spec(spec)?;
+        let version = self.store.put_spec_version(spec).await?;
+        let pinned = ServedSpec {
+            version,
+            spec: spec.clone(),
+        };
+        self.pinned.insert(spec.name.clone(), pinned);
+        Ok(self)
+    }
+
+    /// The spec a new run of `agent` starts with: the one this intake
+    /// pinned, else the one served under the name.
+    pub async fn spec_for(&self, agent: &str) -> Result<ServedSpec, SchedulerError> {
+        if let Some(pinned) = self.pinned.get(agent) {
+            return Ok(pinned.clone());
+        }
+        self.store
+            .served_spec(agent)
+            .await?
+            .ok_or_else(|| SchedulerError::UnknownAgent(agent.to_owned()))
     }
 
     /// Starts a run of `agent` for `task`, part of `batch_id` if given.
@@ -141,9 +170,7 @@ impl Intake {
         (run_id, thread_id): (String, String),
     ) -> Result<(RunRecord, ThreadSeed), SchedulerError> {
         let files = validate_task(task)?;
-        let Some(spec) = self.store.get_spec(agent).await? else {
-            return Err(SchedulerError::UnknownAgent(agent.to_owned()));
-        };
+        let ServedSpec { version, spec } = self.spec_for(agent).await?;
         let state = crate::custom_state::validate_seed(&spec, &task.id, task.state.as_ref())?;
         crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
         let context = self.seal_context(&task.id, task.context.as_ref())?;
@@ -152,6 +179,7 @@ impl Intake {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
+            spec_version: Some(version),
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
         let seed = ThreadSeed {
@@ -194,6 +222,15 @@ impl Intake {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
+}
+
+/// What registering a spec checks beyond its own validation: the schemas
+/// it carries compile.
+fn check_spec(spec: &AgentSpec) -> Result<(), SchedulerError> {
+    spec.validate()?;
+    crate::custom_state::check_schema(spec)?;
+    crate::runtime_context::check_schema(spec)?;
+    Ok(())
 }
 
 /// The id of `task_id`'s run in batch `batch_id`: the same for the same
@@ -272,6 +309,50 @@ mod tests {
         ];
         let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
         assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    }
+
+    #[tokio::test]
+    async fn a_pinned_spec_runs_its_own_version_and_serves_nothing() {
+        use deepfleet_queue::memory::MemoryQueue;
+        use deepfleet_store::embedded::EmbeddedStore;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+        let queue = Arc::new(MemoryQueue::new());
+        let served =
+            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Served.\n").unwrap();
+        let brought =
+            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Brought.\n").unwrap();
+        let scheduler = Intake::new(Arc::clone(&store), queue.clone());
+        scheduler.register(&served).await.unwrap();
+        let submit = Intake::new(Arc::clone(&store), queue.clone())
+            .pin(&brought)
+            .await
+            .unwrap();
+        let theirs = submit
+            .submit("a", &task("t1", "go", &[]), None)
+            .await
+            .unwrap();
+        let ours = scheduler
+            .submit("a", &task("t2", "go", &[]), None)
+            .await
+            .unwrap();
+        let pinned = |run: &RunRecord| run.spec_version.clone().unwrap();
+        assert_eq!(pinned(&theirs), deepfleet_proto::spec_version(&brought));
+        assert_eq!(pinned(&ours), deepfleet_proto::spec_version(&served));
+        assert_eq!(store.get_spec("a").await.unwrap(), Some(served.clone()));
+        // Serving a newer spec leaves both runs' versions loadable.
+        let newer =
+            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Newer.\n").unwrap();
+        scheduler.register(&newer).await.unwrap();
+        for (run, spec) in [(&theirs, &brought), (&ours, &served)] {
+            assert_eq!(
+                store
+                    .get_spec_version("a", &pinned(run))
+                    .await
+                    .unwrap()
+                    .as_ref(),
+                Some(spec)
+            );
+        }
     }
 
     #[tokio::test]

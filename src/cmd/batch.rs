@@ -163,8 +163,10 @@ pub async fn run_batch(
     Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
 }
 
-/// An intake over `store` and `queue` (sealing contexts with `key`) with
-/// `spec` registered, once every task of `tasks` is checked.
+/// An intake over `store` and `queue` (sealing contexts with `key`) whose
+/// runs of `spec`'s name use `spec`, once every task of `tasks` is
+/// checked. The spec is pinned, not served: a batch never changes the spec
+/// a scheduler on the same store serves under that name.
 pub async fn intake_for(
     store: Arc<dyn Store>,
     queue: Arc<dyn Queue>,
@@ -177,8 +179,7 @@ pub async fn intake_for(
     if let Some(key) = key {
         intake = intake.with_context_key(key);
     }
-    intake.register(spec).await?;
-    Ok(intake)
+    Ok(intake.pin(spec).await?)
 }
 
 /// Says which batch this is and how to follow it from elsewhere, before

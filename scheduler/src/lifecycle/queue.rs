@@ -53,11 +53,14 @@ impl Lifecycle {
             threads(store).put(&thread.thread_id, &thread).await?;
         }
         let now = Utc::now();
+        // The spec its graph serves when it starts; its steps keep it.
+        let version = self.intake.spec_for(&meta.graph_id).await?.version;
         // API batches are followed through their own records, not the done
         // list `deepfleet submit` drains: no batch id.
         let run = RunRecord {
             tenant: meta.tenant.clone(),
             context: meta.context.clone(),
+            spec_version: Some(version),
             updated_at: now,
             ..RunRecord::new(
                 meta.run_id.clone(),
