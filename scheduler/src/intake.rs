@@ -68,6 +68,25 @@ impl Intake {
             .map_err(|e| invalid(format!("context: {e}")))
     }
 
+    /// Opens a context [`Intake::seal_context`] sealed; one that does not
+    /// open (another key, altered) is corrupt stored data.
+    pub fn open_context(
+        &self,
+        sealed: &SealedContext,
+    ) -> Result<serde_json::Value, SchedulerError> {
+        let corrupt = |reason: String| {
+            SchedulerError::Store(deepfleet_store::StoreError::Corrupt {
+                key: "sealed context".to_owned(),
+                reason,
+            })
+        };
+        let key = self
+            .context_key
+            .as_ref()
+            .ok_or_else(|| corrupt("no context key is configured to open it".to_owned()))?;
+        key.open(sealed).map_err(|e| corrupt(e.to_string()))
+    }
+
     /// Checks run `id`'s runtime `context` against the `context_schema` of
     /// agent `agent`, before it is sealed.
     pub async fn check_context(

@@ -87,8 +87,9 @@ pub async fn check(
         return Ok(CheckedRun { modes, action });
     }
     let (input, files) = run_input(body)?;
-    let assistant = assistants::find(state, tenant, &body.assistant_id).await?;
-    let context = merged_context(&assistant, body);
+    let (assistant, assistant_context) =
+        assistants::find_for_run(state, tenant, &body.assistant_id).await?;
+    let context = merged_context(&assistant, &assistant_context, body);
     let intake = state.life.intake();
     intake
         .check_context(&assistant.graph_id, &body.assistant_id, context.as_ref())
@@ -127,12 +128,16 @@ fn run_input(
     Ok((messages, files))
 }
 
-/// The assistant's context (and `configurable`), overridden key by key by
-/// the request's.
-fn merged_context(assistant: &Assistant, body: &RunCreateParams) -> Option<Value> {
+/// The assistant's context (`assistant_context`, its secrets opened) and
+/// `configurable`, overridden key by key by the request's.
+fn merged_context(
+    assistant: &Assistant,
+    assistant_context: &Value,
+    body: &RunCreateParams,
+) -> Option<Value> {
     let mut context = Map::new();
     for layer in [
-        Some(&assistant.context),
+        Some(assistant_context),
         assistant.config.get("configurable"),
         body.config.as_ref().and_then(|c| c.get("configurable")),
         body.context.as_ref(),
