@@ -15,6 +15,7 @@ pub mod error;
 pub mod harness;
 pub mod hitl;
 pub mod http_tool;
+pub mod input_limits;
 pub mod item;
 pub mod job;
 pub mod keys;
@@ -48,6 +49,7 @@ pub use hitl::{
     ActionRequest, Decision, DecisionType, EditedAction, Interrupt, InterruptConfig, InterruptOn,
     ReviewConfig,
 };
+pub use input_limits::{InputLimits, LimitExceeded};
 pub use item::{Item, ItemSearch, NamespaceError, NamespaceQuery};
 pub use job::{ENVELOPE_VERSION, Envelope, Job, StepJob};
 pub use keys::Keys;

@@ -7,7 +7,9 @@ use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::SealedContext;
-use deepfleet_proto::{AgentSpec, FileData, Message, RunRecord, ServedSpec, StepJob, TaskLine};
+use deepfleet_proto::{
+    AgentSpec, FileData, InputLimits, Message, RunRecord, ServedSpec, StepJob, TaskLine,
+};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
@@ -24,6 +26,8 @@ pub struct Intake {
     /// Specs this intake brought itself ([`Intake::pin`]), by name: its
     /// runs of these names use them, whatever the name serves.
     pinned: BTreeMap<String, ServedSpec>,
+    /// What a run's input may bring.
+    limits: InputLimits,
 }
 
 impl Intake {
@@ -34,7 +38,19 @@ impl Intake {
             queue,
             context_key: None,
             pinned: BTreeMap::new(),
+            limits: InputLimits::default(),
         }
+    }
+
+    /// Refuses input past `limits` (the settings' `[limits]`).
+    pub fn with_limits(mut self, limits: InputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// What a run's input may bring.
+    pub fn limits(&self) -> &InputLimits {
+        &self.limits
     }
 
     /// Seals runtime context under `key` (the fleet's `context_key`).
@@ -189,6 +205,7 @@ impl Intake {
         (run_id, thread_id): (String, String),
     ) -> Result<(RunRecord, ThreadSeed), SchedulerError> {
         let files = validate_task(task)?;
+        self.check_limits(task, &files)?;
         let ServedSpec { version, spec } = self.spec_for(agent).await?;
         let state = crate::custom_state::validate_seed(&spec, &task.id, task.state.as_ref())?;
         crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
@@ -240,6 +257,32 @@ impl Intake {
     /// The store this intake writes to.
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
+    }
+}
+
+impl Intake {
+    /// Checks `task`'s input message and seed `files` against the limits.
+    fn check_limits(
+        &self,
+        task: &TaskLine,
+        files: &BTreeMap<String, String>,
+    ) -> Result<(), SchedulerError> {
+        let too_large = |limit| SchedulerError::TooLarge {
+            id: task.id.clone(),
+            limit,
+        };
+        self.limits
+            .check_message("the input", task.input.len())
+            .map_err(too_large)?;
+        self.limits
+            .check_file_count(files.len())
+            .map_err(too_large)?;
+        for (path, content) in files {
+            self.limits
+                .check_file(path, content.len())
+                .map_err(too_large)?;
+        }
+        Ok(())
     }
 }
 
@@ -372,6 +415,44 @@ mod tests {
                 Some(spec)
             );
         }
+    }
+
+    #[tokio::test]
+    async fn a_task_past_a_limit_is_refused_before_anything_is_written() {
+        use deepfleet_queue::memory::MemoryQueue;
+        use deepfleet_store::embedded::EmbeddedStore;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+        let queue = Arc::new(MemoryQueue::new());
+        let limits = InputLimits {
+            max_message_bytes: 4,
+            max_file_bytes: 2,
+            max_files_per_thread: 1,
+        };
+        let intake = Intake::new(Arc::clone(&store), queue.clone()).with_limits(limits);
+        intake
+            .register(&AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap())
+            .await
+            .unwrap();
+        let cases = [
+            (
+                task("t1", "too long", &[]),
+                "task t1: the input is 8 bytes, over the limit of 4 (limits.max_message_bytes)",
+            ),
+            (
+                task("t2", "go", &[("/a", "big")]),
+                "task t2: file /a is 3 bytes, over the limit of 2 (limits.max_file_bytes)",
+            ),
+            (
+                task("t3", "go", &[("/a", "1"), ("/b", "2")]),
+                "task t3: the thread's file count is 2, over the limit of 1 (limits.max_files_per_thread)",
+            ),
+        ];
+        for (task, reason) in cases {
+            let err = intake.submit("a", &task, None).await.unwrap_err();
+            assert!(matches!(err, SchedulerError::TooLarge { .. }), "{err:?}");
+            assert_eq!(err.to_string(), reason);
+        }
+        assert_eq!(queue.depth().await.unwrap(), Some(0), "nothing started");
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ pub mod api;
 mod encryption;
 mod error;
 pub mod fleet;
+mod limits;
 pub mod names;
 mod project;
 pub mod redacted_url;
@@ -27,6 +28,7 @@ use serde::{Deserialize, Serialize};
 pub use api::{ApiSettings, KeyLine};
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
+pub use limits::LimitsSettings;
 pub use project::{MANIFEST, RunDefaults, locate};
 
 /// The variable naming the configuration file, as `--config` reads it.
@@ -60,6 +62,9 @@ pub struct Settings {
     pub scheduler: SchedulerSettings,
     /// The HTTP API's keys and limits.
     pub api: ApiSettings,
+    /// Sizes of requests, messages and files, and files per thread
+    /// (`[limits]`).
+    pub limits: LimitsSettings,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -123,6 +128,7 @@ impl std::fmt::Debug for Settings {
             .field("worker", &self.worker)
             .field("scheduler", &self.scheduler)
             .field("api", &self.api)
+            .field("limits", &self.limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -219,6 +225,7 @@ impl Default for Settings {
             worker: WorkerSettings::default(),
             scheduler: SchedulerSettings::default(),
             api: ApiSettings::default(),
+            limits: LimitsSettings::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

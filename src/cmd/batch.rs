@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, RunRecord, TaskLine};
+use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
 use deepfleet_store::Store;
@@ -33,6 +33,8 @@ use crate::unfinished_batch::UnfinishedBatch;
 pub struct BatchPlan<'a> {
     /// The agent every task runs.
     pub spec: &'a AgentSpec,
+    /// What a task's input may bring (`[limits]`).
+    pub limits: InputLimits,
     /// The tasks, in order.
     pub tasks: &'a [TaskLine],
     /// The results file.
@@ -77,7 +79,8 @@ pub async fn run_batch(
         plan.spec,
         plan.tasks,
     )
-    .await?;
+    .await?
+    .with_limits(plan.limits);
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;

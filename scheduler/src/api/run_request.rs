@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, ResumeDecisions, RunCommand, RunCreateParams};
-use deepfleet_proto::{Decision, FileData, Message, SealedContext, TenantId};
+use deepfleet_proto::{Decision, FileData, InputLimits, Message, SealedContext, TenantId};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -86,7 +86,7 @@ pub async fn check(
         let action = RunAction::Resume(command_decisions(command)?);
         return Ok(CheckedRun { modes, action });
     }
-    let (input, files) = run_input(body)?;
+    let (input, files) = run_input(body, state.life.intake().limits())?;
     let (assistant, assistant_context) =
         assistants::find_for_run(state, tenant, &body.assistant_id).await?;
     let context = merged_context(&assistant, &assistant_context, body);
@@ -111,6 +111,7 @@ pub async fn check(
 /// The messages and files a request brings, checked.
 fn run_input(
     body: &RunCreateParams,
+    limits: &InputLimits,
 ) -> Result<(Vec<Message>, BTreeMap<String, FileData>), ApiError> {
     let configurable = body.config.as_ref().and_then(|c| c.get("configurable"));
     if body.context.is_some()
@@ -125,6 +126,15 @@ fn run_input(
     };
     let messages = input_messages(input).map_err(|e| ApiError::unprocessable(e.0))?;
     let files = input_files(input, Utc::now()).map_err(|e| ApiError::unprocessable(e.0))?;
+    for (index, message) in messages.iter().enumerate() {
+        // The content as sent (text and any image or file blocks).
+        let bytes = serde_json::to_vec(message.content()).map_or(usize::MAX, |m| m.len());
+        limits.check_message(format!("message {index}"), bytes)?;
+    }
+    limits.check_file_count(files.len())?;
+    for (path, file) in &files {
+        limits.check_file(path, file.content.len())?;
+    }
     Ok((messages, files))
 }
 

@@ -97,6 +97,16 @@ impl StepRunner {
         self
     }
 
+    /// Keeps the files agents' tools write within `limits` (`[limits]`).
+    pub fn with_file_limits(mut self, limits: deepfleet_proto::InputLimits) -> Self {
+        let options = AgentOptions {
+            file_limits: limits,
+            ..self.agents.options().clone()
+        };
+        self.agents = AgentCache::new(options);
+        self
+    }
+
     /// Opens runs' runtime context with the fleet's `key`.
     pub fn with_context_key(mut self, key: ContextKey) -> Self {
         self.context_key = Some(key);
