@@ -96,9 +96,15 @@ impl Keys {
         format!("{}:dl:{{{run}}}", self.prefix)
     }
 
-    /// String: an agent spec (JSON) by name.
+    /// String: the spec served under `name` and its version (JSON).
     pub fn spec(&self, name: &str) -> String {
         format!("{}:spec:{name}", self.prefix)
+    }
+
+    /// String: one immutable version of `name`'s spec (JSON). Spec names
+    /// never hold `@`, so no version key is another name's served key.
+    pub fn spec_version(&self, name: &str, version: &str) -> String {
+        format!("{}:spec:{name}@{version}", self.prefix)
     }
 
     /// List: ids of a batch's finished top-level runs, in finishing order.

@@ -74,6 +74,11 @@ pub struct RunRecord {
     pub thread_id: String,
     /// Name of the agent spec (the top-level agent even for subagent runs).
     pub agent: String,
+    /// The version of `agent`'s spec the run was started with
+    /// ([`crate::spec_version`]); its subagents inherit it. Records from
+    /// before versions load the spec served under the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_version: Option<String>,
     /// The subagent this run plays, for delegated runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<String>,
@@ -155,6 +160,7 @@ impl RunRecord {
             run_id: run_id.into(),
             thread_id: thread_id.into(),
             agent: agent.into(),
+            spec_version: None,
             subagent: None,
             tenant: TenantId::default(),
             status: RunStatus::Pending,

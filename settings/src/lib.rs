@@ -13,6 +13,7 @@ pub mod api;
 mod encryption;
 mod error;
 pub mod fleet;
+mod limits;
 pub mod names;
 mod project;
 pub mod redacted_url;
@@ -28,6 +29,7 @@ use serde::{Deserialize, Serialize};
 pub use api::{ApiSettings, KeyLine};
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
+pub use limits::LimitsSettings;
 pub use project::{MANIFEST, RunDefaults, locate};
 pub use retention::RetentionSettings;
 
@@ -64,6 +66,9 @@ pub struct Settings {
     pub api: ApiSettings,
     /// How long ended runs live, by tenant (`[retention]`).
     pub retention: RetentionSettings,
+    /// Sizes of requests, messages and files, and files per thread
+    /// (`[limits]`).
+    pub limits: LimitsSettings,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -128,6 +133,7 @@ impl std::fmt::Debug for Settings {
             .field("scheduler", &self.scheduler)
             .field("api", &self.api)
             .field("retention", &self.retention)
+            .field("limits", &self.limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -225,6 +231,7 @@ impl Default for Settings {
             scheduler: SchedulerSettings::default(),
             api: ApiSettings::default(),
             retention: RetentionSettings::default(),
+            limits: LimitsSettings::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, RunRecord, TaskLine};
+use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, TaskBatches};
 use deepfleet_store::Store;
@@ -33,6 +33,8 @@ use crate::unfinished_batch::UnfinishedBatch;
 pub struct BatchPlan<'a> {
     /// The agent every task runs.
     pub spec: &'a AgentSpec,
+    /// What a task's input may bring (`[limits]`).
+    pub limits: InputLimits,
     /// The tasks, in order.
     pub tasks: &'a [TaskLine],
     /// The results file.
@@ -79,7 +81,8 @@ pub async fn run_batch(
         plan.spec,
         plan.tasks,
     )
-    .await?;
+    .await?
+    .with_limits(plan.limits);
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
@@ -166,8 +169,9 @@ pub async fn run_batch(
 }
 
 /// An intake over `store` and `queue` (sealing contexts with `key`,
-/// fixing each run's `retention`) with `spec` registered, once every task
-/// of `tasks` is checked.
+/// fixing each run's `retention`) whose runs of `spec`'s name use `spec`,
+/// once every task of `tasks` is checked. The spec is pinned, not served: a batch never changes the spec
+/// a scheduler on the same store serves under that name.
 pub async fn intake_for(
     store: Arc<dyn Store>,
     queue: Arc<dyn Queue>,
@@ -180,8 +184,7 @@ pub async fn intake_for(
     if let Some(key) = key {
         intake = intake.with_context_key(key);
     }
-    intake.register(spec).await?;
-    Ok(intake)
+    Ok(intake.pin(spec).await?)
 }
 
 /// Says which batch this is and how to follow it from elsewhere, before

@@ -76,8 +76,9 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     };
     if args.detach {
         let retention = super::retention(&settings)?;
-        let intake =
-            super::batch::intake_for(store, queue, (key, retention), &spec, &tasks).await?;
+        let intake = super::batch::intake_for(store, queue, (key, retention), &spec, &tasks)
+            .await?
+            .with_limits(settings.limits.input());
         super::batch::announce(&batch_id, &args.out);
         let runs = super::batch::enqueue(
             &intake,
@@ -97,6 +98,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let plan = BatchPlan {
+        limits: settings.limits.input(),
         spec: &spec,
         tasks: &tasks,
         out: &args.out,

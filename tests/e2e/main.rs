@@ -44,6 +44,7 @@ mod scale;
 mod secrets;
 mod shutdown;
 mod spec_check;
+mod spec_versions;
 mod streaming;
 mod subagents;
 mod tenants;

@@ -5,9 +5,9 @@
 //!
 //! Distributed, what is left is counted as Redis keys under the fleet's
 //! prefix; embedded, as the runs and threads the store still finds. The
-//! agent spec (`{prefix}:spec:*`) is the one key allowed to stay: it is
-//! deployment-level, registered once for every run of the agent and
-//! replaced, never expired, by the next registration.
+//! agent spec and its versions (`{prefix}:spec:*`) are the keys allowed to
+//! stay: they are deployment-level, registered once for every run of the
+//! agent (a version is shared by every run that pinned it), never a run's.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -165,6 +165,7 @@ async fn api_on(fleet: &Fleet, spec: &AgentSpec) -> axum::Router {
         metrics: None,
         keys: ApiKeys::open(),
         tenant_runs_in_flight: None,
+        max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
     })
 }
 

@@ -64,12 +64,15 @@ impl Lifecycle {
             self.intake().retention().expire_after_secs(&meta.tenant)
         };
         let now = Utc::now();
+        // The spec its graph serves when it starts; its steps keep it.
+        let version = self.intake.spec_for(&meta.graph_id).await?.version;
         // API batches are followed through their own records, not the done
         // list `deepfleet submit` drains: no batch id.
         let run = RunRecord {
             tenant: meta.tenant.clone(),
             context: meta.context.clone(),
             expire_after_secs,
+            spec_version: Some(version),
             updated_at: now,
             ..RunRecord::new(
                 meta.run_id.clone(),

@@ -15,7 +15,10 @@ use crate::items::table::ItemTable;
 #[derive(Default, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct State {
+    /// Served specs by name.
     pub(crate) specs: HashMap<String, AgentSpec>,
+    /// Every stored spec version, by `name@version`.
+    pub(crate) spec_versions: HashMap<String, AgentSpec>,
     pub(crate) runs: HashMap<String, RunRecord>,
     pub(crate) threads: HashMap<String, Checkpoint>,
     pub(crate) fan_in: HashMap<String, RunFanIn>,
@@ -214,6 +217,7 @@ mod tests {
                 "owned",
                 "records",
                 "runs",
+                "spec_versions",
                 "specs",
                 "threads"
             ]

@@ -82,6 +82,8 @@ async fn start_child(
         // Subagents see the parent's runtime context unchanged; it stays
         // sealed in the child's record too.
         context: parent.context.clone(),
+        // The spec version the whole tree started with.
+        spec_version: parent.spec_version.clone(),
         traceparent: child.traceparent.clone(),
         run_budget: Some(child.run_budget),
         // What a background task (which reports to no one, and expires on
