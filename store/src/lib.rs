@@ -9,7 +9,7 @@
 //!
 //! The store is a set of small capability traits, one per kind of state
 //! ([`Specs`], [`Runs`], [`Checkpoints`], [`FanIn`], [`RunStreams`],
-//! [`Records`], [`Items`], [`Batches`]); a caller that needs one takes
+//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`]); a caller that needs one takes
 //! that trait, a caller that needs everything takes [`Store`], which every
 //! type implementing all of them is. `use deepfleet_store::prelude::*`
 //! brings every capability's methods into scope.
@@ -31,6 +31,7 @@ mod error;
 pub mod fan_in;
 pub mod items;
 pub mod prelude;
+pub mod record_index;
 pub mod records;
 pub mod redis;
 pub mod run_streams;
@@ -44,6 +45,7 @@ pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
 pub use error::StoreError;
 pub use fan_in::FanIn;
 pub use items::Items;
+pub use record_index::{IndexEntry, Order, RecordIndex};
 pub use records::Records;
 pub use run_streams::{
     RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams,
@@ -76,11 +78,11 @@ pub use specs::Specs;
 /// # });
 /// ```
 pub trait Store:
-    Specs + Runs + Checkpoints + FanIn + RunStreams + Records + Items + Batches
+    Specs + Runs + Checkpoints + FanIn + RunStreams + Records + RecordIndex + Items + Batches
 {
 }
 
 impl<T> Store for T where
-    T: Specs + Runs + Checkpoints + FanIn + RunStreams + Records + Items + Batches
+    T: Specs + Runs + Checkpoints + FanIn + RunStreams + Records + RecordIndex + Items + Batches
 {
 }

@@ -17,7 +17,6 @@ use super::Lifecycle;
 use super::multitask::Admission;
 use crate::error::SchedulerError;
 use crate::intake::Intake;
-use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 use crate::repo::threads::threads;
 
@@ -177,13 +176,7 @@ async fn admission_follows_the_strategy_on_a_busy_thread() {
     assert!(life.store().cancel_requested("t", "r1").await.unwrap());
     let runs = runs_of(life.store().as_ref(), "t");
     assert!(runs.get("r2").await.unwrap().unwrap().cancelled);
-    assert!(
-        queued(life.store().as_ref())
-            .list()
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(life.queued("t").await.unwrap().is_empty());
     life.submit(&meta("r3", "t", 1), true).await.unwrap();
     assert_eq!(
         life.admit(&thread, MultitaskStrategy::Rollback)

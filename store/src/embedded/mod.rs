@@ -104,6 +104,25 @@ impl EmbeddedStore {
             .collect()
     }
 
+    /// How many live records of `kind` the store holds. Listings read
+    /// indexes ([`crate::RecordIndex`]); this is for tests that check what
+    /// a refused request did not write.
+    pub fn record_count(&self, kind: &str) -> usize {
+        let now = chrono::Utc::now();
+        let state = self.lock();
+        let deadlines = state.record_deadlines.get(kind);
+        state.records.get(kind).map_or(0, |records| {
+            records
+                .keys()
+                .filter(|id| {
+                    deadlines
+                        .and_then(|d| d.get(*id))
+                        .is_none_or(|at| *at > now)
+                })
+                .count()
+        })
+    }
+
     /// The state, locked for one operation: each operation is one
     /// critical section, which makes it atomic.
     pub(crate) fn lock(&self) -> Locked<'_> {

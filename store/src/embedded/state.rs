@@ -4,11 +4,13 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
+use chrono::{DateTime, Utc};
 use deepfleet_proto::{AgentSpec, ChildResult, RunRecord};
 use serde::{Deserialize, Serialize};
 
 use crate::checkpoints::Checkpoint;
 use crate::items::table::ItemTable;
+use crate::record_index::table::IndexTable;
 
 /// The embedded store's persisted state.
 #[derive(Default, Serialize, Deserialize)]
@@ -25,6 +27,14 @@ pub(crate) struct State {
     pub(crate) batch_done: HashMap<String, VecDeque<String>>,
     /// API records: kind -> id -> value.
     pub(crate) records: HashMap<String, BTreeMap<String, serde_json::Value>>,
+    /// When the API records given an expiry expire: kind -> id -> deadline.
+    pub(crate) record_deadlines: HashMap<String, HashMap<String, DateTime<Utc>>>,
+    /// Record indexes by name.
+    pub(crate) record_indexes: HashMap<String, IndexTable>,
+    /// When expired records and indexes were last swept out; not
+    /// persisted (a reopened store sweeps on its first write).
+    #[serde(skip)]
+    pub(crate) swept_at: Option<DateTime<Utc>>,
     /// Long-term items.
     pub(crate) items: ItemTable,
 }
@@ -61,6 +71,8 @@ mod tests {
                 "cancels",
                 "fan_in",
                 "items",
+                "record_deadlines",
+                "record_indexes",
                 "records",
                 "runs",
                 "spec_versions",
