@@ -122,11 +122,36 @@ impl Keys {
         format!("{}:batch:{{{batch}}}:runs", self.prefix)
     }
 
-    /// Hash: id -> JSON, the HTTP API's records of one kind (threads,
-    /// assistants, run metadata). One key per kind keeps a listing one
-    /// command.
-    pub fn records(&self, kind: &str) -> String {
-        format!("{}:rec:{{{kind}}}", self.prefix)
+    /// String: one of the HTTP API's records (JSON), by `kind` and `id`.
+    ///
+    /// One key per record, so that records spread over a cluster's slots
+    /// (no hot key per kind) and each can expire on its own. The hash tag
+    /// is the record's scope: for a scoped kind (`name/scope`, see
+    /// [`records`]) the scope, so one thread's run metadata
+    /// (`runs/{thread}`) shares the thread's slot with its checkpoint
+    /// ([`Keys::thread_meta`]) and a batch's members share one slot; for
+    /// any other kind the id, so a thread record sits in its thread's
+    /// slot too. `df:rec:threads:{t1}`, `df:rec:runs:{t1}:r1`.
+    pub fn record(&self, kind: &str, id: &str) -> String {
+        match kind.split_once('/') {
+            Some((name, scope)) => format!("{}:rec:{name}:{{{scope}}}:{id}", self.prefix),
+            None => format!("{}:rec:{kind}:{{{id}}}", self.prefix),
+        }
+    }
+
+    /// Sorted set: an index of records (see [`records`] for the names),
+    /// record id -> score, read page by page in score order, so a listing
+    /// costs its page rather than the number of records.
+    ///
+    /// Tagged like [`Keys::record`]: a scoped index (`runs/{thread}`,
+    /// `threads/{tenant}`) by its scope, so a thread's indexes share its
+    /// slot and each tenant's indexes share one; an unscoped one by its
+    /// name. `df:ix:threads:{acme}`, `df:ix:{replies}`.
+    pub fn record_index(&self, index: &str) -> String {
+        match index.split_once('/') {
+            Some((name, scope)) => format!("{}:ix:{name}:{{{scope}}}", self.prefix),
+            None => format!("{}:ix:{{{index}}}", self.prefix),
+        }
     }
 
     /// Hash: key -> item, the store items of one namespace. Tagged with
@@ -156,9 +181,13 @@ impl Keys {
     }
 }
 
-/// Record kinds: the `kind` of [`Keys::records`] (and of the store's
-/// record methods) for each kind of record the scheduler keeps. Changing a
-/// value orphans the records already stored under it.
+/// Record kinds and index names: the `kind` of [`Keys::record`] (and of
+/// the store's record methods) for each kind of record the scheduler
+/// keeps, and the `index` of [`Keys::record_index`] for each listing.
+/// Changing a value orphans what is already stored under it.
+///
+/// A name `name/scope` is scoped: its keys carry the scope as their hash
+/// tag, so everything of one thread (or batch, or tenant) shares a slot.
 pub mod records {
     /// API thread records, by thread id.
     pub const THREADS: &str = "threads";
@@ -166,7 +195,9 @@ pub mod records {
     pub const ASSISTANTS: &str = "assistants";
     /// Runs waiting for their thread to be free, by run id.
     pub const QUEUED: &str = "queued";
-    /// Reply addresses of submitted runs not yet answered, by run id.
+    /// Reply addresses of submitted runs not yet answered, by run id; also
+    /// the index the reply loop reads them from (the only unscoped index:
+    /// it holds only runs not answered yet).
     pub const REPLIES: &str = "replies";
     /// Follow marks of streamed runs, by run id.
     pub const FOLLOWED: &str = "followed";
@@ -174,6 +205,9 @@ pub mod records {
     pub const BATCHES: &str = "batches";
     /// Headers of batches of task lines (`deepfleet submit`), by batch id.
     pub const TASK_BATCHES: &str = "task_batches";
+    /// Index: the threads that have queued runs (thread id, scored by when
+    /// a run was last queued on it), which the run starter walks.
+    pub const QUEUED_THREADS: &str = "queued_threads";
     /// What [`task_batch_members`] puts before the batch id.
     pub const TASK_BATCH_MEMBERS_PREFIX: &str = "task_batch/";
     /// What [`thread_runs`] puts before the thread id.
@@ -181,19 +215,44 @@ pub mod records {
     /// What [`batch_members`] puts before the batch id.
     pub const BATCH_MEMBERS_PREFIX: &str = "batch/";
 
-    /// The kind of one thread's run metadata, by run id.
+    /// The kind of one thread's run metadata, by run id, and the index
+    /// of its runs by creation time.
     pub fn thread_runs(thread_id: &str) -> String {
         format!("{THREAD_RUNS_PREFIX}{thread_id}")
     }
 
-    /// The kind of one API batch's members, by run id.
+    /// The kind of one API batch's members, by run id, and the index of
+    /// them in submission order.
     pub fn batch_members(batch_id: &str) -> String {
         format!("{BATCH_MEMBERS_PREFIX}{batch_id}")
     }
 
-    /// The kind of one task batch's members, by run id.
+    /// The kind of one task batch's members, by run id, and the index of
+    /// them in file order.
     pub fn task_batch_members(batch_id: &str) -> String {
         format!("{TASK_BATCH_MEMBERS_PREFIX}{batch_id}")
+    }
+
+    /// Index: a tenant's threads (not the temporary ones of stateless
+    /// runs) by creation time, for thread search.
+    pub fn tenant_threads(tenant: &str) -> String {
+        format!("{THREADS}/{tenant}")
+    }
+
+    /// Index: a tenant's created assistants by creation time.
+    pub fn tenant_assistants(tenant: &str) -> String {
+        format!("{ASSISTANTS}/{tenant}")
+    }
+
+    /// Index: the queued runs of one thread, oldest first.
+    pub fn thread_queue(thread_id: &str) -> String {
+        format!("{QUEUED}/{thread_id}")
+    }
+
+    /// Index: the runs of a tenant that may be in flight, by creation
+    /// time, for the tenant's in-flight limit.
+    pub fn tenant_in_flight(tenant: &str) -> String {
+        format!("in_flight/{tenant}")
     }
 }
 
@@ -272,9 +331,53 @@ mod tests {
     fn record_kinds_keep_their_stored_names() {
         assert_eq!(records::thread_runs("t1"), "runs/t1");
         assert_eq!(records::batch_members("b1"), "batch/b1");
+        assert_eq!(records::task_batch_members("b1"), "task_batch/b1");
+        assert_eq!(records::tenant_threads("acme"), "threads/acme");
+    }
+
+    #[test]
+    fn records_share_their_scopes_slot() {
+        let k = Keys::new("df");
+        assert_eq!(k.record(records::THREADS, "t1"), "df:rec:threads:{t1}");
+        let run = k.record(&records::thread_runs("t1"), "r1");
+        assert_eq!(run, "df:rec:runs:{t1}:r1");
+        let thread_keys = [
+            k.record(records::THREADS, "t1"),
+            run,
+            k.record_index(&records::thread_runs("t1")),
+            k.record_index(&records::thread_queue("t1")),
+        ];
+        for key in &thread_keys {
+            assert_eq!(hash_tag(key), hash_tag(&k.thread_meta("t1")), "{key}");
+        }
+        let batch = k.record(&records::batch_members("b1"), "r1");
+        assert_eq!(hash_tag(&batch), "b1");
         assert_eq!(
-            Keys::new("df").records(records::THREADS),
-            "df:rec:{threads}"
+            hash_tag(&k.record_index(&records::batch_members("b1"))),
+            "b1"
+        );
+        // Unscoped kinds spread by id.
+        assert_eq!(hash_tag(&k.record(records::QUEUED, "r1")), "r1");
+        assert_ne!(
+            hash_tag(&k.record(records::QUEUED, "r1")),
+            hash_tag(&k.record(records::QUEUED, "r2"))
+        );
+    }
+
+    #[test]
+    fn indexes_are_tagged_by_scope_or_name() {
+        let k = Keys::new("df");
+        let threads = k.record_index(&records::tenant_threads("acme"));
+        assert_eq!(threads, "df:ix:threads:{acme}");
+        assert_eq!(
+            hash_tag(&threads),
+            hash_tag(&k.record_index(&records::tenant_in_flight("acme")))
+        );
+        assert_eq!(k.record_index(records::REPLIES), "df:ix:{replies}");
+        // A record and an index of the same name never share a key.
+        assert_ne!(
+            k.record(&records::thread_runs("t1"), "x"),
+            k.record_index(&records::thread_runs("t1"))
         );
     }
 

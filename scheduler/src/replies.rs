@@ -14,7 +14,7 @@ use std::time::Duration;
 use deepfleet_proto::keys::records::REPLIES;
 use deepfleet_proto::{ResultLine, ResultStatus, ResultUsage, SubmissionResult};
 use deepfleet_queue::{Replies, ReplyAddress};
-use deepfleet_store::{Store, StoreError};
+use deepfleet_store::{Order, Store, StoreError};
 use tracing::warn;
 
 use crate::batch::{result_line, review_of};
@@ -56,7 +56,9 @@ impl Replier {
     pub async fn deliver_ended(&self) -> Result<usize, SchedulerError> {
         let mut answered = 0;
         let repo = replies(self.store.as_ref());
-        for record in repo.list().await? {
+        // Read whole first: answering deletes from the index being read.
+        let remembered = repo.walk(REPLIES, Order::Ascending).all().await?;
+        for record in remembered {
             let Some(result) = self.result_of(&record).await? else {
                 continue;
             };
@@ -240,13 +242,8 @@ mod tests {
             ),
             ("a", "job-a", ResultStatus::Success, "done")
         );
-        let left: Vec<ReplyRecord> = store
-            .list_records(REPLIES)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|v| serde_json::from_value(v).unwrap())
-            .collect();
+        let repo = replies(store.as_ref());
+        let left = repo.walk(REPLIES, Order::Ascending).all().await.unwrap();
         assert_eq!(left, vec![record("b")]);
     }
 

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use deepfleet_proto::keys::records::{TASK_BATCHES, task_batch_members};
 use deepfleet_proto::{RunRecord, RunStatus};
-use deepfleet_store::Store;
+use deepfleet_store::{Order, Store};
 use serde::{Deserialize, Serialize};
 
 use crate::error::SchedulerError;
 use crate::intake::batch_run_id;
-use crate::repo::Repository;
+use crate::repo::{Listing, Repository};
 
 /// A task batch's header: that it exists, and for which agent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,8 +80,16 @@ impl TaskBatches {
         Repository::new(self.store.as_ref(), TASK_BATCHES)
     }
 
+    /// The members of `batch_id`, listed in the index of the same name in
+    /// file order.
     fn members(&self, batch_id: &str) -> Repository<'_, TaskBatchMember> {
-        Repository::new(self.store.as_ref(), task_batch_members(batch_id))
+        let index = task_batch_members(batch_id);
+        Repository::new(self.store.as_ref(), index.clone()).indexed(
+            move |member: &TaskBatchMember| {
+                let score = i64::try_from(member.index).unwrap_or(i64::MAX);
+                vec![Listing::new(index.clone(), score)]
+            },
+        )
     }
 
     /// Records batch `batch_id` of `agent` unless it exists.
@@ -122,8 +130,11 @@ impl TaskBatches {
         if self.headers().get(batch_id).await?.is_none() {
             return Ok(None);
         }
-        let mut members = self.members(batch_id).list().await?;
-        members.sort();
+        let members = self
+            .members(batch_id)
+            .walk(task_batch_members(batch_id), Order::Ascending)
+            .all()
+            .await?;
         let mut out = Vec::with_capacity(members.len());
         for member in members {
             let run = self.store.find_run(&member.run_id).await?;

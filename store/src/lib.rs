@@ -9,9 +9,9 @@
 //!
 //! The store is a set of small capability traits, one per kind of state
 //! ([`Specs`], [`Runs`], [`Checkpoints`], [`FanIn`], [`RunStreams`],
-//! [`Records`], [`Items`], [`Batches`], [`Retention`]); a caller that needs one takes
-//! that trait, a caller that needs everything takes [`Store`], which every
-//! type implementing all of them is. `use deepfleet_store::prelude::*`
+//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`], [`Retention`]); a
+//! caller that needs one takes that trait, a caller that needs everything
+//! takes [`Store`], which every type implementing all of them is. `use deepfleet_store::prelude::*`
 //! brings every capability's methods into scope.
 //!
 //! Each capability is a module with its trait and shared types, and a
@@ -31,6 +31,7 @@ mod error;
 pub mod fan_in;
 pub mod items;
 pub mod prelude;
+pub mod record_index;
 pub mod records;
 pub mod redis;
 pub mod retention;
@@ -45,6 +46,7 @@ pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
 pub use error::StoreError;
 pub use fan_in::FanIn;
 pub use items::Items;
+pub use record_index::{IndexEntry, Order, RecordIndex};
 pub use records::Records;
 pub use retention::Retention;
 pub use run_streams::{
@@ -78,11 +80,29 @@ pub use specs::Specs;
 /// # });
 /// ```
 pub trait Store:
-    Specs + Runs + Checkpoints + FanIn + RunStreams + Records + Items + Batches + Retention
+    Specs
+    + Runs
+    + Checkpoints
+    + FanIn
+    + RunStreams
+    + Records
+    + RecordIndex
+    + Items
+    + Batches
+    + Retention
 {
 }
 
 impl<T> Store for T where
-    T: Specs + Runs + Checkpoints + FanIn + RunStreams + Records + Items + Batches + Retention
+    T: Specs
+        + Runs
+        + Checkpoints
+        + FanIn
+        + RunStreams
+        + Records
+        + RecordIndex
+        + Items
+        + Batches
+        + Retention
 {
 }

@@ -88,6 +88,8 @@ mod checkpoints;
 mod fan_in;
 #[path = "conformance/items.rs"]
 mod items;
+#[path = "conformance/record_index.rs"]
+mod record_index;
 #[path = "conformance/records.rs"]
 mod records;
 #[path = "conformance/retention.rs"]

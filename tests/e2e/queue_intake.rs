@@ -76,13 +76,7 @@ async fn the_answer_survives_a_scheduler_restart() {
     // No worker yet: the run waits while the first scheduler records it.
     let mut recorded = false;
     for _ in 0..100 {
-        if !fleet
-            .store
-            .list_records("replies")
-            .await
-            .unwrap()
-            .is_empty()
-        {
+        if fleet.store.index_count("replies").await.unwrap() > 0 {
             recorded = true;
             break;
         }
@@ -108,7 +102,7 @@ async fn the_answer_survives_a_scheduler_restart() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let _ = second.kill().await;
-    let left = fleet.store.list_records("replies").await.unwrap().len();
+    let left = fleet.store.index_count("replies").await.unwrap();
     let _ = client.close(200, "done".into()).await;
     delete_submission_queues(&submissions).await;
     fleet.shutdown().await.unwrap();
@@ -291,7 +285,7 @@ async fn a_reply_to_naming_a_fleet_queue_is_refused() {
     // Give a misrouted answer time to show up where it must not.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let step_dead = client.depth(&format!("{steps}.dead")).await;
-    let replies_left = fleet.store.list_records("replies").await.unwrap().len();
+    let replies_left = fleet.store.index_count("replies").await.unwrap();
     let more_dead = client.depth(&format!("{submissions}.dead")).await;
     client.close().await;
     let _ = scheduler.kill().await;

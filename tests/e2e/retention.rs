@@ -154,9 +154,13 @@ scenario!(
     }
 );
 
-/// The API over the fleet's store and queue, serving `spec`.
-async fn api_on(fleet: &Fleet, spec: &AgentSpec) -> axum::Router {
-    let intake = fleet.intake().unwrap();
+/// The API over the fleet's store and queue, serving `spec`, its runs
+/// kept `retention` once ended (`None`: until deleted).
+async fn api_on(fleet: &Fleet, spec: &AgentSpec, retention: Option<Duration>) -> axum::Router {
+    let intake = fleet
+        .intake()
+        .unwrap()
+        .with_retention(RetentionPolicy::new(retention, BTreeMap::new()));
     intake.register(spec).await.unwrap();
     router(ApiState {
         life: Lifecycle::new(intake),
@@ -251,7 +255,7 @@ scenario!(deleted_threads_and_stateless_runs_leave_no_key, |fleet| {
         )
         .build();
     let spec = spec("lifecycle", &replay_model(dir.path(), &script), "");
-    let api = api_on(&fleet, &spec).await;
+    let api = api_on(&fleet, &spec, None).await;
 
     // A thread whose run delegated to a subagent, on a thread of its own.
     let (status, thread) = send(&api, "POST", "/threads", Some(json!({}))).await;
@@ -311,6 +315,36 @@ scenario!(deleted_threads_and_stateless_runs_leave_no_key, |fleet| {
     assert!(
         left_by_stateless.is_empty(),
         "left by the stateless run: {left_by_stateless:?}"
+    );
+    let (status, _) = send(&api, "GET", &format!("/threads/{thread_id}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A thread of a tenant keeping ended runs 2 s: it expires whole, its
+    // API records with it.
+    let api = api_on(&fleet, &spec, Some(Duration::from_secs(2))).await;
+    let (_, thread) = send(&api, "POST", "/threads", Some(json!({}))).await;
+    let thread_id = thread["thread_id"].as_str().unwrap().to_owned();
+    let (status, _, location) = send_located(
+        &api,
+        "POST",
+        &format!("/threads/{thread_id}/runs/wait"),
+        Some(json!({"assistant_id": spec.name, "input": input("Write two files")})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let run_id = location.unwrap().rsplit('/').next().unwrap().to_owned();
+    let kept = RunRecord::new(run_id, thread_id.as_str(), spec.name.as_str(), Utc::now());
+    assert!(!left(&fleet, std::slice::from_ref(&kept)).await.is_empty());
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // A listing meets the expired thread and drops it from the tenant's
+    // thread index, the one key that outlives its records until then.
+    let (_, found) = send(&api, "POST", "/threads/search", Some(json!({}))).await;
+    assert_eq!(found, json!([]));
+    let left_by_expiry =
+        wait_until_gone(&fleet, std::slice::from_ref(&kept), Duration::from_secs(10)).await;
+    assert!(
+        left_by_expiry.is_empty(),
+        "left by the expiry: {left_by_expiry:?}"
     );
     let (status, _) = send(&api, "GET", &format!("/threads/{thread_id}"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);

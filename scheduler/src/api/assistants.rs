@@ -7,12 +7,14 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchParams};
+use deepfleet_proto::keys::records::tenant_assistants;
 use deepfleet_proto::{Caller, SealedContext, TenantId};
+use deepfleet_store::Order;
 use deepfleet_store::sealed::redact;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
-use super::search::{metadata_matches, page};
+use super::search::{Paging, metadata_matches};
 use super::state::ApiState;
 use crate::repo::assistants::{AssistantRecord, assistants};
 
@@ -80,19 +82,32 @@ async fn search(
     Extension(caller): Extension<Caller>,
     Body(body): Body<AssistantSearchParams>,
 ) -> Result<Json<Vec<Assistant>>, ApiError> {
-    let mut all: Vec<Assistant> = state
-        .graphs
-        .names()
-        .iter()
-        .map(|g| system(&state, g))
-        .collect();
-    let created = assistants(state.store()).list_owned(&caller.tenant).await?;
-    all.extend(created.into_iter().map(|record| record.assistant));
-    all.retain(|a| {
+    let matches = |a: &Assistant| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
-    });
-    Ok(Json(page(all, body.offset, body.limit)))
+    };
+    // The system assistants first, then the created ones, oldest first.
+    let mut paging = Paging::new(body.offset, body.limit, true);
+    let mut out = Vec::new();
+    for graph in state.graphs.names() {
+        let assistant = system(&state, &graph);
+        if out.len() < paging.limit && matches(&assistant) && !paging.skips() {
+            out.push(assistant);
+        }
+    }
+    let repo = assistants(state.store());
+    let mut walk = repo
+        .walk(tenant_assistants(caller.tenant.as_str()), Order::Ascending)
+        .chunk(paging.chunk());
+    while out.len() < paging.limit {
+        let Some(record) = walk.next().await? else {
+            break;
+        };
+        if record.tenant == caller.tenant && matches(&record.assistant) && !paging.skips() {
+            out.push(record.assistant);
+        }
+    }
+    Ok(Json(out))
 }
 
 async fn get_one(

@@ -12,7 +12,9 @@ use deepfleet_proto::api::batch::BatchRunError;
 use deepfleet_proto::api::{
     BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse, Run, RunCreateParams,
 };
+use deepfleet_proto::keys::records::batch_members;
 use deepfleet_proto::{Caller, TenantId};
+use deepfleet_store::Order;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
@@ -108,13 +110,9 @@ async fn create(
     Ok(metas)
 }
 
-/// The members of `tenant`'s batch in submission order; another
-/// tenant's batch is not found.
-async fn load_members(
-    state: &ApiState,
-    tenant: &TenantId,
-    batch_id: &str,
-) -> Result<Vec<BatchMember>, ApiError> {
+/// Answers 404 unless `tenant` has batch `batch_id` (another tenant's
+/// batch is not found).
+async fn check_owner(state: &ApiState, tenant: &TenantId, batch_id: &str) -> Result<(), ApiError> {
     if batches(state.store())
         .get_owned(batch_id, tenant)
         .await?
@@ -124,9 +122,7 @@ async fn load_members(
             "Batch '{batch_id}' not found."
         )));
     }
-    let mut list = members(state.store(), batch_id).list().await?;
-    list.sort();
-    Ok(list)
+    Ok(())
 }
 
 async fn counts(
@@ -134,7 +130,12 @@ async fn counts(
     Extension(caller): Extension<Caller>,
     Path(batch_id): Path<String>,
 ) -> Result<Json<BatchResponse>, ApiError> {
-    let list = load_members(&state, &caller.tenant, &batch_id).await?;
+    check_owner(&state, &caller.tenant, &batch_id).await?;
+    let roster = members(state.store(), &batch_id);
+    let list: Vec<BatchMember> = roster
+        .walk(batch_members(&batch_id), Order::Ascending)
+        .all()
+        .await?;
     let mut counts = BatchCounts::default();
     for member in &list {
         if let Some(meta) = runs_of(state.store(), &member.thread_id)
@@ -157,11 +158,20 @@ async fn page(
     Path(batch_id): Path<String>,
     Query(query): Query<BatchRunsQuery>,
 ) -> Result<Json<BatchRunsResponse>, ApiError> {
-    let list = load_members(&state, &caller.tenant, &batch_id).await?;
+    check_owner(&state, &caller.tenant, &batch_id).await?;
     let offset = query.offset.unwrap_or(0);
     let limit = query.limit.unwrap_or(100).clamp(1, MAX_PAGE);
+    let roster = members(state.store(), &batch_id);
+    let index = batch_members(&batch_id);
+    let total = roster.count(&index).await?;
+    let page = roster
+        .walk(index, Order::Ascending)
+        .from(offset)
+        .chunk(limit)
+        .take(limit)
+        .await?;
     let mut runs = Vec::new();
-    for member in list.iter().skip(offset).take(limit) {
+    for member in &page {
         let record = state
             .store()
             .get_run(&member.thread_id, &member.run_id)
@@ -188,7 +198,7 @@ async fn page(
     let next = offset + runs.len();
     Ok(Json(BatchRunsResponse {
         runs,
-        next_offset: (next < list.len()).then_some(next),
+        next_offset: (u64::try_from(next).unwrap_or(u64::MAX) < total).then_some(next),
     }))
 }
 

@@ -3,18 +3,29 @@
 //! `Retry-After`, before anything is written.
 //!
 //! A run is in flight while it occupies its thread (pending, running,
-//! waiting on its subagents) or waits in a thread's queue. Counting reads
-//! the tenant's thread records, so it is done only when a limit is set.
+//! waiting on its subagents) or waits in a thread's queue. While a limit
+//! is set, every run created is listed in its tenant's
+//! [`tenant_in_flight`] index, and counting walks that index, dropping the
+//! runs that have ended: its cost follows the runs in flight, not the
+//! tenant's threads. Runs created while no limit was set are not listed,
+//! so a limit set later counts the runs created from then on.
 
 use deepfleet_proto::TenantId;
+use deepfleet_proto::keys::records::tenant_in_flight;
+use deepfleet_store::{IndexEntry, Order};
 
 use super::error::ApiError;
 use super::state::ApiState;
+use crate::lifecycle::status::occupies_thread;
 use crate::repo::queued::queued;
-use crate::repo::threads::threads;
+use crate::repo::runs::RunMeta;
+use crate::repo::score_at;
 
 /// What a refused caller is told to wait before trying again.
 pub const RETRY_AFTER_SECS: u64 = 5;
+
+/// Ids read from the index at a time.
+const CHUNK: u64 = 256;
 
 /// Refuses `adding` new runs of `tenant` when they would take it past its
 /// limit.
@@ -22,18 +33,7 @@ pub async fn check(state: &ApiState, tenant: &TenantId, adding: usize) -> Result
     let Some(limit) = state.tenant_runs_in_flight else {
         return Ok(());
     };
-    let store = state.store();
-    let mut in_flight = queued(store)
-        .list()
-        .await?
-        .iter()
-        .filter(|meta| meta.tenant == *tenant && !meta.cancelled)
-        .count();
-    for thread in threads(store).list_owned(tenant).await? {
-        if state.life.active_run(&thread).await?.is_some() {
-            in_flight += 1;
-        }
-    }
+    let in_flight = count(state, tenant).await?;
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     if in_flight.saturating_add(adding) > limit {
         return Err(ApiError::too_many_runs(
@@ -45,4 +45,56 @@ pub async fn check(state: &ApiState, tenant: &TenantId, adding: usize) -> Result
         ));
     }
     Ok(())
+}
+
+/// Lists a created run as in flight, while a limit is set.
+pub async fn track(state: &ApiState, meta: &RunMeta) -> Result<(), ApiError> {
+    if state.tenant_runs_in_flight.is_none() {
+        return Ok(());
+    }
+    let index = tenant_in_flight(meta.tenant.as_str());
+    state
+        .store()
+        .index_put(&index, &meta.run_id, score_at(meta.created_at))
+        .await?;
+    Ok(())
+}
+
+/// The tenant's runs in flight; those that ended leave the index.
+async fn count(state: &ApiState, tenant: &TenantId) -> Result<usize, ApiError> {
+    let store = state.store();
+    let index = tenant_in_flight(tenant.as_str());
+    let mut in_flight = 0;
+    let mut at = 0;
+    loop {
+        let chunk = store
+            .index_page(&index, Order::Ascending, at, CHUNK)
+            .await?;
+        let last = (chunk.len() as u64) < CHUNK;
+        for entry in &chunk {
+            if is_in_flight(state, entry).await? {
+                in_flight += 1;
+                at += 1;
+            } else if !store
+                .index_remove_at(&index, &entry.id, entry.score)
+                .await?
+            {
+                at += 1;
+            }
+        }
+        if last {
+            return Ok(in_flight);
+        }
+    }
+}
+
+/// Whether the run is queued (and not cancelled) or occupies its thread.
+/// A run that started is out of the queue only once its run record
+/// exists, so one of the two is always found.
+async fn is_in_flight(state: &ApiState, entry: &IndexEntry) -> Result<bool, ApiError> {
+    if let Some(meta) = queued(state.store()).get(&entry.id).await? {
+        return Ok(!meta.cancelled);
+    }
+    let run = state.store().find_run(&entry.id).await?;
+    Ok(run.is_some_and(|r| occupies_thread(r.status)))
 }

@@ -104,6 +104,7 @@ pub async fn create_checked(
         .life
         .submit(&meta, admission != Admission::Start)
         .await?;
+    in_flight::track(state, &meta).await?;
     Ok(meta)
 }
 

@@ -8,10 +8,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::super::test_support::{GRAPH, TestApi, api, run_body};
-use crate::repo::batches::batches;
-use crate::repo::queued::queued;
-use crate::repo::runs::runs_of;
-use crate::repo::threads::threads;
+use deepfleet_proto::keys::records::{BATCHES, QUEUED, THREADS, thread_runs};
 
 /// The routes that create runs on an existing thread (`{t}`), or on a
 /// thread `if_not_exists: create` makes.
@@ -68,12 +65,12 @@ fn bad_bodies() -> Vec<(Value, StatusCode, &'static str)> {
 /// Everything a create route could have written, as counts: threads,
 /// runs of `thread`, runs queued behind others, batches, queued steps.
 async fn written(api: &TestApi, thread: &str) -> [usize; 5] {
-    let store = api.store.as_ref();
+    let store = &api.embedded;
     [
-        threads(store).list().await.unwrap().len(),
-        runs_of(store, thread).list().await.unwrap().len(),
-        queued(store).list().await.unwrap().len(),
-        batches(store).list().await.unwrap().len(),
+        store.record_count(THREADS),
+        store.record_count(&thread_runs(thread)),
+        store.record_count(QUEUED),
+        store.record_count(BATCHES),
         usize::try_from(api.queue.depth().await.unwrap().unwrap()).unwrap(),
     ]
 }
@@ -124,7 +121,7 @@ async fn a_thread_to_create_is_not_created_for_a_bad_request() {
             "unknown stream_mode 'bogus'",
         )
         .await;
-        assert_eq!(threads(api.store.as_ref()).list().await.unwrap().len(), 0);
+        assert_eq!(api.embedded.record_count(THREADS), 0);
     }
 }
 
@@ -154,7 +151,7 @@ async fn a_batch_with_one_bad_run_creates_none() {
         let bodies = json!([run_body("a"), bad, run_body("c")]);
         let detail = format!("runs[1]: {detail}");
         refused(&api, "/runs/batch", bodies, status, &detail).await;
-        assert_eq!(threads(api.store.as_ref()).list().await.unwrap().len(), 0);
+        assert_eq!(api.embedded.record_count(THREADS), 0);
     }
 }
 

@@ -11,11 +11,13 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{Run, RunCancelQuery, RunCreateParams, RunListQuery};
+use deepfleet_proto::keys::records::thread_runs;
+use deepfleet_store::Order;
 
 use super::error::{ApiError, Body};
 use super::run_create::create_run;
 use super::run_resource::{load_run, run_headers, run_resource};
-use super::search::page;
+use super::search::Paging;
 use super::state::ApiState;
 use super::threads;
 use super::wait::wait_response;
@@ -67,20 +69,31 @@ async fn list(
     Query(query): Query<RunListQuery>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
     threads::load(&state, &caller.tenant, &thread_id).await?;
-    let mut metas = runs_of(state.store(), &thread_id).list().await?;
-    metas.sort_by(|a, b| b.age().cmp(&a.age()));
+    let mut paging = Paging::new(query.offset, query.limit, query.status.is_some());
+    let repo = runs_of(state.store(), &thread_id);
+    // Newest first (by age, as [`RunMeta::age`] orders).
+    let mut walk = repo
+        .walk(thread_runs(&thread_id), Order::Descending)
+        .from(paging.from)
+        .chunk(paging.chunk());
     let mut out = Vec::new();
-    for meta in &metas {
-        let run = run_resource(&state, meta).await?;
+    while out.len() < paging.limit {
+        let Some(meta) = walk.next().await? else {
+            break;
+        };
+        let run = run_resource(&state, &meta).await?;
         if query
             .status
             .as_ref()
-            .is_none_or(|s| run.status.as_str() == s)
+            .is_some_and(|s| run.status.as_str() != s)
         {
+            continue;
+        }
+        if !paging.skips() {
             out.push(run);
         }
     }
-    Ok(Json(page(out, query.offset, query.limit)))
+    Ok(Json(out))
 }
 
 async fn get_one(

@@ -1,7 +1,8 @@
 //! The two rules every search and list route of the Agent Server shares:
 //! a `metadata` filter matches when the record carries each given key
 //! with the given value, and a page is `offset` records skipped, then at
-//! most `limit` (10 when unset).
+//! most `limit` (10 when unset). Over an index, [`Paging`] says where the
+//! walk starts.
 
 use serde_json::{Map, Value};
 
@@ -17,13 +18,54 @@ pub fn metadata_matches(
     filter.is_none_or(|f| f.iter().all(|(k, v)| metadata.get(k) == Some(v)))
 }
 
-/// The page of `items` that `offset` and `limit` select.
-pub fn page<T>(items: Vec<T>, offset: Option<usize>, limit: Option<usize>) -> Vec<T> {
-    items
-        .into_iter()
-        .skip(offset.unwrap_or(0))
-        .take(limit.unwrap_or(DEFAULT_LIMIT))
-        .collect()
+/// A page read from an index walk (see `crate::repo::walk`): without a
+/// filter the index skips `offset` itself, so the page costs its own
+/// size; with one, the walk starts at the first record and the matches
+/// are skipped, so it costs the records up to the page's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paging {
+    /// The index position the walk starts at.
+    pub from: usize,
+    /// Matches still to skip.
+    pub skip: usize,
+    /// The page size.
+    pub limit: usize,
+}
+
+impl Paging {
+    /// The paging of a request's `offset` and `limit`, with or without a
+    /// filter.
+    pub fn new(offset: Option<usize>, limit: Option<usize>, filtered: bool) -> Self {
+        let offset = offset.unwrap_or(0);
+        let limit = limit.unwrap_or(DEFAULT_LIMIT);
+        if filtered {
+            Paging {
+                from: 0,
+                skip: offset,
+                limit,
+            }
+        } else {
+            Paging {
+                from: offset,
+                skip: 0,
+                limit,
+            }
+        }
+    }
+
+    /// How many ids the walk's first read should ask for.
+    pub fn chunk(&self) -> usize {
+        self.skip.saturating_add(self.limit)
+    }
+
+    /// Whether the next match is skipped (counting it as skipped).
+    pub fn skips(&mut self) -> bool {
+        if self.skip == 0 {
+            return false;
+        }
+        self.skip -= 1;
+        true
+    }
 }
 
 #[cfg(test)]
@@ -55,13 +97,12 @@ mod tests {
     }
 
     #[test]
-    fn a_page_skips_then_takes_with_a_default_limit() {
-        let items: Vec<usize> = (0..25).collect();
-        assert_eq!(page(items.clone(), None, None), (0..10).collect::<Vec<_>>());
-        assert_eq!(
-            page(items.clone(), Some(20), None),
-            (20..25).collect::<Vec<_>>()
-        );
-        assert_eq!(page(items, Some(3), Some(2)), vec![3, 4]);
+    fn an_unfiltered_page_starts_in_the_index_a_filtered_one_skips_matches() {
+        let plain = Paging::new(Some(20), None, false);
+        assert_eq!((plain.from, plain.skip, plain.chunk()), (20, 0, 10));
+        let mut filtered = Paging::new(Some(2), Some(5), true);
+        assert_eq!((filtered.from, filtered.chunk()), (0, 7));
+        assert_eq!(Paging::new(None, None, true).limit, DEFAULT_LIMIT);
+        assert!(filtered.skips() && filtered.skips() && !filtered.skips());
     }
 }

@@ -40,6 +40,8 @@ pub struct TestApi {
     pub state: ApiState,
     /// The store behind it.
     pub store: Arc<dyn Store>,
+    /// The same store, as what it is.
+    pub embedded: Arc<EmbeddedStore>,
     /// The step queue runs are published to.
     pub queue: Arc<MemoryQueue>,
 }
@@ -76,7 +78,8 @@ pub async fn api() -> TestApi {
 /// The API serving [`GRAPH`] with `keys`, each tenant allowed `in_flight`
 /// runs at once.
 pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
-    let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+    let embedded = Arc::new(EmbeddedStore::new());
+    let store: Arc<dyn Store> = embedded.clone();
     let queue = Arc::new(MemoryQueue::new());
     let steps: Arc<dyn Queue> = queue.clone();
     let intake = Intake::new(Arc::clone(&store), steps).with_context_key(ContextKey::generate());
@@ -95,6 +98,7 @@ pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
         router: router(state.clone()),
         state,
         store,
+        embedded,
         queue,
     }
 }

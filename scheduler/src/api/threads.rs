@@ -10,12 +10,14 @@ use deepfleet_proto::api::{
     CheckpointRef, StateMetadata, Thread, ThreadCreateParams, ThreadSearchParams, ThreadState,
     ThreadStatus,
 };
+use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_proto::{Caller, TenantId};
+use deepfleet_store::Order;
 use serde_json::{Map, Value};
 
 use super::convert::{self, thread_values};
 use super::error::{ApiError, Body};
-use super::search::{metadata_matches, page};
+use super::search::{Paging, metadata_matches};
 use super::state::ApiState;
 use crate::repo::threads::{ThreadRecord, threads};
 
@@ -56,27 +58,40 @@ async fn search(
     Extension(caller): Extension<Caller>,
     Body(body): Body<ThreadSearchParams>,
 ) -> Result<Json<Vec<Thread>>, ApiError> {
-    let mut records: Vec<ThreadRecord> = threads(state.store())
-        .list_owned(&caller.tenant)
-        .await?
-        .into_iter()
-        .filter(|t| !t.temporary)
-        .filter(|t| metadata_matches(body.metadata.as_ref(), &t.metadata))
-        .collect();
+    let filtered = body.metadata.is_some() || body.status.is_some();
+    let mut paging = Paging::new(body.offset, body.limit, filtered);
+    let repo = threads(state.store());
     // Newest first, as the reference sorts by default.
-    records.sort_by_key(|t| std::cmp::Reverse(t.created_at));
+    let mut walk = repo
+        .walk(tenant_threads(caller.tenant.as_str()), Order::Descending)
+        .from(paging.from)
+        .chunk(paging.chunk());
     let mut out = Vec::new();
-    for record in records {
+    while out.len() < paging.limit {
+        let Some(record) = walk.next().await? else {
+            break;
+        };
+        if record.tenant != caller.tenant
+            || !metadata_matches(body.metadata.as_ref(), &record.metadata)
+        {
+            continue;
+        }
+        if body.status.is_none() && paging.skips() {
+            continue;
+        }
         let thread = thread_resource(&state, &record).await?;
         if body
             .status
             .as_ref()
-            .is_none_or(|s| thread.status.as_str() == s)
+            .is_some_and(|s| thread.status.as_str() != s)
         {
+            continue;
+        }
+        if !paging.skips() {
             out.push(thread);
         }
     }
-    Ok(Json(page(out, body.offset, body.limit)))
+    Ok(Json(out))
 }
 
 async fn get_one(

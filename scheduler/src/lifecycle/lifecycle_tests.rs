@@ -17,7 +17,6 @@ use super::Lifecycle;
 use super::multitask::Admission;
 use crate::error::SchedulerError;
 use crate::intake::Intake;
-use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 use crate::repo::threads::threads;
 
@@ -177,13 +176,7 @@ async fn admission_follows_the_strategy_on_a_busy_thread() {
     assert!(life.store().cancel_requested("t", "r1").await.unwrap());
     let runs = runs_of(life.store().as_ref(), "t");
     assert!(runs.get("r2").await.unwrap().unwrap().cancelled);
-    assert!(
-        queued(life.store().as_ref())
-            .list()
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(life.queued("t").await.unwrap().is_empty());
     life.submit(&meta("r3", "t", 1), true).await.unwrap();
     assert_eq!(
         life.admit(&thread, MultitaskStrategy::Rollback)
@@ -224,12 +217,9 @@ async fn a_running_run_is_not_deleted_and_a_deleted_thread_takes_it_along() {
     // Cancelled, then deleted with everything the thread owns; the step
     // in flight commits into nothing.
     assert_eq!(life.store().get_run("t", "r1").await.unwrap(), None);
-    assert!(
-        runs_of(life.store().as_ref(), "t")
-            .list()
-            .await
-            .unwrap()
-            .is_empty()
+    assert_eq!(
+        runs_of(life.store().as_ref(), "t").get("r1").await.unwrap(),
+        None
     );
     let late = deepfleet_store::StepCommit {
         thread_id: "t".into(),

@@ -47,12 +47,16 @@ impl Lifecycle {
         thread: &ThreadRecord,
         strategy: MultitaskStrategy,
     ) -> Result<Admission, SchedulerError> {
-        let mut ahead = self.queued(&thread.thread_id).await?;
+        let queued_ahead = self.queue_head(&thread.thread_id).await?.is_some();
         let active = self.active_run(thread).await?;
-        let admission = admit(strategy, ahead.len() + usize::from(active.is_some()))?;
+        let admission = admit(
+            strategy,
+            usize::from(queued_ahead) + usize::from(active.is_some()),
+        )?;
         let Admission::Supersede { rollback } = admission else {
             return Ok(admission);
         };
+        let mut ahead = self.queued(&thread.thread_id).await?;
         let store = self.store().as_ref();
         let runs = runs_of(store, &thread.thread_id);
         if let Some(run) = &active {

@@ -1,32 +1,48 @@
 //! The per-thread run queue: a run starts at once on a free thread, or
 //! waits in the queue until its thread's active run has ended.
-
-use std::collections::BTreeMap;
+//!
+//! Each thread's queue is an index ([`thread_queue`]); the threads that
+//! have queued runs are another ([`QUEUED_THREADS`]), which the starter
+//! walks, so a round costs the threads with queued runs, not every queued
+//! run. A thread leaves that index only when the starter finds its queue
+//! empty and the thread was not queued on again since it looked (a
+//! conditional removal), so no queued run is ever left unseen.
 
 use chrono::Utc;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::RunRecord;
-use deepfleet_store::ThreadSeed;
+use deepfleet_proto::keys::records::{QUEUED_THREADS, thread_queue};
+use deepfleet_store::{IndexEntry, Order, ThreadSeed};
 use serde_json::Map;
 
 use super::Lifecycle;
 use crate::error::SchedulerError;
 use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
+use crate::repo::score_at;
 use crate::repo::threads::threads;
 use crate::retention::TEMPORARY_THREAD_SECS;
 
 impl Lifecycle {
     /// The queued runs of `thread_id`, oldest first.
     pub async fn queued(&self, thread_id: &str) -> Result<Vec<RunMeta>, SchedulerError> {
-        let mut ahead: Vec<RunMeta> = queued(self.store().as_ref())
-            .list()
-            .await?
-            .into_iter()
-            .filter(|m| m.thread_id == thread_id)
-            .collect();
+        let repo = queued(self.store().as_ref());
+        let mut ahead = repo
+            .walk(thread_queue(thread_id), Order::Ascending)
+            .all()
+            .await?;
+        // The index orders by the microsecond; the age by the nanosecond.
         ahead.sort_by(|a, b| a.age().cmp(&b.age()));
         Ok(ahead)
+    }
+
+    /// The oldest queued run of `thread_id`, if it has any.
+    pub async fn queue_head(&self, thread_id: &str) -> Result<Option<RunMeta>, SchedulerError> {
+        let repo = queued(self.store().as_ref());
+        let mut walk = repo
+            .walk(thread_queue(thread_id), Order::Ascending)
+            .chunk(1);
+        Ok(walk.next().await?)
     }
 
     /// Records `meta` and starts it at once, or queues it behind the
@@ -38,6 +54,11 @@ impl Lifecycle {
             .await?;
         if queue_behind {
             queued(store).put(&meta.run_id, meta).await?;
+            // After the run is in the thread's queue, so the starter that
+            // sees the thread sees the run.
+            store
+                .index_put(QUEUED_THREADS, &meta.thread_id, score_at(Utc::now()))
+                .await?;
             Ok(())
         } else {
             self.start(meta).await
@@ -94,23 +115,19 @@ impl Lifecycle {
     /// Starts the oldest queued run of every thread that is free. Returns
     /// how many runs it started.
     pub async fn start_queued(&self) -> Result<usize, SchedulerError> {
-        let store = self.store().as_ref();
-        let mut heads: BTreeMap<String, RunMeta> = BTreeMap::new();
-        for meta in queued(store).list().await? {
-            let older = heads
-                .get(&meta.thread_id)
-                .is_none_or(|head| meta.age() < head.age());
-            if older {
-                heads.insert(meta.thread_id.clone(), meta);
-            }
-        }
         let mut started = 0;
-        for (thread_id, meta) in heads {
+        for entry in self.queued_threads().await? {
+            let Some(meta) = self.queue_head(&entry.id).await? else {
+                self.store()
+                    .index_remove_at(QUEUED_THREADS, &entry.id, entry.score)
+                    .await?;
+                continue;
+            };
             if meta.cancelled {
-                queued(store).delete(&meta.run_id).await?;
+                queued(self.store().as_ref()).delete(&meta.run_id).await?;
                 continue;
             }
-            let busy = match threads(store).get(&thread_id).await? {
+            let busy = match threads(self.store().as_ref()).get(&entry.id).await? {
                 Some(thread) => self.active_run(&thread).await?.is_some(),
                 None => false,
             };
@@ -120,5 +137,24 @@ impl Lifecycle {
             }
         }
         Ok(started)
+    }
+
+    /// The threads with queued runs (and those whose queue emptied since),
+    /// each with the score the starter's conditional removal compares.
+    async fn queued_threads(&self) -> Result<Vec<IndexEntry>, SchedulerError> {
+        const CHUNK: u64 = 512;
+        let store = self.store();
+        let mut out = Vec::new();
+        loop {
+            let at = u64::try_from(out.len()).unwrap_or(u64::MAX);
+            let chunk = store
+                .index_page(QUEUED_THREADS, Order::Ascending, at, CHUNK)
+                .await?;
+            let last = (chunk.len() as u64) < CHUNK;
+            out.extend(chunk);
+            if last {
+                return Ok(out);
+            }
+        }
     }
 }

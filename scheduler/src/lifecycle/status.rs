@@ -85,8 +85,8 @@ impl Lifecycle {
         record: &ThreadRecord,
     ) -> Result<ThreadStatus, SchedulerError> {
         let Some(run_id) = &record.active_run else {
-            let queued = self.queued(&record.thread_id).await?;
-            return Ok(if queued.is_empty() {
+            let queued = self.queue_head(&record.thread_id).await?;
+            return Ok(if queued.is_none() {
                 ThreadStatus::Idle
             } else {
                 ThreadStatus::Busy
@@ -94,7 +94,8 @@ impl Lifecycle {
         };
         let run = self.store().get_run(&record.thread_id, run_id).await?;
         let status = run.map(|r| r.status);
-        if status.is_some_and(occupies_thread) || !self.queued(&record.thread_id).await?.is_empty()
+        if status.is_some_and(occupies_thread)
+            || self.queue_head(&record.thread_id).await?.is_some()
         {
             return Ok(ThreadStatus::Busy);
         }

@@ -4,6 +4,8 @@
 use std::time::{Duration, Instant};
 
 use deepfleet_proto::TenantId;
+use deepfleet_proto::keys::records::thread_runs;
+use deepfleet_store::Order;
 use serde_json::Map;
 
 use super::Lifecycle;
@@ -34,7 +36,11 @@ impl Lifecycle {
         }
         store.purge_thread(thread_id).await?;
         let runs = runs_of(store, thread_id);
-        for meta in runs.list().await? {
+        let metas = runs
+            .walk(thread_runs(thread_id), Order::Ascending)
+            .all()
+            .await?;
+        for meta in metas {
             queued(store).delete(&meta.run_id).await?;
             follow_marks(store).delete(&meta.run_id).await?;
             runs.delete(&meta.run_id).await?;

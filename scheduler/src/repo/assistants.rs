@@ -1,12 +1,12 @@
 //! Created assistants: the API shape, with the tenant that owns it.
 
 use deepfleet_proto::api::Assistant;
-use deepfleet_proto::keys::records::ASSISTANTS;
+use deepfleet_proto::keys::records::{ASSISTANTS, tenant_assistants};
 use deepfleet_proto::{SealedContext, TenantId};
-use deepfleet_store::Records;
+use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 
-use super::{Owned, Repository};
+use super::{Listing, Owned, Repository, score_at};
 
 /// A created assistant and its tenant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -31,7 +31,14 @@ impl Owned for AssistantRecord {
     }
 }
 
-/// Created assistants, by assistant id (system assistants are not stored).
-pub fn assistants(store: &dyn Records) -> Repository<'_, AssistantRecord> {
-    Repository::new(store, ASSISTANTS)
+/// Created assistants, by assistant id (system assistants are not
+/// stored), listed in their tenant's [`tenant_assistants`] index by
+/// creation time.
+pub fn assistants(store: &dyn Store) -> Repository<'_, AssistantRecord> {
+    Repository::new(store, ASSISTANTS).indexed(|record: &AssistantRecord| {
+        vec![Listing::new(
+            tenant_assistants(record.tenant.as_str()),
+            score_at(record.assistant.created_at),
+        )]
+    })
 }

@@ -3,10 +3,10 @@
 use chrono::{DateTime, Utc};
 use deepfleet_proto::TenantId;
 use deepfleet_proto::keys::records::{BATCHES, batch_members};
-use deepfleet_store::Records;
+use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 
-use super::{Owned, Repository};
+use super::{Listing, Owned, Repository};
 
 /// A batch's header: that it exists and how big it is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +33,13 @@ pub struct BatchMember {
     pub thread_id: String,
 }
 
+impl BatchMember {
+    /// Its score in the batch's index: its position.
+    pub fn score(&self) -> i64 {
+        i64::try_from(self.index).unwrap_or(i64::MAX)
+    }
+}
+
 impl Owned for BatchHeader {
     fn tenant(&self) -> &TenantId {
         &self.tenant
@@ -40,11 +47,14 @@ impl Owned for BatchHeader {
 }
 
 /// Batch headers, by batch id.
-pub fn batches(store: &dyn Records) -> Repository<'_, BatchHeader> {
+pub fn batches(store: &dyn Store) -> Repository<'_, BatchHeader> {
     Repository::new(store, BATCHES)
 }
 
-/// The members of `batch_id`, by run id.
-pub fn members<'a>(store: &'a dyn Records, batch_id: &str) -> Repository<'a, BatchMember> {
-    Repository::new(store, batch_members(batch_id))
+/// The members of `batch_id`, by run id, listed in the index of the same
+/// name in submission order.
+pub fn members<'a>(store: &'a dyn Store, batch_id: &str) -> Repository<'a, BatchMember> {
+    let index = batch_members(batch_id);
+    Repository::new(store, index.clone())
+        .indexed(move |member: &BatchMember| vec![Listing::new(index.clone(), member.score())])
 }

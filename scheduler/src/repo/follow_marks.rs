@@ -3,11 +3,11 @@
 
 use deepfleet_proto::keys::records::FOLLOWED;
 use deepfleet_proto::run_delta::Followed;
-use deepfleet_store::Records;
+use deepfleet_store::Store;
 
 use super::Repository;
 
 /// Follow marks, by run id.
-pub fn follow_marks(store: &dyn Records) -> Repository<'_, Followed> {
+pub fn follow_marks(store: &dyn Store) -> Repository<'_, Followed> {
     Repository::new(store, FOLLOWED)
 }

@@ -7,9 +7,15 @@
 //! [`deepfleet_proto::keys::records`]) stay in one place: what is stored
 //! is exactly the type's serde form.
 //!
+//! Listings read indexes ([`deepfleet_store::RecordIndex`]), never every
+//! record of a kind: a repository made [`Repository::indexed`] lists each
+//! record it saves in the indexes its [`Indexer`] names (a tenant's
+//! threads, a thread's runs, ...), and [`Repository::walk`] reads one of
+//! them in order, a page at a time (see [`walk`]).
+//!
 //! Records a tenant owns ([`Owned`]) are read through
-//! [`Repository::get_owned`] and [`Repository::list_owned`]: another
-//! tenant's record is not there, exactly as an unknown id is not.
+//! [`Repository::get_owned`]: another tenant's record is not there,
+//! exactly as an unknown id is not; their listings are per-tenant indexes.
 
 pub mod assistants;
 pub mod batches;
@@ -18,15 +24,18 @@ pub mod queued;
 pub mod replies;
 pub mod runs;
 pub mod threads;
+pub mod walk;
 
 use std::borrow::Cow;
 use std::marker::PhantomData;
 
+use chrono::{DateTime, Utc};
 use deepfleet_proto::TenantId;
-use deepfleet_store::{Records, StoreError};
+use deepfleet_store::{Order, Store, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use tracing::warn;
+
+use self::walk::Walk;
 
 /// A record that belongs to one tenant.
 pub trait Owned {
@@ -34,26 +43,69 @@ pub trait Owned {
     fn tenant(&self) -> &TenantId;
 }
 
+/// Where a record is listed: an index and its score there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    /// The index ([`deepfleet_proto::keys::records`] names them).
+    pub index: String,
+    /// The record's score in it.
+    pub score: i64,
+}
+
+impl Listing {
+    /// A listing in `index` at `score`.
+    pub fn new(index: impl Into<String>, score: i64) -> Self {
+        Listing {
+            index: index.into(),
+            score,
+        }
+    }
+}
+
+/// The indexes a record is listed in, from the record itself.
+pub type Indexer<T> = Box<dyn Fn(&T) -> Vec<Listing> + Send + Sync>;
+
+/// A time as an index score: microseconds since the epoch.
+pub fn score_at(at: DateTime<Utc>) -> i64 {
+    at.timestamp_micros()
+}
+
 /// The records of one kind, as values of `T`.
 pub struct Repository<'a, T> {
-    store: &'a dyn Records,
+    store: &'a dyn Store,
     kind: Cow<'static, str>,
+    indexer: Option<Indexer<T>>,
     record: PhantomData<fn() -> T>,
 }
 
 impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
-    /// The records of `kind` in `store`.
-    pub fn new(store: &'a dyn Records, kind: impl Into<Cow<'static, str>>) -> Self {
+    /// The records of `kind` in `store`, listed nowhere.
+    pub fn new(store: &'a dyn Store, kind: impl Into<Cow<'static, str>>) -> Self {
         Repository {
             store,
             kind: kind.into(),
+            indexer: None,
             record: PhantomData,
         }
+    }
+
+    /// These records, each listed where `indexer` says: a save indexes
+    /// the record after writing it, a delete unindexes it after deleting
+    /// it (so a reader may meet an id whose record is gone, never a record
+    /// missing from its listings for good).
+    pub fn indexed(mut self, indexer: impl Fn(&T) -> Vec<Listing> + Send + Sync + 'static) -> Self {
+        self.indexer = Some(Box::new(indexer));
+        self
     }
 
     /// The kind the records are stored under.
     pub fn kind(&self) -> &str {
         &self.kind
+    }
+
+    /// The store.
+    pub(crate) fn store(&self) -> &'a dyn Store {
+        self.store
     }
 
     /// Loads a record; one that does not decode is [`StoreError::Corrupt`].
@@ -65,38 +117,60 @@ impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
             .transpose()
     }
 
-    /// Saves a record, replacing an older one.
+    /// Saves a record, replacing an older one, and lists it.
     pub async fn put(&self, id: &str, record: &T) -> Result<(), StoreError> {
         let value = serde_json::to_value(record).map_err(|e| self.corrupt(id, &e))?;
-        self.store.put_record(&self.kind, id, &value).await
+        self.store.put_record(&self.kind, id, &value).await?;
+        self.list(id, record).await
     }
 
-    /// Saves a record unless one exists; returns whether it was saved.
+    /// Saves a record unless one exists, and lists it; returns whether it
+    /// was saved.
     pub async fn insert(&self, id: &str, record: &T) -> Result<bool, StoreError> {
         let value = serde_json::to_value(record).map_err(|e| self.corrupt(id, &e))?;
-        self.store.insert_record(&self.kind, id, &value).await
+        if !self.store.insert_record(&self.kind, id, &value).await? {
+            return Ok(false);
+        }
+        self.list(id, record).await?;
+        Ok(true)
     }
 
-    /// Deletes a record; returns whether it existed.
+    /// Deletes a record and unlists it; returns whether it existed. A
+    /// record that does not decode is deleted all the same; its index
+    /// entries go when a reader meets them.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
-        self.store.delete_record(&self.kind, id).await
+        let Some(indexer) = &self.indexer else {
+            return self.store.delete_record(&self.kind, id).await;
+        };
+        let listed = match self.get(id).await {
+            Err(StoreError::Corrupt { .. }) => None,
+            other => other?,
+        };
+        let existed = self.store.delete_record(&self.kind, id).await?;
+        for listing in listed.iter().flat_map(|record| indexer(record)) {
+            self.store.index_remove(&listing.index, id).await?;
+        }
+        Ok(existed)
     }
 
-    /// Every record of the kind, in no particular order. A record that
-    /// does not decode is skipped (and logged): one bad record must not
-    /// hide all the others from a listing.
-    pub async fn list(&self) -> Result<Vec<T>, StoreError> {
-        let values = self.store.list_records(&self.kind).await?;
-        Ok(values
-            .into_iter()
-            .filter_map(|value| match serde_json::from_value(value) {
-                Ok(record) => Some(record),
-                Err(e) => {
-                    warn!(kind = %self.kind, error = %e, "skipping an unreadable record");
-                    None
-                }
-            })
-            .collect())
+    /// The records listed in `index`, in `order`; see [`Walk`].
+    pub fn walk(&self, index: impl Into<String>, order: Order) -> Walk<'_, 'a, T> {
+        Walk::new(self, index.into(), order)
+    }
+
+    /// How many ids `index` lists (counting those of records gone since,
+    /// until a walk meets them).
+    pub async fn count(&self, index: &str) -> Result<u64, StoreError> {
+        self.store.index_count(index).await
+    }
+
+    async fn list(&self, id: &str, record: &T) -> Result<(), StoreError> {
+        for listing in self.indexer.iter().flat_map(|indexer| indexer(record)) {
+            self.store
+                .index_put(&listing.index, id, listing.score)
+                .await?;
+        }
+        Ok(())
     }
 
     fn corrupt(&self, id: &str, e: &serde_json::Error) -> StoreError {
@@ -116,17 +190,11 @@ impl<T: Serialize + DeserializeOwned + Owned> Repository<'_, T> {
             .await?
             .filter(|record| record.tenant() == tenant))
     }
-
-    /// Every record of `tenant`, in no particular order.
-    pub async fn list_owned(&self, tenant: &TenantId) -> Result<Vec<T>, StoreError> {
-        let mut records = self.list().await?;
-        records.retain(|record| record.tenant() == tenant);
-        Ok(records)
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use deepfleet_store::Records;
     use deepfleet_store::embedded::EmbeddedStore;
     use pretty_assertions::assert_eq;
     use serde::Deserialize;
@@ -156,7 +224,7 @@ mod tests {
             notes.get("bad").await,
             Err(StoreError::Corrupt { .. })
         ));
-        assert_eq!(notes.list().await.unwrap().len(), 1);
+        assert!(notes.delete("bad").await.unwrap());
         assert!(notes.delete("a").await.unwrap());
         assert_eq!(notes.get("a").await.unwrap(), None);
     }

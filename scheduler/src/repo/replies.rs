@@ -1,10 +1,10 @@
 //! Reply addresses of submitted runs that are not answered yet.
 
 use deepfleet_proto::keys::records::REPLIES;
-use deepfleet_store::Records;
+use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 
-use super::Repository;
+use super::{Listing, Repository};
 
 /// Where and how to answer one submitted run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -24,7 +24,8 @@ pub struct ReplyRecord {
     pub correlation_id: Option<String>,
 }
 
-/// Reply addresses, by run id.
-pub fn replies(store: &dyn Records) -> Repository<'_, ReplyRecord> {
-    Repository::new(store, REPLIES)
+/// Reply addresses, by run id, listed in the [`REPLIES`] index by run id
+/// (all scores 0: run ids are UUIDv7, so that is the order they came in).
+pub fn replies(store: &dyn Store) -> Repository<'_, ReplyRecord> {
+    Repository::new(store, REPLIES).indexed(|_: &ReplyRecord| vec![Listing::new(REPLIES, 0)])
 }

@@ -7,11 +7,11 @@ use chrono::{DateTime, Utc};
 use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::keys::records::thread_runs;
 use deepfleet_proto::{FileData, Message, SealedContext, TenantId};
-use deepfleet_store::Records;
+use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::Repository;
+use super::{Listing, Repository, score_at};
 
 /// What the API keeps about a run beside its run record: the request
 /// that made it, so a queued run can start later and `GET` shows it.
@@ -63,7 +63,13 @@ impl RunMeta {
     }
 }
 
-/// The run metadata of `thread_id`, by run id.
-pub fn runs_of<'a>(store: &'a dyn Records, thread_id: &str) -> Repository<'a, RunMeta> {
-    Repository::new(store, thread_runs(thread_id))
+/// The run metadata of `thread_id`, by run id, listed in the thread's
+/// [`thread_runs`] index by creation time.
+pub fn runs_of<'a>(store: &'a dyn Store, thread_id: &str) -> Repository<'a, RunMeta> {
+    Repository::new(store, thread_runs(thread_id)).indexed(|meta: &RunMeta| {
+        vec![Listing::new(
+            thread_runs(&meta.thread_id),
+            score_at(meta.created_at),
+        )]
+    })
 }

@@ -3,12 +3,12 @@
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::TenantId;
-use deepfleet_proto::keys::records::THREADS;
-use deepfleet_store::Records;
+use deepfleet_proto::keys::records::{THREADS, tenant_threads};
+use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::{Owned, Repository};
+use super::{Listing, Owned, Repository, score_at};
 
 /// What the API keeps about a thread beside its checkpoint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,7 +29,7 @@ pub struct ThreadRecord {
     /// The run that last started on the thread.
     #[serde(default)]
     pub active_run: Option<String>,
-    /// Made for a stateless run; hidden from searches.
+    /// Made for a stateless run; listed in no search.
     #[serde(default)]
     pub temporary: bool,
 }
@@ -56,7 +56,16 @@ impl Owned for ThreadRecord {
     }
 }
 
-/// The thread records, by thread id.
-pub fn threads(store: &dyn Records) -> Repository<'_, ThreadRecord> {
-    Repository::new(store, THREADS)
+/// The thread records, by thread id; each but the temporary ones listed
+/// in its tenant's [`tenant_threads`] index by creation time.
+pub fn threads(store: &dyn Store) -> Repository<'_, ThreadRecord> {
+    Repository::new(store, THREADS).indexed(|thread: &ThreadRecord| {
+        if thread.temporary {
+            return Vec::new();
+        }
+        vec![Listing::new(
+            tenant_threads(thread.tenant.as_str()),
+            score_at(thread.created_at),
+        )]
+    })
 }

@@ -104,6 +104,25 @@ impl EmbeddedStore {
             .collect()
     }
 
+    /// How many live records of `kind` the store holds. Listings read
+    /// indexes ([`crate::RecordIndex`]); this is for tests that check what
+    /// a refused request did not write.
+    pub fn record_count(&self, kind: &str) -> usize {
+        let now = chrono::Utc::now();
+        let state = self.lock();
+        let deadlines = state.record_deadlines.get(kind);
+        state.records.get(kind).map_or(0, |records| {
+            records
+                .keys()
+                .filter(|id| {
+                    deadlines
+                        .and_then(|d| d.get(*id))
+                        .is_none_or(|at| *at > now)
+                })
+                .count()
+        })
+    }
+
     /// The state, locked for one operation: each operation is one
     /// critical section, which makes it atomic.
     pub(crate) fn lock(&self) -> Locked<'_> {
@@ -111,7 +130,7 @@ impl EmbeddedStore {
         // elsewhere does not invalidate them.
         let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
         // What expired goes before anything reads it, so it is never seen.
-        let gone = guard.sweep(chrono::Utc::now());
+        let gone = guard.sweep_threads(chrono::Utc::now());
         let mutated = !gone.is_empty();
         self.forget_streams(&gone);
         Locked {

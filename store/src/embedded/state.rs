@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoints::Checkpoint;
 use crate::items::table::ItemTable;
+use crate::record_index::table::IndexTable;
 
 /// The embedded store's persisted state.
 #[derive(Default, Serialize, Deserialize)]
@@ -26,6 +27,14 @@ pub(crate) struct State {
     pub(crate) batch_done: HashMap<String, VecDeque<String>>,
     /// API records: kind -> id -> value.
     pub(crate) records: HashMap<String, BTreeMap<String, serde_json::Value>>,
+    /// When the API records given an expiry expire: kind -> id -> deadline.
+    pub(crate) record_deadlines: HashMap<String, HashMap<String, DateTime<Utc>>>,
+    /// Record indexes by name.
+    pub(crate) record_indexes: HashMap<String, IndexTable>,
+    /// When expired records and indexes were last swept out; not
+    /// persisted (a reopened store sweeps on its first write).
+    #[serde(skip)]
+    pub(crate) swept_at: Option<DateTime<Utc>>,
     /// Long-term items.
     pub(crate) items: ItemTable,
     /// What each thread owns beside its checkpoint, by thread id.
@@ -46,7 +55,7 @@ pub(crate) struct ThreadOwned {
 }
 
 /// Expiry instants. Expired entries are invisible because every operation
-/// sweeps them first ([`State::sweep`]), in the same critical section.
+/// sweeps them first ([`State::sweep_threads`]), in the same critical section.
 #[derive(Default, Serialize, Deserialize)]
 #[serde(default)]
 pub(crate) struct Expiries {
@@ -120,7 +129,7 @@ impl State {
     }
 
     /// Deletes what expired by `now`; returns the ids of the runs deleted.
-    pub(crate) fn sweep(&mut self, now: DateTime<Utc>) -> Vec<String> {
+    pub(crate) fn sweep_threads(&mut self, now: DateTime<Utc>) -> Vec<String> {
         if self.expiries.next.is_some_and(|next| now < next) {
             return Vec::new();
         }
@@ -215,6 +224,8 @@ mod tests {
                 "fan_in",
                 "items",
                 "owned",
+                "record_deadlines",
+                "record_indexes",
                 "records",
                 "runs",
                 "spec_versions",
@@ -252,9 +263,9 @@ mod tests {
         let now = Utc::now();
         assert!(!state.expire_tree("t", "rc", now), "not t's latest run");
         assert!(state.expire_tree("t", "r1", now + chrono::Duration::seconds(5)));
-        assert!(state.sweep(now).is_empty());
+        assert!(state.sweep_threads(now).is_empty());
         assert_eq!(state.threads.len(), 2);
-        let mut gone = state.sweep(now + chrono::Duration::seconds(5));
+        let mut gone = state.sweep_threads(now + chrono::Duration::seconds(5));
         gone.sort();
         assert_eq!(gone, ["r1", "rc"]);
         assert!(state.threads.is_empty() && state.runs.is_empty() && state.owned.is_empty());

@@ -1,9 +1,12 @@
 //! Records: small JSON documents the HTTP API keeps beside the step
 //! protocol's own state (API threads, assistants, runs' metadata, batch
-//! summaries), by kind and id.
+//! summaries), by kind and id. Listings go through
+//! [`crate::RecordIndex`]: the store keeps no list of a kind's records.
 
-mod embedded;
+pub(crate) mod embedded;
 mod redis;
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -15,12 +18,15 @@ use crate::error::StoreError;
 /// Implementations must make each operation atomic on its one record,
 /// [`Records::insert_record`] a create-if-absent without a race (exactly
 /// one of two concurrent inserts wins), and puts and deletes idempotent.
-/// Listing is in no particular order.
+/// A record past its expiry ([`Records::expire_record`]) is gone for every
+/// operation at once, whenever its storage is actually freed.
 #[async_trait]
 pub trait Records: Send + Sync + 'static {
     /// Saves a small JSON record (an API thread, assistant or run's
-    /// metadata) under `kind` and `id`, replacing an older one. Records are
-    /// what the HTTP API keeps beside the step protocol's own state.
+    /// metadata) under `kind` and `id`, replacing an older one and its
+    /// expiry (a replaced record does not expire until it is given an
+    /// expiry again). Records are what the HTTP API keeps beside the step
+    /// protocol's own state.
     async fn put_record(&self, kind: &str, id: &str, value: &Value) -> Result<(), StoreError>;
 
     /// Saves a record only if none exists under `kind` and `id`; returns
@@ -33,6 +39,8 @@ pub trait Records: Send + Sync + 'static {
     /// Deletes a record; returns whether it existed.
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError>;
 
-    /// Every record of `kind`, in no particular order.
-    async fn list_records(&self, kind: &str) -> Result<Vec<Value>, StoreError>;
+    /// Makes a record expire `ttl` from now (at once for a zero `ttl`);
+    /// returns whether it exists. A later put or insert replaces the
+    /// expiry.
+    async fn expire_record(&self, kind: &str, id: &str, ttl: Duration) -> Result<bool, StoreError>;
 }

@@ -1,9 +1,16 @@
-//! Records on Redis: one hash per kind (`records`), id -> JSON.
+//! Records on Redis: one string per record ([`Keys::record`]), its JSON
+//! sealed by the codec when encryption at rest is on.
 //!
-//! Single-key commands only, so they work unchanged on a cluster. Reads
-//! retry once on a broken connection; writes are idempotent (a repeated
-//! `HSET` or `HDEL` leaves the same result), so they retry too, except the
-//! create-if-absent insert, whose answer a retry could get wrong.
+//! Single-key commands only, so they work unchanged on a cluster, where
+//! records spread over the slots by their scope (see [`Keys::record`]).
+//! Reads retry once on a broken connection; writes are idempotent (a
+//! repeated `SET`, `DEL` or `PEXPIRE` leaves the same result), so they
+//! retry too, except the create-if-absent insert, whose answer a retry
+//! could get wrong.
+//!
+//! [`Keys::record`]: deepfleet_proto::Keys::record
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use redis::Value as RedisValue;
@@ -11,70 +18,61 @@ use serde_json::Value;
 
 use super::Records;
 use crate::error::StoreError;
-use crate::redis::RedisStore;
 use crate::redis::conn::Retry;
+use crate::redis::{RedisStore, millis};
 
 #[async_trait]
 impl Records for RedisStore {
     async fn put_record(&self, kind: &str, id: &str, value: &Value) -> Result<(), StoreError> {
-        let key = self.keys().records(kind);
+        let key = self.keys().record(kind, id);
         let raw = self.codec().encode(&key, value)?;
-        self.count(u64::try_from(raw.len() + id.len()).unwrap_or(u64::MAX));
+        self.count(u64::try_from(raw.len() + key.len()).unwrap_or(u64::MAX));
         let _: RedisValue = self
             .query(
                 "put record",
                 Retry::Once,
-                redis::cmd("HSET").arg(&key).arg(id).arg(raw),
+                redis::cmd("SET").arg(&key).arg(raw),
             )
             .await?;
         Ok(())
     }
 
     async fn insert_record(&self, kind: &str, id: &str, value: &Value) -> Result<bool, StoreError> {
-        let key = self.keys().records(kind);
+        let key = self.keys().record(kind, id);
         let raw = self.codec().encode(&key, value)?;
-        let bytes = raw.len() + id.len();
-        let set: i64 = self
+        let bytes = raw.len() + key.len();
+        let set: Option<String> = self
             .write(
                 "insert record",
                 bytes,
-                redis::cmd("HSETNX").arg(&key).arg(id).arg(raw),
+                redis::cmd("SET").arg(&key).arg(raw).arg("NX"),
             )
             .await?;
-        Ok(set == 1)
+        Ok(set.is_some())
     }
 
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
-        let key = self.keys().records(kind);
-        let raw: Option<String> = self
-            .query(
-                "get record",
-                Retry::Once,
-                redis::cmd("HGET").arg(&key).arg(id),
-            )
-            .await?;
-        self.codec().decode_opt(&key, raw)
+        let key = self.keys().record(kind, id);
+        self.get_json("get record", &key).await
     }
 
     async fn delete_record(&self, kind: &str, id: &str) -> Result<bool, StoreError> {
-        let key = self.keys().records(kind);
+        let key = self.keys().record(kind, id);
         let removed: i64 = self
-            .query(
-                "delete record",
-                Retry::Once,
-                redis::cmd("HDEL").arg(&key).arg(id),
-            )
+            .query("delete record", Retry::Once, redis::cmd("DEL").arg(&key))
             .await?;
         Ok(removed > 0)
     }
 
-    async fn list_records(&self, kind: &str) -> Result<Vec<Value>, StoreError> {
-        let key = self.keys().records(kind);
-        let raws: Vec<String> = self
-            .query("list records", Retry::Once, redis::cmd("HVALS").arg(&key))
+    async fn expire_record(&self, kind: &str, id: &str, ttl: Duration) -> Result<bool, StoreError> {
+        let key = self.keys().record(kind, id);
+        let set: i64 = self
+            .query(
+                "expire record",
+                Retry::Once,
+                redis::cmd("PEXPIRE").arg(&key).arg(millis(ttl)),
+            )
             .await?;
-        raws.iter()
-            .map(|raw| self.codec().decode(&key, raw))
-            .collect()
+        Ok(set == 1)
     }
 }

@@ -224,3 +224,10 @@ impl RedisStore {
         self.codec.decode_opt(key, raw)
     }
 }
+
+/// `ttl` in whole milliseconds, as `PEXPIRE` takes it: at least 1 for a
+/// non-zero `ttl`, so a short expiry never deletes at once.
+pub(crate) fn millis(ttl: Duration) -> u64 {
+    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    if ms == 0 && !ttl.is_zero() { 1 } else { ms }
+}

@@ -55,12 +55,12 @@ pub struct ResealReport {
 /// [`deepfleet_proto::Keys`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Holds {
-    /// A string that is one sealed value (run records, specs).
+    /// A string that is one sealed value (run records, specs, API records).
     Value,
     /// A hash whose named fields are sealed (a thread's meta: its
     /// counters stay clear for the scripts).
     Fields(&'static [&'static str]),
-    /// A hash whose every value is sealed (files, records, items, fan-in).
+    /// A hash whose every value is sealed (files, items, fan-in).
     AllFields,
     /// A list whose every entry is sealed (the message log).
     Entries,
@@ -92,7 +92,7 @@ fn holds(prefix: &str, key: &str) -> Holds {
     match rest.split_once(':') {
         Some(("ev" | "dl", _)) => Holds::Stream,
         Some(("spec", _)) => Holds::Value,
-        Some(("rec", _)) => Holds::AllFields,
+        Some(("rec", _)) => Holds::Value,
         Some(("st", store)) if store.contains("}:ns:") => Holds::AllFields,
         _ => Holds::Nothing,
     }
@@ -291,7 +291,9 @@ mod tests {
             (keys.batch_done("b1"), Holds::Nothing),
             (keys.batch("b1"), Holds::Nothing),
             (keys.batch_runs("b1"), Holds::Nothing),
-            (keys.records("threads"), Holds::AllFields),
+            (keys.record("threads", "t1"), Holds::Value),
+            (keys.record("runs/t1", "r1"), Holds::Value),
+            (keys.record_index("threads/acme"), Holds::Nothing),
             (keys.store_items(&ns), Holds::AllFields),
             (keys.store_index("memories"), Holds::Nothing),
             (keys.store_roots(), Holds::Nothing),
