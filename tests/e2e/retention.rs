@@ -18,7 +18,7 @@ use chrono::Utc;
 use deepfleet_proto::{AgentSpec, ResultStatus, RunRecord, RunStatus};
 use deepfleet_scheduler::api::auth::ApiKeys;
 use deepfleet_scheduler::api::{ApiState, Graphs, router};
-use deepfleet_scheduler::{BatchFollower, Lifecycle, RetentionPolicy};
+use deepfleet_scheduler::{BatchFollower, Lifecycle, RetentionPolicy, TaskBatches};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -114,8 +114,15 @@ scenario!(
             BatchFollower::new(fleet.store.clone(), uuid::Uuid::new_v4().to_string());
         let batch = follower.batch_id().to_owned();
         let tasks = briefing_tasks(1000);
+        // The roster `deepfleet run` and `submit` keep, so that it too is
+        // counted among the batch's keys.
+        let roster = TaskBatches::new(fleet.store.clone());
+        roster.open(&batch, &spec.name).await.unwrap();
+        for (index, task) in (0_u64..).zip(&tasks) {
+            roster.add(&batch, index, &task.id).await.unwrap();
+        }
         let runs: Vec<RunRecord> = futures::stream::iter(&tasks)
-            .map(|task| intake.submit(&spec.name, task, Some(&batch)))
+            .map(|task| intake.submit_to_batch(&spec.name, task, &batch))
             .buffered(32)
             .map(Result::unwrap)
             .collect()

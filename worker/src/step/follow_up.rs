@@ -10,7 +10,9 @@ use std::time::Duration;
 use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
-use deepfleet_proto::keys::records::{THREADS, thread_queue, thread_runs};
+use deepfleet_proto::keys::records::{
+    TASK_BATCHES, THREADS, task_batch_members, thread_queue, thread_runs,
+};
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, FileData, ParentLink, RunRecord, RunStatus, StepJob,
 };
@@ -49,7 +51,7 @@ pub async fn publish(
 const RUNS_PAGE: u64 = 500;
 
 /// Sets an ended top-level run's keys to expire after `ttl`: its thread
-/// tree, its batch's done list, and, for a run the HTTP API made, the
+/// tree, its batch's done list and roster, and, for a run the HTTP API made, the
 /// API's records of it: the thread's record, and, unless a run waits in
 /// the thread's queue (whose record must stay), the metadata of every run
 /// of the thread with their index (a run started later puts its records
@@ -83,6 +85,13 @@ async fn expire(store: &dyn Store, run: &RunRecord, ttl: Duration) -> Result<(),
     }
     if let Some(batch) = &run.batch_id {
         store.expire_batch(batch, ttl).await?;
+        // A batch of task lines (`deepfleet run`/`submit`) has a roster:
+        // the run's member record goes with it, and the roster's header
+        // and member index live `ttl` past the batch's latest ended run.
+        let members = task_batch_members(batch);
+        store.expire_record(&members, &run.run_id, ttl).await?;
+        store.index_expire(&members, ttl).await?;
+        store.expire_record(TASK_BATCHES, batch, ttl).await?;
     }
     Ok(())
 }
