@@ -3,7 +3,7 @@
 //! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
 //! in release mode, prepares a venv with deepagents, saves the worker's
 //! compression-check table, and runs this binary, which measures the six
-//! items of issue #9 in turn, draws the plots and writes the report. A
+//! items of issue #9 and the thread search of issue #15 in turn, draws the plots and writes the report. A
 //! section that fails is reported as failed in the file and makes the
 //! command exit non-zero; the others still run.
 
@@ -15,6 +15,7 @@ mod plot;
 mod python;
 mod report;
 mod scenario;
+mod search;
 mod stats;
 mod throughput;
 mod tokens;
@@ -72,6 +73,7 @@ struct Sizes {
     concurrency: Vec<usize>,
     python_concurrency: Vec<usize>,
     growth_steps: usize,
+    search: search::Plan,
 }
 
 impl Sizes {
@@ -84,6 +86,10 @@ impl Sizes {
                 concurrency: vec![100, 1_000],
                 python_concurrency: vec![50],
                 growth_steps: 60,
+                search: search::Plan {
+                    sizes: vec![1_000, 10_000],
+                    searches: 50,
+                },
             }
         } else {
             Sizes {
@@ -99,6 +105,10 @@ impl Sizes {
                 concurrency: vec![100, 1_000, 10_000],
                 python_concurrency: vec![100, 250, 500, 1_000],
                 growth_steps: 500,
+                search: search::Plan {
+                    sizes: vec![1_000, 100_000],
+                    searches: 300,
+                },
             }
         }
     }
@@ -168,6 +178,8 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     let tokens = tokio::task::spawn_blocking(tokens::measure)
         .await
         .map_err(|e| format!("the token counting bench panicked: {e}"));
+    log("7. thread search");
+    let search = search::thread_search(&sizes.search).await.map_err(failed);
     let check = args.compression_check.as_ref().map(|path| {
         std::fs::read_to_string(path)
             .map(|text| tokens::parse_check_table(&text))
@@ -184,6 +196,7 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         growth,
         tokens,
         check,
+        search,
         python_note: args.python_note.clone(),
         quick: args.quick,
         elapsed: Duration::ZERO,
