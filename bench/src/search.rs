@@ -33,7 +33,6 @@ use deepfleet_store::redis::RedisStore;
 use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
-use crate::report::Section;
 use crate::stats::{median, percentile, ratio};
 
 /// Where the bench's Redis is (`scripts/services.sh` starts it).
@@ -227,7 +226,7 @@ async fn time(
 const TARGET_RATIO: f64 = 2.0;
 
 /// Section 7 of the report.
-pub fn render(out: &mut String, section: &Section<Vec<SearchTimes>>) {
+pub fn render(out: &mut String, section: &Result<Vec<SearchTimes>, String>) {
     let _ = writeln!(out, "## 7. Thread search (issue #15: indexes, not scans)\n");
     let rows = match section {
         Ok(rows) => rows,

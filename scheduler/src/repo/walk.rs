@@ -49,11 +49,12 @@ pub struct Walk<'r, 'a, T> {
     exhausted: bool,
 }
 
-impl<'r, 'a, T: Serialize + DeserializeOwned> Walk<'r, 'a, T> {
-    pub(super) fn new(repo: &'r Repository<'a, T>, index: String, order: Order) -> Self {
+impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
+    /// The records listed in `index`, in `order`; see [`Walk`].
+    pub fn walk(&self, index: impl Into<String>, order: Order) -> Walk<'_, 'a, T> {
         Walk {
-            repo,
-            index,
+            repo: self,
+            index: index.into(),
             order,
             next: 0,
             chunk: FIRST_CHUNK,
@@ -61,7 +62,9 @@ impl<'r, 'a, T: Serialize + DeserializeOwned> Walk<'r, 'a, T> {
             exhausted: false,
         }
     }
+}
 
+impl<T: Serialize + DeserializeOwned> Walk<'_, '_, T> {
     /// Starts at position `offset` of the index instead of its first id.
     pub fn from(mut self, offset: usize) -> Self {
         self.next = u64::try_from(offset).unwrap_or(u64::MAX);
@@ -207,7 +210,7 @@ mod tests {
             .expire_record(THREADS, "t37", std::time::Duration::ZERO)
             .await
             .unwrap();
-        assert_eq!(repo.count(&index).await.unwrap(), 38);
+        assert_eq!(repo.count(&index).await.unwrap(), 39);
         let mut walk = repo.walk(index.as_str(), Order::Descending).chunk(2);
         let first = walk.take(3).await.unwrap();
         assert_eq!(ids(&first), ["t36", "t35", "t34"]);
