@@ -3,7 +3,8 @@
 //! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
 //! in release mode, prepares a venv with deepagents, saves the worker's
 //! compression-check table, and runs this binary, which measures the six
-//! items of issue #9 and the thread search of issue #15 in turn, draws the plots and writes the report. A
+//! items of issue #9, and the retention and thread search of issue #15, in
+//! turn, draws the plots and writes the report. A
 //! section that fails is reported as failed in the file and makes the
 //! command exit non-zero; the others still run.
 
@@ -14,6 +15,7 @@ mod overhead;
 mod plot;
 mod python;
 mod report;
+mod retention;
 mod scenario;
 mod search;
 mod stats;
@@ -73,6 +75,7 @@ struct Sizes {
     concurrency: Vec<usize>,
     python_concurrency: Vec<usize>,
     growth_steps: usize,
+    retention_runs: usize,
     search: search::Plan,
 }
 
@@ -86,6 +89,7 @@ impl Sizes {
                 concurrency: vec![100, 1_000],
                 python_concurrency: vec![50],
                 growth_steps: 60,
+                retention_runs: 100,
                 search: search::Plan {
                     sizes: vec![1_000, 10_000],
                     searches: 50,
@@ -105,6 +109,7 @@ impl Sizes {
                 concurrency: vec![100, 1_000, 10_000],
                 python_concurrency: vec![100, 250, 500, 1_000],
                 growth_steps: 500,
+                retention_runs: 1_000,
                 search: search::Plan {
                     sizes: vec![1_000, 100_000],
                     searches: 300,
@@ -119,6 +124,9 @@ const SLOW_MODEL: Duration = Duration::from_secs(1);
 /// deepagents stops climbing once a level takes this many times the
 /// model-bound ideal: it is CPU-bound there.
 const GIVE_UP: f64 = 4.0;
+
+/// The retention of item 7's runs: short, so the bench waits little.
+const RETENTION: Duration = Duration::from_secs(5);
 
 /// A section's error, with its causes, as the report shows it.
 fn failed(error: anyhow::Error) -> String {
@@ -178,14 +186,19 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     let tokens = tokio::task::spawn_blocking(tokens::measure)
         .await
         .map_err(|e| format!("the token counting bench panicked: {e}"));
-    log("7. thread search");
-    let search = search::thread_search(&sizes.search).await.map_err(failed);
     let check = args.compression_check.as_ref().map(|path| {
         std::fs::read_to_string(path)
             .map(|text| tokens::parse_check_table(&text))
             .map_err(|e| format!("reading {}: {e}", path.display()))
     });
+    log("7. retention");
+    let retention = retention::memory_per_run(bin, sizes.retention_runs, RETENTION)
+        .await
+        .map_err(failed);
+    log("8. thread search");
+    let search = search::thread_search(&sizes.search).await.map_err(failed);
     Results {
+        retention,
         embedded,
         floor,
         deepagents,

@@ -1,4 +1,4 @@
-//! Item 7 (issue #15): one page of thread search as a tenant's threads
+//! Item 8 (issue #15): one page of thread search as a tenant's threads
 //! grow from 1,000 to 100,000, through the scheduler's HTTP API on Redis.
 //!
 //! The scheduler's router serves on a loopback port over a Redis store
@@ -96,6 +96,7 @@ async fn measure(store: Arc<dyn Store>, plan: &Plan) -> anyhow::Result<Vec<Searc
         metrics: None,
         keys: ApiKeys::open(),
         tenant_runs_in_flight: None,
+        max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/threads/search", listener.local_addr()?);
@@ -225,9 +226,9 @@ async fn time(
 /// 1,000-thread one (issue #15).
 const TARGET_RATIO: f64 = 2.0;
 
-/// Section 7 of the report.
+/// Section 8 of the report.
 pub fn render(out: &mut String, section: &Result<Vec<SearchTimes>, String>) {
-    let _ = writeln!(out, "## 7. Thread search (issue #15: indexes, not scans)\n");
+    let _ = writeln!(out, "## 8. Thread search (issue #15: indexes, not scans)\n");
     let rows = match section {
         Ok(rows) => rows,
         Err(e) => {

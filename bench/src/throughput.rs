@@ -58,7 +58,7 @@ pub struct Concurrency {
 
 /// A scripted server without a request log (which would grow with every
 /// call), answering after `latency`.
-async fn quiet_server(latency: Duration) -> anyhow::Result<(String, JoinHandle<()>)> {
+pub async fn quiet_server(latency: Duration) -> anyhow::Result<(String, JoinHandle<()>)> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/v1", listener.local_addr()?);
     let engine = Arc::new(engine()?);

@@ -59,7 +59,7 @@ fuzz_target!(|payload: &[u8]| {
 async fn handle(payload: &[u8]) -> Vec<(String, Vec<u8>)> {
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
     let spec = AgentSpec::from_yaml("name: a\nmodel: nowhere:model\n").expect("spec");
-    store.put_spec(&spec).await.expect("stores the spec");
+    store.serve_spec(&spec).await.expect("stores the spec");
     let now = Utc::now();
     let seed = ThreadSeed {
         messages: vec![logged(Message::user("hi"))],

@@ -55,6 +55,7 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
         metrics: None,
         keys: ApiKeys::open(),
         tenant_runs_in_flight: None,
+        max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
     };
     let answers = Arc::new(Answers::default());
     let submissions = SubmissionIntake::new(

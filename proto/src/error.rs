@@ -49,6 +49,9 @@ pub enum ErrorCode {
     /// The caller's tenant has as many runs in flight as it may; retry
     /// after the `Retry-After` seconds.
     TooManyRuns,
+    /// A request, message or file over its size limit, or a thread over
+    /// its number of files.
+    TooLarge,
     /// Anything else; details are in the logs.
     Internal,
 }
@@ -76,6 +79,7 @@ impl ErrorCode {
             ErrorCode::Unauthenticated => "unauthenticated",
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::TooManyRuns => "too_many_runs",
+            ErrorCode::TooLarge => "too_large",
             ErrorCode::Internal => "internal",
         }
     }
@@ -98,6 +102,7 @@ mod tests {
             ErrorCode::MaxSteps,
             ErrorCode::AttemptsExhausted,
             ErrorCode::TooManyRuns,
+            ErrorCode::TooLarge,
         ] {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json.as_str(), Some(code.as_str()));

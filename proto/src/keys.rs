@@ -44,6 +44,26 @@ impl Keys {
         format!("{}:t:{{{thread}}}:files", self.prefix)
     }
 
+    /// Set: the ids of the runs made on the thread, so everything the
+    /// thread owns is found without scanning (expiry, deletion).
+    pub fn thread_run_ids(&self, thread: &str) -> String {
+        format!("{}:t:{{{thread}}}:runs", self.prefix)
+    }
+
+    /// Set: the threads of the subagent runs the thread's runs started;
+    /// they expire and are deleted with it.
+    pub fn thread_children(&self, thread: &str) -> String {
+        format!("{}:t:{{{thread}}}:children", self.prefix)
+    }
+
+    /// What every key of one thread starts with: the scripts that expire
+    /// or delete a thread build its runs' keys from it (see
+    /// [`Keys::run`], [`Keys::fan_in`], [`Keys::fan_in_expected`],
+    /// [`Keys::cancel`]).
+    pub fn thread_prefix(&self, thread: &str) -> String {
+        format!("{}:t:{{{thread}}}:", self.prefix)
+    }
+
     /// String: a run record, in its thread's slot.
     pub fn run(&self, thread: &str, run: &str) -> String {
         format!("{}:t:{{{thread}}}:run:{run}", self.prefix)
@@ -81,9 +101,15 @@ impl Keys {
         format!("{}:dl:{{{run}}}", self.prefix)
     }
 
-    /// String: an agent spec (JSON) by name.
+    /// String: the spec served under `name` and its version (JSON).
     pub fn spec(&self, name: &str) -> String {
         format!("{}:spec:{name}", self.prefix)
+    }
+
+    /// String: one immutable version of `name`'s spec (JSON). Spec names
+    /// never hold `@`, so no version key is another name's served key.
+    pub fn spec_version(&self, name: &str, version: &str) -> String {
+        format!("{}:spec:{name}@{version}", self.prefix)
     }
 
     /// List: ids of a batch's finished top-level runs, in finishing order.
@@ -272,11 +298,25 @@ mod tests {
             k.fan_in("t1", "r1"),
             k.fan_in_expected("t1", "r1"),
             k.cancel("t1", "r1"),
+            k.thread_run_ids("t1"),
+            k.thread_children("t1"),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "t1", "{key}");
         }
         assert_eq!(k.thread_log("t1"), "df:t:{t1}:log");
+    }
+
+    /// The thread scripts build a run's keys from the thread prefix.
+    #[test]
+    fn run_keys_extend_the_thread_prefix() {
+        let k = Keys::new("df");
+        let p = k.thread_prefix("t1");
+        assert_eq!(k.run("t1", "r1"), format!("{p}run:r1"));
+        assert_eq!(k.fan_in("t1", "r1"), format!("{p}fanin:r1"));
+        assert_eq!(k.fan_in_expected("t1", "r1"), format!("{p}fanin:r1:n"));
+        assert_eq!(k.cancel("t1", "r1"), format!("{p}cancel:r1"));
+        assert_eq!(k.thread_meta("t1"), format!("{p}meta"));
     }
 
     #[test]

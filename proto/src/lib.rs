@@ -15,6 +15,7 @@ pub mod error;
 pub mod harness;
 pub mod hitl;
 pub mod http_tool;
+pub mod input_limits;
 pub mod item;
 pub mod job;
 pub mod keys;
@@ -32,6 +33,7 @@ pub mod spec;
 pub mod spec_error;
 pub mod spec_lines;
 pub mod spec_name;
+pub mod spec_version;
 pub mod submission;
 pub mod tenant;
 pub mod value_source;
@@ -47,6 +49,7 @@ pub use hitl::{
     ActionRequest, Decision, DecisionType, EditedAction, Interrupt, InterruptConfig, InterruptOn,
     ReviewConfig,
 };
+pub use input_limits::{InputLimits, LimitExceeded};
 pub use item::{Item, ItemSearch, NamespaceError, NamespaceQuery};
 pub use job::{ENVELOPE_VERSION, Envelope, Job, StepJob};
 pub use keys::Keys;
@@ -61,6 +64,7 @@ pub use run_event::RunEvent;
 pub use sandbox::SandboxSpec;
 pub use sealed::SealedContext;
 pub use spec::{AgentSpec, Limits, ModelProfile, SpecError, SubagentSpec};
+pub use spec_version::{ServedSpec, spec_version};
 pub use submission::{
     RefusalStatus, Submission, SubmissionInput, SubmissionRefusal, SubmissionResult,
 };

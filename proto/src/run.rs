@@ -74,6 +74,11 @@ pub struct RunRecord {
     pub thread_id: String,
     /// Name of the agent spec (the top-level agent even for subagent runs).
     pub agent: String,
+    /// The version of `agent`'s spec the run was started with
+    /// ([`crate::spec_version`]); its subagents inherit it. Records from
+    /// before versions load the spec served under the name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_version: Option<String>,
     /// The subagent this run plays, for delegated runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subagent: Option<String>,
@@ -116,6 +121,14 @@ pub struct RunRecord {
     /// The calls and tokens of `steps` and `usage`, by caller.
     #[serde(default)]
     pub by_caller: UsageByCaller,
+    /// Seconds the run's keys live once it ends (its thread with the
+    /// subagent threads under it, its streams, its batch's done list);
+    /// `None` keeps them until deleted. Decided when the run is created,
+    /// from its tenant's retention (or a stateless run's temporary
+    /// thread), and applied by the worker that ends it; subagents inherit
+    /// it. An interrupted run has not ended: it waits for its human.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expire_after_secs: Option<u64>,
     /// The final answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -147,6 +160,7 @@ impl RunRecord {
             run_id: run_id.into(),
             thread_id: thread_id.into(),
             agent: agent.into(),
+            spec_version: None,
             subagent: None,
             tenant: TenantId::default(),
             status: RunStatus::Pending,
@@ -159,6 +173,7 @@ impl RunRecord {
             steps: 0,
             usage: Usage::default(),
             by_caller: UsageByCaller::default(),
+            expire_after_secs: None,
             output: None,
             error: None,
             traceparent: None,

@@ -14,6 +14,14 @@ pub enum SchedulerError {
         /// What is wrong.
         reason: String,
     },
+    /// A task goes past one of the input limits; nothing was written.
+    #[error("task {id}: {limit}")]
+    TooLarge {
+        /// The task's id.
+        id: String,
+        /// The limit it went past.
+        limit: deepfleet_proto::LimitExceeded,
+    },
     /// The agent spec is invalid.
     #[error("invalid agent spec: {0}")]
     Spec(#[from] SpecError),

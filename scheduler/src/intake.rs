@@ -6,13 +6,16 @@ use std::sync::Arc;
 use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
-use deepfleet_proto::SealedContext;
-use deepfleet_proto::{AgentSpec, FileData, Message, RunRecord, StepJob, TaskLine};
+use deepfleet_proto::{
+    AgentSpec, FileData, InputLimits, Message, RunRecord, ServedSpec, StepJob, TaskLine,
+};
+use deepfleet_proto::{SealedContext, TenantId};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
 
 use crate::error::SchedulerError;
+use crate::retention::RetentionPolicy;
 
 /// Takes runs in.
 #[derive(Clone)]
@@ -21,6 +24,13 @@ pub struct Intake {
     queue: Arc<dyn Queue>,
     /// Seals runtime context; without it, runs with a context are refused.
     context_key: Option<ContextKey>,
+    /// How long each tenant's ended runs live.
+    retention: RetentionPolicy,
+    /// Specs this intake brought itself ([`Intake::pin`]), by name: its
+    /// runs of these names use them, whatever the name serves.
+    pinned: BTreeMap<String, ServedSpec>,
+    /// What a run's input may bring.
+    limits: InputLimits,
 }
 
 impl Intake {
@@ -30,7 +40,33 @@ impl Intake {
             store,
             queue,
             context_key: None,
+            retention: RetentionPolicy::default(),
+            pinned: BTreeMap::new(),
+            limits: InputLimits::default(),
         }
+    }
+
+    /// Fixes on every new run how long it lives once ended, by `policy`
+    /// (without it, runs are kept until deleted).
+    pub fn with_retention(mut self, policy: RetentionPolicy) -> Self {
+        self.retention = policy;
+        self
+    }
+
+    /// How long each tenant's ended runs live.
+    pub fn retention(&self) -> &RetentionPolicy {
+        &self.retention
+    }
+
+    /// Refuses input past `limits` (the settings' `[limits]`).
+    pub fn with_limits(mut self, limits: InputLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// What a run's input may bring.
+    pub fn limits(&self) -> &InputLimits {
+        &self.limits
     }
 
     /// Seals runtime context under `key` (the fleet's `context_key`).
@@ -64,6 +100,25 @@ impl Intake {
             .map_err(|e| invalid(format!("context: {e}")))
     }
 
+    /// Opens a context [`Intake::seal_context`] sealed; one that does not
+    /// open (another key, altered) is corrupt stored data.
+    pub fn open_context(
+        &self,
+        sealed: &SealedContext,
+    ) -> Result<serde_json::Value, SchedulerError> {
+        let corrupt = |reason: String| {
+            SchedulerError::Store(deepfleet_store::StoreError::Corrupt {
+                key: "sealed context".to_owned(),
+                reason,
+            })
+        };
+        let key = self
+            .context_key
+            .as_ref()
+            .ok_or_else(|| corrupt("no context key is configured to open it".to_owned()))?;
+        key.open(sealed).map_err(|e| corrupt(e.to_string()))
+    }
+
     /// Checks run `id`'s runtime `context` against the `context_schema` of
     /// agent `agent`, before it is sealed.
     pub async fn check_context(
@@ -72,19 +127,44 @@ impl Intake {
         id: &str,
         context: Option<&serde_json::Value>,
     ) -> Result<(), SchedulerError> {
-        let Some(spec) = self.store.get_spec(agent).await? else {
-            return Err(SchedulerError::UnknownAgent(agent.to_owned()));
-        };
-        crate::runtime_context::validate(&spec, id, context)
+        let spec = self.spec_for(agent).await?;
+        crate::runtime_context::validate(&spec.spec, id, context)
     }
 
-    /// Validates and stores a spec so workers can load it by name.
+    /// Validates `spec` and serves it under its name: what runs that name
+    /// the agent (API runs, queue submissions) start with from now on.
+    /// Runs under way keep the version they started with.
     pub async fn register(&self, spec: &AgentSpec) -> Result<(), SchedulerError> {
-        spec.validate()?;
-        crate::custom_state::check_schema(spec)?;
-        crate::runtime_context::check_schema(spec)?;
-        self.store.put_spec(spec).await?;
+        check_spec(spec)?;
+        self.store.serve_spec(spec).await?;
         Ok(())
+    }
+
+    /// Validates `spec` and stores it as a version that this intake's runs
+    /// of its name use, serving nothing: a batch that brings its own spec
+    /// (`deepfleet submit`) never replaces the spec a scheduler serves
+    /// under the same name.
+    pub async fn pin(mut self, spec: &AgentSpec) -> Result<Self, SchedulerError> {
+        check_spec(spec)?;
+        let version = self.store.put_spec_version(spec).await?;
+        let pinned = ServedSpec {
+            version,
+            spec: spec.clone(),
+        };
+        self.pinned.insert(spec.name.clone(), pinned);
+        Ok(self)
+    }
+
+    /// The spec a new run of `agent` starts with: the one this intake
+    /// pinned, else the one served under the name.
+    pub async fn spec_for(&self, agent: &str) -> Result<ServedSpec, SchedulerError> {
+        if let Some(pinned) = self.pinned.get(agent) {
+            return Ok(pinned.clone());
+        }
+        self.store
+            .served_spec(agent)
+            .await?
+            .ok_or_else(|| SchedulerError::UnknownAgent(agent.to_owned()))
     }
 
     /// Starts a run of `agent` for `task`, part of `batch_id` if given.
@@ -141,9 +221,8 @@ impl Intake {
         (run_id, thread_id): (String, String),
     ) -> Result<(RunRecord, ThreadSeed), SchedulerError> {
         let files = validate_task(task)?;
-        let Some(spec) = self.store.get_spec(agent).await? else {
-            return Err(SchedulerError::UnknownAgent(agent.to_owned()));
-        };
+        self.check_limits(task, &files)?;
+        let ServedSpec { version, spec } = self.spec_for(agent).await?;
         let state = crate::custom_state::validate_seed(&spec, &task.id, task.state.as_ref())?;
         crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
         let context = self.seal_context(&task.id, task.context.as_ref())?;
@@ -152,6 +231,9 @@ impl Intake {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
+            // Task lines run as the default tenant.
+            expire_after_secs: self.retention.expire_after_secs(&TenantId::default()),
+            spec_version: Some(version),
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
         let seed = ThreadSeed {
@@ -194,6 +276,41 @@ impl Intake {
     pub fn store(&self) -> &Arc<dyn Store> {
         &self.store
     }
+}
+
+impl Intake {
+    /// Checks `task`'s input message and seed `files` against the limits.
+    fn check_limits(
+        &self,
+        task: &TaskLine,
+        files: &BTreeMap<String, String>,
+    ) -> Result<(), SchedulerError> {
+        let too_large = |limit| SchedulerError::TooLarge {
+            id: task.id.clone(),
+            limit,
+        };
+        self.limits
+            .check_message("the input", task.input.len())
+            .map_err(too_large)?;
+        self.limits
+            .check_file_count(files.len())
+            .map_err(too_large)?;
+        for (path, content) in files {
+            self.limits
+                .check_file(path, content.len())
+                .map_err(too_large)?;
+        }
+        Ok(())
+    }
+}
+
+/// What registering a spec checks beyond its own validation: the schemas
+/// it carries compile.
+fn check_spec(spec: &AgentSpec) -> Result<(), SchedulerError> {
+    spec.validate()?;
+    crate::custom_state::check_schema(spec)?;
+    crate::runtime_context::check_schema(spec)?;
+    Ok(())
 }
 
 /// The id of `task_id`'s run in batch `batch_id`: the same for the same
@@ -272,6 +389,88 @@ mod tests {
         ];
         let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
         assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    }
+
+    #[tokio::test]
+    async fn a_pinned_spec_runs_its_own_version_and_serves_nothing() {
+        use deepfleet_queue::memory::MemoryQueue;
+        use deepfleet_store::embedded::EmbeddedStore;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+        let queue = Arc::new(MemoryQueue::new());
+        let served =
+            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Served.\n").unwrap();
+        let brought =
+            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Brought.\n").unwrap();
+        let scheduler = Intake::new(Arc::clone(&store), queue.clone());
+        scheduler.register(&served).await.unwrap();
+        let submit = Intake::new(Arc::clone(&store), queue.clone())
+            .pin(&brought)
+            .await
+            .unwrap();
+        let theirs = submit
+            .submit("a", &task("t1", "go", &[]), None)
+            .await
+            .unwrap();
+        let ours = scheduler
+            .submit("a", &task("t2", "go", &[]), None)
+            .await
+            .unwrap();
+        let pinned = |run: &RunRecord| run.spec_version.clone().unwrap();
+        assert_eq!(pinned(&theirs), deepfleet_proto::spec_version(&brought));
+        assert_eq!(pinned(&ours), deepfleet_proto::spec_version(&served));
+        assert_eq!(store.get_spec("a").await.unwrap(), Some(served.clone()));
+        // Serving a newer spec leaves both runs' versions loadable.
+        let newer =
+            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Newer.\n").unwrap();
+        scheduler.register(&newer).await.unwrap();
+        for (run, spec) in [(&theirs, &brought), (&ours, &served)] {
+            assert_eq!(
+                store
+                    .get_spec_version("a", &pinned(run))
+                    .await
+                    .unwrap()
+                    .as_ref(),
+                Some(spec)
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_task_past_a_limit_is_refused_before_anything_is_written() {
+        use deepfleet_queue::memory::MemoryQueue;
+        use deepfleet_store::embedded::EmbeddedStore;
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+        let queue = Arc::new(MemoryQueue::new());
+        let limits = InputLimits {
+            max_message_bytes: 4,
+            max_file_bytes: 2,
+            max_files_per_thread: 1,
+        };
+        let intake = Intake::new(Arc::clone(&store), queue.clone()).with_limits(limits);
+        intake
+            .register(&AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap())
+            .await
+            .unwrap();
+        let cases = [
+            (
+                task("t1", "too long", &[]),
+                "task t1: the input is 8 bytes, over the limit of 4 (limits.max_message_bytes)",
+            ),
+            (
+                task("t2", "go", &[("/a", "big")]),
+                "task t2: file /a is 3 bytes, over the limit of 2 (limits.max_file_bytes)",
+            ),
+            (
+                task("t3", "go", &[("/a", "1"), ("/b", "2")]),
+                "task t3: the thread's file count is 2, over the limit of 1 (limits.max_files_per_thread)",
+            ),
+        ];
+        for (task, reason) in cases {
+            let err = intake.submit("a", &task, None).await.unwrap_err();
+            assert!(matches!(err, SchedulerError::TooLarge { .. }), "{err:?}");
+            assert_eq!(err.to_string(), reason);
+        }
+        assert_eq!(queue.depth().await.unwrap(), Some(0), "nothing started");
     }
 
     #[tokio::test]

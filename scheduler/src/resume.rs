@@ -60,9 +60,14 @@ pub async fn resume(
         fan_in_expected: None,
         context: None,
     };
-    if let CommitOutcome::Conflict { .. } = store.commit_step(&commit).await? {
-        let now = store.get_run(thread_id, run_id).await?;
-        return Err(not_interrupted(now.map_or(run.status, |r| r.status)));
+    match store.commit_step(&commit).await? {
+        CommitOutcome::Committed => {}
+        CommitOutcome::Conflict { .. } => {
+            let now = store.get_run(thread_id, run_id).await?;
+            return Err(not_interrupted(now.map_or(run.status, |r| r.status)));
+        }
+        // Deleted while the decisions were checked.
+        CommitOutcome::Gone => return Err(SchedulerError::UnknownRun(run_id.to_owned())),
     }
     let step = checkpoint.step + 1;
     let job = StepJob {

@@ -323,6 +323,7 @@ mod tests {
             metrics: None,
             keys,
             tenant_runs_in_flight: None,
+            max_body_bytes: crate::api::BODY_LIMIT,
         };
         let outbox = Arc::new(Outbox::default());
         let replier = Replier::new(Arc::clone(&store), outbox.clone());

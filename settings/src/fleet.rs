@@ -82,6 +82,7 @@ pub fn step_runner(
     let providers = Arc::new(providers(settings));
     let runner = StepRunner::new(queue, store, providers, settings.worker.retry())
         .with_time_limits(settings.worker.time_limits())
+        .with_file_limits(settings.limits.input())
         .with_context_key(key)
         .with_profiles(settings.profiles.clone());
     match events {
@@ -101,11 +102,12 @@ pub fn providers(settings: &Settings) -> Providers {
 }
 
 /// What a worker of these settings adds to every agent: its harness
-/// profiles and tool-call time limit.
+/// profiles, tool-call time limit and file limits.
 pub fn agent_options(settings: &Settings) -> AgentOptions {
     AgentOptions {
         profiles: settings.profiles.clone(),
         tool_timeout: settings.worker.time_limits().tool_call,
+        file_limits: settings.limits.input(),
         ..AgentOptions::default()
     }
 }

@@ -13,9 +13,11 @@ pub mod api;
 mod encryption;
 mod error;
 pub mod fleet;
+mod limits;
 pub mod names;
 mod project;
 pub mod redacted_url;
+mod retention;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -27,7 +29,9 @@ use serde::{Deserialize, Serialize};
 pub use api::{ApiSettings, KeyLine};
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
+pub use limits::LimitsSettings;
 pub use project::{MANIFEST, RunDefaults, locate};
+pub use retention::RetentionSettings;
 
 /// The variable naming the configuration file, as `--config` reads it.
 pub const CONFIG_VARIABLE: &str = "DEEPFLEET_CONFIG";
@@ -60,6 +64,11 @@ pub struct Settings {
     pub scheduler: SchedulerSettings,
     /// The HTTP API's keys and limits.
     pub api: ApiSettings,
+    /// How long ended runs live, by tenant (`[retention]`).
+    pub retention: RetentionSettings,
+    /// Sizes of requests, messages and files, and files per thread
+    /// (`[limits]`).
+    pub limits: LimitsSettings,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -123,6 +132,8 @@ impl std::fmt::Debug for Settings {
             .field("worker", &self.worker)
             .field("scheduler", &self.scheduler)
             .field("api", &self.api)
+            .field("retention", &self.retention)
+            .field("limits", &self.limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -219,6 +230,8 @@ impl Default for Settings {
             worker: WorkerSettings::default(),
             scheduler: SchedulerSettings::default(),
             api: ApiSettings::default(),
+            retention: RetentionSettings::default(),
+            limits: LimitsSettings::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

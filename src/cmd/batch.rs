@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use deepfleet_proto::{AgentSpec, PendingReview, ResultLine, RunRecord, TaskLine};
+use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
+use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, TaskBatches};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -33,6 +33,8 @@ use crate::unfinished_batch::UnfinishedBatch;
 pub struct BatchPlan<'a> {
     /// The agent every task runs.
     pub spec: &'a AgentSpec,
+    /// What a task's input may bring (`[limits]`).
+    pub limits: InputLimits,
     /// The tasks, in order.
     pub tasks: &'a [TaskLine],
     /// The results file.
@@ -48,6 +50,8 @@ pub struct BatchPlan<'a> {
     /// the batch is named (distributed mode: without a worker on it the
     /// batch would wait without a word).
     pub watch_queue: Option<String>,
+    /// How long the batch's runs live once ended.
+    pub retention: RetentionPolicy,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -73,11 +77,12 @@ pub async fn run_batch(
     let intake = intake_for(
         Arc::clone(&store),
         queue,
-        context_key,
+        (context_key, plan.retention.clone()),
         plan.spec,
         plan.tasks,
     )
-    .await?;
+    .await?
+    .with_limits(plan.limits);
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
@@ -163,22 +168,23 @@ pub async fn run_batch(
     Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
 }
 
-/// An intake over `store` and `queue` (sealing contexts with `key`) with
-/// `spec` registered, once every task of `tasks` is checked.
+/// An intake over `store` and `queue` (sealing contexts with `key`,
+/// fixing each run's `retention`) whose runs of `spec`'s name use `spec`,
+/// once every task of `tasks` is checked. The spec is pinned, not served: a batch never changes the spec
+/// a scheduler on the same store serves under that name.
 pub async fn intake_for(
     store: Arc<dyn Store>,
     queue: Arc<dyn Queue>,
-    key: Option<ContextKey>,
+    (key, retention): (Option<ContextKey>, RetentionPolicy),
     spec: &AgentSpec,
     tasks: &[TaskLine],
 ) -> anyhow::Result<Intake> {
     check_tasks(spec, tasks)?;
-    let mut intake = Intake::new(store, queue);
+    let mut intake = Intake::new(store, queue).with_retention(retention);
     if let Some(key) = key {
         intake = intake.with_context_key(key);
     }
-    intake.register(spec).await?;
-    Ok(intake)
+    Ok(intake.pin(spec).await?)
 }
 
 /// Says which batch this is and how to follow it from elsewhere, before

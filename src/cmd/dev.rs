@@ -60,7 +60,10 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let queue: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
     let key = context_key(&settings)?;
-    let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue)).with_context_key(key.clone());
+    let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))
+        .with_context_key(key.clone())
+        .with_retention(super::retention(&settings)?)
+        .with_limits(settings.limits.input());
     let graphs = Graphs::default();
     let load = spec_loader(&settings);
     let agents = AgentSource::choose(args.agents, &settings)?;
@@ -103,6 +106,7 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         metrics: Some(render),
         keys,
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
+        max_body_bytes: settings.limits.body_bytes(),
     };
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
     let app = api::router(state).merge(super::health::routes(probes));

@@ -63,6 +63,29 @@ pub fn api_keys(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::api:
     )?)
 }
 
+/// The retention the settings configure (`[retention]`); a tenant id that
+/// is not one is an error naming it.
+pub fn retention(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::RetentionPolicy> {
+    let secs = |secs: u64| (secs > 0).then(|| std::time::Duration::from_secs(secs));
+    let tenants = settings
+        .retention
+        .tenants
+        .iter()
+        .map(|(id, ttl)| {
+            let tenant = deepfleet_proto::TenantId::new(id.clone())
+                .map_err(|e| anyhow::anyhow!("retention.tenants.{id}: {e}"))?;
+            Ok((tenant, secs(*ttl)))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(deepfleet_scheduler::RetentionPolicy::new(
+        settings
+            .retention
+            .finished_runs_secs
+            .map(std::time::Duration::from_secs),
+        tenants,
+    ))
+}
+
 /// Loads the spec at `path` (`model_override` replacing its models) and
 /// checks it as workers of these settings would run it.
 pub fn load_checked_spec(

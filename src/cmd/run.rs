@@ -100,6 +100,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     );
     let worker = super::EmbeddedWorker::start(queue.clone(), runner, concurrency);
     let plan = BatchPlan {
+        limits: settings.limits.input(),
         spec: &spec,
         tasks: &tasks,
         out: &out,
@@ -107,6 +108,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         state_file: args.state.as_deref(),
         batch_id: None,
         watch_queue: None,
+        retention: super::retention(&settings)?,
     };
     let in_process = InProcess {
         worker,

@@ -69,7 +69,9 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     check_open_listener(&listen, keys.is_open(), settings.api.allow_open)?;
     let amqp_url = args.queue.clone().or_else(|| settings.queue.clone());
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
-    let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue));
+    let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))
+        .with_limits(settings.limits.input())
+        .with_retention(super::retention(&settings)?);
     // Without a key, runs that carry a context are refused with a clear
     // error; runs without one work.
     if let Some(key) = settings.context_key()? {
@@ -90,6 +92,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         metrics: Some(render),
         keys,
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
+        max_body_bytes: settings.limits.body_bytes(),
     };
     let url = amqp_url.context("no queue URL for the submission queue")?;
     let submissions_name = args

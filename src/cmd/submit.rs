@@ -75,7 +75,10 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         batch_id(&spec.name, &tasks, args.batch_key.as_deref())?
     };
     if args.detach {
-        let intake = super::batch::intake_for(store, queue, key, &spec, &tasks).await?;
+        let retention = super::retention(&settings)?;
+        let intake = super::batch::intake_for(store, queue, (key, retention), &spec, &tasks)
+            .await?
+            .with_limits(settings.limits.input());
         super::batch::announce(&batch_id, &args.out);
         let runs = super::batch::enqueue(
             &intake,
@@ -95,6 +98,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         return Ok(ExitCode::SUCCESS);
     }
     let plan = BatchPlan {
+        limits: settings.limits.input(),
         spec: &spec,
         tasks: &tasks,
         out: &args.out,
@@ -102,6 +106,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         state_file: None,
         batch_id: Some(&batch_id),
         watch_queue: Some(settings.queue_name.clone()),
+        retention: super::retention(&settings)?,
     };
     super::batch::run_batch(queue, store, plan, key, None).await
 }

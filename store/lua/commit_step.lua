@@ -11,8 +11,14 @@
 --       7 context cursor JSON ('' = unchanged),
 --       8 message count n, 9 .. 8+n messages,
 --       then path, file pairs (file '' = delete the path)
--- Returns {1, new step} when committed, {0, current step} on a conflict.
+-- Returns {1, new step} when committed, {0, current step} on a conflict,
+-- {2, 0} when the run's record is gone (its thread was deleted or
+-- expired): nothing is written, so a late step cannot bring it back.
 local meta, log, files = KEYS[1], KEYS[2], KEYS[3]
+
+if redis.call('EXISTS', KEYS[4]) == 0 then
+  return {2, 0}
+end
 
 local current = redis.call('HGET', meta, 'step') or '0'
 if current ~= ARGV[1] then

@@ -9,9 +9,9 @@
 //!
 //! The store is a set of small capability traits, one per kind of state
 //! ([`Specs`], [`Runs`], [`Checkpoints`], [`FanIn`], [`RunStreams`],
-//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`]); a caller that needs one takes
-//! that trait, a caller that needs everything takes [`Store`], which every
-//! type implementing all of them is. `use deepfleet_store::prelude::*`
+//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`], [`Retention`]); a
+//! caller that needs one takes that trait, a caller that needs everything
+//! takes [`Store`], which every type implementing all of them is. `use deepfleet_store::prelude::*`
 //! brings every capability's methods into scope.
 //!
 //! Each capability is a module with its trait and shared types, and a
@@ -34,6 +34,7 @@ pub mod prelude;
 pub mod record_index;
 pub mod records;
 pub mod redis;
+pub mod retention;
 pub mod run_streams;
 pub mod runs;
 pub mod sealed;
@@ -47,6 +48,7 @@ pub use fan_in::FanIn;
 pub use items::Items;
 pub use record_index::{IndexEntry, Order, RecordIndex};
 pub use records::Records;
+pub use retention::Retention;
 pub use run_streams::{
     RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams,
 };
@@ -78,11 +80,29 @@ pub use specs::Specs;
 /// # });
 /// ```
 pub trait Store:
-    Specs + Runs + Checkpoints + FanIn + RunStreams + Records + RecordIndex + Items + Batches
+    Specs
+    + Runs
+    + Checkpoints
+    + FanIn
+    + RunStreams
+    + Records
+    + RecordIndex
+    + Items
+    + Batches
+    + Retention
 {
 }
 
 impl<T> Store for T where
-    T: Specs + Runs + Checkpoints + FanIn + RunStreams + Records + RecordIndex + Items + Batches
+    T: Specs
+        + Runs
+        + Checkpoints
+        + FanIn
+        + RunStreams
+        + Records
+        + RecordIndex
+        + Items
+        + Batches
+        + Retention
 {
 }

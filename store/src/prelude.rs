@@ -23,6 +23,7 @@ pub use crate::fan_in::FanIn;
 pub use crate::items::Items;
 pub use crate::record_index::RecordIndex;
 pub use crate::records::Records;
+pub use crate::retention::Retention;
 pub use crate::run_streams::RunStreams;
 pub use crate::runs::Runs;
 pub use crate::specs::Specs;

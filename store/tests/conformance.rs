@@ -92,6 +92,8 @@ mod items;
 mod record_index;
 #[path = "conformance/records.rs"]
 mod records;
+#[path = "conformance/retention.rs"]
+mod retention;
 #[path = "conformance/run_streams.rs"]
 mod run_streams;
 #[path = "conformance/runs.rs"]

@@ -106,7 +106,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(EmbeddedStore::new());
     let spec = spec("redelivered", "replay:/nonexistent.yaml", ASYNC_WORKER);
-    store.put_spec(&spec).await.unwrap();
+    store.serve_spec(&spec).await.unwrap();
     let mut run = RunRecord::new("parent-run", "parent-thread", "redelivered", Utc::now());
     run.status = RunStatus::Running;
     store

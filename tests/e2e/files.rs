@@ -99,3 +99,81 @@ scenario!(seeded_files_are_visible, |fleet| {
     assert_eq!(results[0].output, "/a.txt: 2");
     assert!(results[0].files.contains_key("/src/b.txt"));
 });
+
+/// A model writing a file past `limits.max_file_bytes`, then one more
+/// than `limits.max_files_per_thread` allows: each write answers the
+/// model with the limit, the run goes on, and nothing past a limit is
+/// kept.
+mod file_limits {
+    use deepfleet_proto::{InputLimits, ResultStatus};
+    use deepfleet_testkit::fleet::FleetBuilder;
+
+    use crate::support::{Fleet, distributed, fleet, replay_model, spec, task};
+
+    const SCRIPT: &str = r#"
+rules:
+  - when: {turn: 0}
+    reply:
+      tool_calls:
+        - {name: write_file, args: {file_path: /big.txt, content: "twenty bytes of text"}}
+  - when: {turn: 1}
+    reply:
+      tool_calls:
+        - {name: write_file, args: {file_path: /a.txt, content: "a"}}
+        - {name: write_file, args: {file_path: /b.txt, content: "b"}}
+  - when: {turn: 2}
+    reply: {text: "{{last_tool}}"}
+"#;
+
+    fn limited() -> FleetBuilder {
+        fleet().file_limits(InputLimits {
+            max_message_bytes: 1024,
+            max_file_bytes: 10,
+            max_files_per_thread: 1,
+        })
+    }
+
+    async fn check(mut fleet: Fleet) {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec("limited", &replay_model(dir.path(), SCRIPT), "");
+        let batch = fleet
+            .run_batch(&spec, &[task("t1", "Write")])
+            .await
+            .unwrap();
+        let r = &batch.results[0];
+        assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
+        assert!(
+            r.output.contains(
+                "the thread's file count is 2, over the limit of 1 (limits.max_files_per_thread)"
+            ),
+            "{}",
+            r.output
+        );
+        let kept: Vec<&str> = r.files.keys().map(String::as_str).collect();
+        assert_eq!(kept, ["/a.txt"]);
+        let thread = fleet
+            .store
+            .load_thread(&batch.runs[0].thread_id)
+            .await
+            .unwrap();
+        let big = thread.messages.iter().any(|m| {
+            m.message
+                .text()
+                .contains("file /big.txt is 20 bytes, over the limit of 10 (limits.max_file_bytes)")
+        });
+        assert!(big, "the model never read the file size limit");
+        fleet.shutdown().await.unwrap();
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn embedded() {
+        check(limited().embedded().unwrap()).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn distributed_mode() {
+        if let Some(fleet) = distributed(limited(), 2).await {
+            check(fleet).await;
+        }
+    }
+}

@@ -13,7 +13,7 @@ use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
 use deepfleet_proto::harness::HarnessProfile;
 use deepfleet_proto::hitl::InterruptOn;
-use deepfleet_proto::{AgentSpec, ModelParams, ModelProfile, RunRecord, SubagentSpec};
+use deepfleet_proto::{AgentSpec, InputLimits, ModelParams, ModelProfile, RunRecord, SubagentSpec};
 
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
@@ -59,6 +59,8 @@ pub struct Agent {
     pub profile: Option<ModelProfile>,
     /// How long one of its tool calls may take.
     pub tool_timeout: Duration,
+    /// How large a file its tools may write and how many a thread holds.
+    pub file_limits: InputLimits,
     /// The role's sampling settings (a subagent's own over the spec's).
     pub params: ModelParams,
     /// Where its `execute` runs commands, when it has the tool: a step of
@@ -174,6 +176,7 @@ impl Agent {
             tools,
             profile,
             tool_timeout: options.tool_timeout,
+            file_limits: options.file_limits,
             params: spec.model_params_for(role.as_ref()),
             sandbox,
             review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
@@ -268,6 +271,8 @@ pub struct AgentOptions {
     pub middleware: Vec<Arc<dyn Middleware>>,
     /// How long one tool call may take (`worker.tool_timeout_secs`).
     pub tool_timeout: Duration,
+    /// What the thread's file tools may write (`[limits]`).
+    pub file_limits: InputLimits,
     /// The worker's MCP connections, shared by all its runs.
     pub mcp: Arc<McpPool>,
     /// Where `execute` runs commands: the process's host unless a test
@@ -281,6 +286,7 @@ impl Default for AgentOptions {
             profiles: BTreeMap::new(),
             middleware: Vec::new(),
             tool_timeout: DEFAULT_TOOL_TIMEOUT,
+            file_limits: InputLimits::default(),
             mcp: Arc::default(),
             sandbox: SandboxHost::system(),
         }

@@ -8,8 +8,9 @@ use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchParams};
 use deepfleet_proto::keys::records::tenant_assistants;
-use deepfleet_proto::{Caller, TenantId};
+use deepfleet_proto::{Caller, SealedContext, TenantId};
 use deepfleet_store::Order;
+use deepfleet_store::sealed::redact;
 use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
@@ -46,11 +47,13 @@ async fn create(
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     let now = Utc::now();
     let empty = || Value::Object(Map::new());
+    let given = body.context.unwrap_or_else(empty);
+    let (context, sealed_context) = seal_secrets(&state, &body.graph_id, &id, given).await?;
     let assistant = Assistant {
         assistant_id: id.clone(),
         graph_id: body.graph_id,
         config: body.config.unwrap_or_else(empty),
-        context: body.context.unwrap_or_else(empty),
+        context,
         metadata: body.metadata.unwrap_or_default(),
         name: body.name.unwrap_or_else(|| "Untitled".into()),
         description: body.description,
@@ -61,6 +64,7 @@ async fn create(
     let record = AssistantRecord {
         tenant: caller.tenant.clone(),
         assistant,
+        sealed_context,
     };
     if assistants(state.store()).insert(&id, &record).await? {
         return Ok(Json(record.assistant));
@@ -125,6 +129,51 @@ async fn delete(
     } else {
         Err(ApiError::not_found(format!("Assistant '{id}' not found.")))
     }
+}
+
+/// `context` as an assistant of `graph` stores it: shown with the values of
+/// the graph's `context_secrets` redacted and, when that hid any, whole
+/// and sealed for its runs, so a secret is never stored or answered in
+/// clear.
+async fn seal_secrets(
+    state: &ApiState,
+    graph: &str,
+    id: &str,
+    context: Value,
+) -> Result<(Value, Option<SealedContext>), ApiError> {
+    let intake = state.life.intake();
+    let secrets = intake.spec_for(graph).await?.spec.context_secrets;
+    let shown = redact(&context, &secrets);
+    if shown == context {
+        return Ok((context, None));
+    }
+    let sealed = intake.seal_context(id, Some(&context))?;
+    Ok((shown, sealed))
+}
+
+/// `tenant`'s assistant `id_or_graph` (as [`find`] finds it) and the
+/// context its runs start with: its own, opened where it was sealed.
+pub async fn find_for_run(
+    state: &ApiState,
+    tenant: &TenantId,
+    id_or_graph: &str,
+) -> Result<(Assistant, Value), ApiError> {
+    let assistant = find(state, tenant, id_or_graph).await?;
+    let sealed = match assistants(state.store())
+        .get_owned(&assistant.assistant_id, tenant)
+        .await?
+    {
+        Some(AssistantRecord {
+            sealed_context: Some(sealed),
+            ..
+        }) => sealed,
+        _ => {
+            let context = assistant.context.clone();
+            return Ok((assistant, context));
+        }
+    };
+    let context = state.life.intake().open_context(&sealed)?;
+    Ok((assistant, context))
 }
 
 /// `tenant`'s assistant with this id, or the system assistant of the

@@ -169,3 +169,61 @@ async fn deleting_answers_an_empty_object_then_404() {
         Value::from("not_found")
     );
 }
+
+#[tokio::test]
+async fn an_assistants_secrets_are_sealed_shown_redacted_and_reach_its_runs() {
+    use deepfleet_proto::AgentSpec;
+
+    let api = api().await;
+    let spec = AgentSpec::from_yaml(&format!(
+        "name: {GRAPH}\nmodel: openai:x\ncontext_secrets: [api_key]\n"
+    ))
+    .unwrap();
+    api.state.life.intake().register(&spec).await.unwrap();
+    let body = json!({"graph_id": GRAPH, "assistant_id": "sec",
+        "context": {"api_key": "sk-very-secret", "user": "u"}});
+    let created = api.send("POST", "/assistants", Some(body)).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    let shown = json!({"api_key": "[redacted]", "user": "u"});
+    assert_eq!(created.json()["context"], shown);
+    assert_eq!(
+        api.send("GET", "/assistants/sec", None).await.json()["context"],
+        shown
+    );
+    let stored = api.store.get_record("assistants", "sec").await.unwrap();
+    assert!(
+        !stored.unwrap().to_string().contains("sk-very-secret"),
+        "the secret is stored in clear"
+    );
+
+    let run = api
+        .send(
+            "POST",
+            "/runs",
+            Some(json!({"assistant_id": "sec", "input": {"messages": [{"role": "user", "content": "hi"}]}})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.text);
+    let (thread, run_id) = (
+        run.json()["thread_id"].as_str().unwrap().to_owned(),
+        run.json()["run_id"].as_str().unwrap().to_owned(),
+    );
+    let record = api.store.get_run(&thread, &run_id).await.unwrap().unwrap();
+    let opened = api
+        .state
+        .life
+        .intake()
+        .open_context(record.context.as_ref().unwrap())
+        .unwrap();
+    assert_eq!(opened, json!({"api_key": "sk-very-secret", "user": "u"}));
+}
+
+#[tokio::test]
+async fn an_assistant_without_secrets_keeps_its_context_as_given() {
+    let api = api().await;
+    let body = json!({"graph_id": GRAPH, "assistant_id": "plain", "context": {"api_key": "k"}});
+    let created = api.send("POST", "/assistants", Some(body)).await;
+    assert_eq!(created.json()["context"], json!({"api_key": "k"}));
+    let stored = api.store.get_record("assistants", "plain").await.unwrap();
+    assert_eq!(stored.unwrap().get("sealed_context"), None);
+}

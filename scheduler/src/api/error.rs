@@ -7,8 +7,8 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use deepfleet_proto::ErrorCode;
 use deepfleet_proto::api::ErrorResponse;
+use deepfleet_proto::{ErrorCode, LimitExceeded};
 use deepfleet_store::StoreError;
 use serde::de::DeserializeOwned;
 use tracing::error;
@@ -52,6 +52,12 @@ impl ApiError {
             ErrorCode::InvalidRequest,
             detail,
         )
+    }
+
+    /// 413: a body, message or file over its limit, or a thread over its
+    /// number of files.
+    pub fn too_large(detail: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::TooLarge, detail)
     }
 
     /// 401: no key, or one the API does not know.
@@ -135,10 +141,17 @@ impl From<StoreError> for ApiError {
     }
 }
 
+impl From<LimitExceeded> for ApiError {
+    fn from(e: LimitExceeded) -> Self {
+        ApiError::too_large(e.to_string())
+    }
+}
+
 impl From<SchedulerError> for ApiError {
     fn from(e: SchedulerError) -> Self {
         match e {
             SchedulerError::InvalidTask { reason, .. } => ApiError::unprocessable(reason),
+            SchedulerError::TooLarge { limit, .. } => limit.into(),
             SchedulerError::Spec(e) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidSpec,
@@ -198,6 +211,9 @@ fn rejection_error(rejection: &JsonRejection) -> ApiError {
             ErrorCode::InvalidRequest,
             e.body_text(),
         ),
+        other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            ApiError::too_large(other.body_text())
+        }
         other => ApiError::bad_request(other.body_text()),
     }
 }

@@ -22,6 +22,7 @@ use deepfleet_proto::{Message, RunEvent, RunStatus};
 use deepfleet_store::Store;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tracing::warn;
 
 use super::convert::{thread_values, to_json};
 use super::modes::Modes;
@@ -51,10 +52,17 @@ pub fn sse_response(
     let headers = run_headers(&meta, Some("/stream"));
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
-        let _ = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
+        let followed = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
         if modes.wants_tokens() {
             // Best effort: an unremoved mark lapses by itself.
             let _ = follow_marks(state.store()).delete(&meta.run_id).await;
+        }
+        // Streamed to its end: a stateless run's thread goes now (else
+        // its expiry takes it).
+        if followed.is_ok()
+            && let Err(e) = state.life.dispose_temporary(&meta).await
+        {
+            warn!(error = %e, run_id = %meta.run_id, "removing a stateless run's thread");
         }
     });
     let events =

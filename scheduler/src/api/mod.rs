@@ -43,10 +43,10 @@ mod test_support;
 
 use std::time::Duration;
 
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderName, StatusCode};
 use axum::{Router, middleware};
 use tower::ServiceBuilder;
-use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -55,7 +55,8 @@ pub use error::ApiError;
 pub use graphs::Graphs;
 pub use state::{ApiState, MetricsRender};
 
-/// Largest request body accepted.
+/// Largest request body accepted unless configured otherwise
+/// (`limits.max_body_bytes`).
 pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// How long a handler may take to produce the response head. Waits and
 /// streams answer at once and keep the body open, so they are not cut.
@@ -68,7 +69,9 @@ pub fn router(state: ApiState) -> Router {
         .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
         .layer(TraceLayer::new_for_http())
         .layer(PropagateRequestIdLayer::new(request_id))
-        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        // The extractors enforce it (a declared length at once, a streamed
+        // body as it arrives), so a refusal is a 413 with a `detail`.
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             HEAD_TIMEOUT,

@@ -17,6 +17,7 @@ use super::state::ApiState;
 use super::threads;
 use crate::lifecycle::multitask::Admission;
 use crate::repo::runs::RunMeta;
+use crate::repo::threads::threads;
 
 /// Checks `body`, then creates its run on `thread_id` or (stateless) on a
 /// new temporary thread; starts or queues it per its multitask strategy.
@@ -63,11 +64,20 @@ pub async fn create_checked(
         context,
         create_missing,
     } = run;
-    let thread = state
+    let keep = thread_id.is_none() && keeps_its_thread(body)?;
+    let mut thread = state
         .life
         .thread_for_run(tenant, thread_id, create_missing)
         .await?
         .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))?;
+    if keep {
+        // `on_completion: keep`: the stateless run's thread stays, as any
+        // thread does.
+        thread.temporary = false;
+        threads(state.store())
+            .put(&thread.thread_id, &thread)
+            .await?;
+    }
     let strategy = body.multitask_strategy.unwrap_or_default();
     let admission = state.life.admit(&thread, strategy).await?;
     let mut metadata = body.metadata.clone().unwrap_or_default();
@@ -96,6 +106,19 @@ pub async fn create_checked(
         .await?;
     in_flight::track(state, &meta).await?;
     Ok(meta)
+}
+
+/// Whether a stateless request keeps its thread once the run ends:
+/// `on_completion` is `delete` (the default) or `keep`.
+fn keeps_its_thread(body: &RunCreateParams) -> Result<bool, ApiError> {
+    match body.rest.get("on_completion") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::String(s)) if s == "delete" => Ok(false),
+        Some(Value::String(s)) if s == "keep" => Ok(true),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "on_completion must be \"delete\" or \"keep\", not {other}"
+        ))),
+    }
 }
 
 /// The run's `kwargs`: the request's arguments without what may carry

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, ResumeDecisions, RunCommand, RunCreateParams};
-use deepfleet_proto::{Decision, FileData, Message, SealedContext, TenantId};
+use deepfleet_proto::{Decision, FileData, InputLimits, Message, SealedContext, TenantId};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -86,9 +86,10 @@ pub async fn check(
         let action = RunAction::Resume(command_decisions(command)?);
         return Ok(CheckedRun { modes, action });
     }
-    let (input, files) = run_input(body)?;
-    let assistant = assistants::find(state, tenant, &body.assistant_id).await?;
-    let context = merged_context(&assistant, body);
+    let (input, files) = run_input(body, state.life.intake().limits())?;
+    let (assistant, assistant_context) =
+        assistants::find_for_run(state, tenant, &body.assistant_id).await?;
+    let context = merged_context(&assistant, &assistant_context, body);
     let intake = state.life.intake();
     intake
         .check_context(&assistant.graph_id, &body.assistant_id, context.as_ref())
@@ -110,6 +111,7 @@ pub async fn check(
 /// The messages and files a request brings, checked.
 fn run_input(
     body: &RunCreateParams,
+    limits: &InputLimits,
 ) -> Result<(Vec<Message>, BTreeMap<String, FileData>), ApiError> {
     let configurable = body.config.as_ref().and_then(|c| c.get("configurable"));
     if body.context.is_some()
@@ -124,15 +126,28 @@ fn run_input(
     };
     let messages = input_messages(input).map_err(|e| ApiError::unprocessable(e.0))?;
     let files = input_files(input, Utc::now()).map_err(|e| ApiError::unprocessable(e.0))?;
+    for (index, message) in messages.iter().enumerate() {
+        // The content as sent (text and any image or file blocks).
+        let bytes = serde_json::to_vec(message.content()).map_or(usize::MAX, |m| m.len());
+        limits.check_message(format!("message {index}"), bytes)?;
+    }
+    limits.check_file_count(files.len())?;
+    for (path, file) in &files {
+        limits.check_file(path, file.content.len())?;
+    }
     Ok((messages, files))
 }
 
-/// The assistant's context (and `configurable`), overridden key by key by
-/// the request's.
-fn merged_context(assistant: &Assistant, body: &RunCreateParams) -> Option<Value> {
+/// The assistant's context (`assistant_context`, its secrets opened) and
+/// `configurable`, overridden key by key by the request's.
+fn merged_context(
+    assistant: &Assistant,
+    assistant_context: &Value,
+    body: &RunCreateParams,
+) -> Option<Value> {
     let mut context = Map::new();
     for layer in [
-        Some(&assistant.context),
+        Some(assistant_context),
         assistant.config.get("configurable"),
         body.config.as_ref().and_then(|c| c.get("configurable")),
         body.context.as_ref(),

@@ -194,3 +194,89 @@ async fn a_context_breaking_the_context_schema_is_refused() {
     let answer = api.send("POST", "/runs", Some(ok)).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
 }
+
+/// [`api`] under small limits: 64-byte messages, 8-byte files, two files
+/// a thread and a 4 KiB body.
+async fn limited_api() -> TestApi {
+    let mut api = api().await;
+    let limits = deepfleet_proto::InputLimits {
+        max_message_bytes: 64,
+        max_file_bytes: 8,
+        max_files_per_thread: 2,
+    };
+    let intake = api.state.life.intake().clone().with_limits(limits);
+    api.state.life = crate::lifecycle::Lifecycle::new(intake);
+    api.state.max_body_bytes = 4096;
+    api.router = crate::api::router(api.state.clone());
+    api
+}
+
+#[tokio::test]
+async fn input_past_a_limit_is_413_naming_it_and_writes_nothing() {
+    let api = limited_api().await;
+    let thread = api.thread().await;
+    let files = |n: usize, size: usize| {
+        let files: serde_json::Map<String, Value> = (0..n)
+            .map(|i| (format!("/f{i}.txt"), json!("x".repeat(size))))
+            .collect();
+        with(
+            "input",
+            json!({"messages": [{"role": "user", "content": "hi"}], "files": files}),
+        )
+    };
+    let cases = [
+        (
+            run_body(&"x".repeat(100)),
+            "message 0 is 127 bytes, over the limit of 64 (limits.max_message_bytes)",
+        ),
+        (
+            files(1, 9),
+            "file /f0.txt is 9 bytes, over the limit of 8 (limits.max_file_bytes)",
+        ),
+        (
+            files(3, 1),
+            "the thread's file count is 3, over the limit of 2 (limits.max_files_per_thread)",
+        ),
+    ];
+    for (body, detail) in cases {
+        for route in THREAD_ROUTES {
+            let path = route.replace("{t}", &thread);
+            refused(
+                &api,
+                &path,
+                body.clone(),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                detail,
+            )
+            .await;
+        }
+        for path in STATELESS_ROUTES {
+            refused(
+                &api,
+                path,
+                body.clone(),
+                StatusCode::PAYLOAD_TOO_LARGE,
+                detail,
+            )
+            .await;
+        }
+    }
+    let huge = run_body(&"x".repeat(5000));
+    let answer = api.send("POST", "/runs", Some(huge)).await;
+    assert_eq!(
+        answer.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        answer.text
+    );
+    assert_eq!(answer.json()["code"], "too_large", "{}", answer.text);
+    let item = json!({"namespace": ["notes"], "key": "k", "value": {"text": "far too long"}});
+    let answer = api.send("PUT", "/store/items", Some(item)).await;
+    assert_eq!(
+        (answer.status, answer.json()["detail"].clone()),
+        (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            json!("file item k is 23 bytes, over the limit of 8 (limits.max_file_bytes)")
+        )
+    );
+}

@@ -28,6 +28,8 @@ pub struct ApiState {
     pub keys: ApiKeys,
     /// Runs one tenant may have pending or running at once.
     pub tenant_runs_in_flight: Option<u32>,
+    /// Largest request body read, in bytes (`limits.max_body_bytes`).
+    pub max_body_bytes: usize,
 }
 
 impl ApiState {

@@ -39,6 +39,13 @@ async fn put_item(
 ) -> Result<StatusCode, ApiError> {
     validate_item_address(&body.namespace, &body.key)
         .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    // An item is a file of the long-term store: the file limit holds.
+    let bytes = serde_json::to_vec(&body.value).map_or(usize::MAX, |v| v.len());
+    state
+        .life
+        .intake()
+        .limits()
+        .check_file(&format!("item {}", body.key), bytes)?;
     state
         .store()
         .put_item(

@@ -92,6 +92,7 @@ pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
         metrics: None,
         keys,
         tenant_runs_in_flight: in_flight,
+        max_body_bytes: crate::api::BODY_LIMIT,
     };
     TestApi {
         router: router(state.clone()),

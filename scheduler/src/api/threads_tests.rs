@@ -186,7 +186,7 @@ async fn a_failed_run_leaves_its_thread_in_error() {
 }
 
 #[tokio::test]
-async fn deleting_cancels_the_active_run_and_unknown_threads_are_404() {
+async fn deleting_removes_the_thread_with_its_runs_and_unknown_threads_are_404() {
     let api = api().await;
     let thread_id = api.thread().await;
     let run = api.run_on(&thread_id, run_body("hi")).await;
@@ -197,11 +197,22 @@ async fn deleting_cancels_the_active_run_and_unknown_threads_are_404() {
         (deleted.status, deleted.json()),
         (StatusCode::OK, json!({}))
     );
+    // The run went with the thread: its record, its flags, its metadata.
+    let run_id = run["run_id"].as_str().unwrap();
+    assert_eq!(api.store.get_run(&thread_id, run_id).await.unwrap(), None);
     assert!(
-        api.store
-            .cancel_requested(&thread_id, run["run_id"].as_str().unwrap())
+        !api.store
+            .cancel_requested(&thread_id, run_id)
             .await
             .unwrap()
+    );
+    assert!(
+        api.store
+            .load_thread(&thread_id)
+            .await
+            .unwrap()
+            .messages
+            .is_empty()
     );
     for (method, path) in [
         ("GET", format!("/threads/{thread_id}")),

@@ -11,6 +11,7 @@ use deepfleet_proto::RunStatus;
 use deepfleet_proto::api::{RunFailure, WaitErrorResponse};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tracing::warn;
 
 use super::convert::{interrupts, thread_values, to_json};
 use super::error::ApiError;
@@ -91,6 +92,11 @@ pub async fn wait_response(state: ApiState, meta: RunMeta, location: &str) -> Re
                     Err(e) => error_json(&e),
                 };
                 let _ = tx.send(Ok(Bytes::from(body))).await;
+                // Answered: a stateless run's thread goes now (else its
+                // expiry takes it).
+                if let Err(e) = state.life.dispose_temporary(&meta).await {
+                    warn!(error = %e, run_id = %meta.run_id, "removing a stateless run's thread");
+                }
                 return;
             }
             if last_sent.elapsed() >= KEEP_ALIVE {

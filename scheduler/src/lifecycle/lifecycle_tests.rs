@@ -193,7 +193,7 @@ async fn admission_follows_the_strategy_on_a_busy_thread() {
 }
 
 #[tokio::test]
-async fn a_running_run_is_not_deleted_and_a_deleted_thread_cancels_its_run() {
+async fn a_running_run_is_not_deleted_and_a_deleted_thread_takes_it_along() {
     let (life, _queue) = lifecycle().await;
     let thread = life
         .thread_for_run(&TenantId::default(), Some("t"), true)
@@ -212,20 +212,33 @@ async fn a_running_run_is_not_deleted_and_a_deleted_thread_cancels_its_run() {
         .await
         .unwrap()
         .unwrap();
+    let in_flight = life.store().get_run("t", "r1").await.unwrap().unwrap();
     life.delete_thread(&thread).await.unwrap();
-    assert!(life.store().cancel_requested("t", "r1").await.unwrap());
+    // Cancelled, then deleted with everything the thread owns; the step
+    // in flight commits into nothing.
+    assert_eq!(life.store().get_run("t", "r1").await.unwrap(), None);
+    assert_eq!(
+        runs_of(life.store().as_ref(), "t").get("r1").await.unwrap(),
+        None
+    );
+    let late = deepfleet_store::StepCommit {
+        thread_id: "t".into(),
+        step: 0,
+        messages: vec![],
+        files: Default::default(),
+        state: None,
+        pending: None,
+        run: in_flight,
+        fan_in_expected: None,
+        context: None,
+    };
+    assert_eq!(
+        life.store().commit_step(&late).await.unwrap(),
+        deepfleet_store::CommitOutcome::Gone
+    );
     assert!(
         threads(life.store().as_ref())
             .get("t")
-            .await
-            .unwrap()
-            .is_none()
-    );
-    end(&life, "t", "r1").await;
-    life.delete_run(&run).await.unwrap();
-    assert!(
-        runs_of(life.store().as_ref(), "t")
-            .get("r1")
             .await
             .unwrap()
             .is_none()

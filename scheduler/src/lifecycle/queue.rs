@@ -21,6 +21,7 @@ use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 use crate::repo::score_at;
 use crate::repo::threads::threads;
+use crate::retention::TEMPORARY_THREAD_SECS;
 
 impl Lifecycle {
     /// The queued runs of `thread_id`, oldest first.
@@ -68,17 +69,31 @@ impl Lifecycle {
     /// publishes its first step.
     pub async fn start(&self, meta: &RunMeta) -> Result<(), SchedulerError> {
         let store = self.store().as_ref();
+        let mut temporary = false;
         if let Some(mut thread) = threads(store).get(&meta.thread_id).await? {
+            temporary = thread.temporary;
             thread.active_run = Some(meta.run_id.clone());
             thread.updated_at = Utc::now();
             threads(store).put(&thread.thread_id, &thread).await?;
         }
+        // A stateless run's thread goes with it (a follower that waits for
+        // the run removes it sooner); a batch's runs hold its results, so
+        // they live as long as the tenant keeps ended runs.
+        let expire_after_secs = if temporary && meta.batch_id.is_none() {
+            Some(TEMPORARY_THREAD_SECS)
+        } else {
+            self.intake().retention().expire_after_secs(&meta.tenant)
+        };
         let now = Utc::now();
+        // The spec its graph serves when it starts; its steps keep it.
+        let version = self.intake.spec_for(&meta.graph_id).await?.version;
         // API batches are followed through their own records, not the done
         // list `deepfleet submit` drains: no batch id.
         let run = RunRecord {
             tenant: meta.tenant.clone(),
             context: meta.context.clone(),
+            expire_after_secs,
+            spec_version: Some(version),
             updated_at: now,
             ..RunRecord::new(
                 meta.run_id.clone(),

@@ -1,8 +1,8 @@
 //! Created assistants: the API shape, with the tenant that owns it.
 
-use deepfleet_proto::TenantId;
 use deepfleet_proto::api::Assistant;
 use deepfleet_proto::keys::records::{ASSISTANTS, tenant_assistants};
+use deepfleet_proto::{SealedContext, TenantId};
 use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 
@@ -15,9 +15,14 @@ pub struct AssistantRecord {
     /// one).
     #[serde(default, skip_serializing_if = "TenantId::is_default")]
     pub tenant: TenantId,
-    /// The assistant as the API shows it.
+    /// The assistant as the API shows it: its `context` with the values of
+    /// its graph's `context_secrets` redacted.
     #[serde(flatten)]
     pub assistant: Assistant,
+    /// The whole context as given, sealed under the fleet's context key,
+    /// when redacting it hid a secret: what its runs start with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_context: Option<SealedContext>,
 }
 
 impl Owned for AssistantRecord {

@@ -37,6 +37,9 @@ impl Checkpoints for EmbeddedStore {
 
     async fn commit_step(&self, commit: &StepCommit) -> Result<CommitOutcome, StoreError> {
         let mut state = self.lock();
+        if !state.runs.contains_key(&commit.run.run_id) {
+            return Ok(CommitOutcome::Gone);
+        }
         let thread = state.threads.entry(commit.thread_id.clone()).or_default();
         if thread.step != commit.step {
             return Ok(CommitOutcome::Conflict {
@@ -75,8 +78,9 @@ impl Checkpoints for EmbeddedStore {
 
     async fn mark_published(&self, thread_id: &str, step: u64) -> Result<(), StoreError> {
         let mut state = self.lock();
-        let thread = state.threads.entry(thread_id.to_owned()).or_default();
-        thread.published = thread.published.max(step);
+        if let Some(thread) = state.threads.get_mut(thread_id) {
+            thread.published = thread.published.max(step);
+        }
         Ok(())
     }
 }

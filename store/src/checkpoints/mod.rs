@@ -72,6 +72,10 @@ pub enum CommitOutcome {
         /// The thread's actual step.
         current: u64,
     },
+    /// The run's record is gone: its thread was deleted or expired (see
+    /// [`crate::Retention`]). Nothing was written, so a step in flight
+    /// cannot bring the thread back; its delivery is done.
+    Gone,
 }
 
 /// Thread checkpoints.
@@ -80,7 +84,9 @@ pub enum CommitOutcome {
 /// it or none: log, files, state, pending calls, cursor, the run record
 /// and the fan-in reset) and fenced by the thread's step, so a redelivered
 /// step commits at most once; the log is append-only and its order is the
-/// commit order. An unknown thread reads as an empty checkpoint.
+/// commit order. A commit of a run whose record does not exist (never
+/// created, or deleted or expired since) writes nothing and answers
+/// [`CommitOutcome::Gone`]. An unknown thread reads as an empty checkpoint.
 #[async_trait]
 pub trait Checkpoints: Send + Sync + 'static {
     /// Loads a thread's checkpoint (empty for an unknown thread).
@@ -100,7 +106,7 @@ pub trait Checkpoints: Send + Sync + 'static {
 
     /// Records that the follow-ups of `step` were published, so a late
     /// redelivery of that step does not publish them again. Only ever
-    /// raises the mark.
+    /// raises the mark, and writes nothing on a thread that is gone.
     async fn mark_published(&self, thread_id: &str, step: u64) -> Result<(), StoreError>;
 }
 

@@ -76,6 +76,7 @@ impl Checkpoints for RedisStore {
         let (committed, step): (u8, u64) = self.run_script("commit step", &call).await?;
         Ok(match committed {
             1 => CommitOutcome::Committed,
+            2 => CommitOutcome::Gone,
             _ => CommitOutcome::Conflict { current: step },
         })
     }

@@ -128,10 +128,28 @@ impl EmbeddedStore {
     pub(crate) fn lock(&self) -> Locked<'_> {
         // Every critical section leaves the maps consistent, so a panic
         // elsewhere does not invalidate them.
+        let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        // What expired goes before anything reads it, so it is never seen.
+        let gone = guard.sweep_threads(chrono::Utc::now());
+        let mutated = !gone.is_empty();
+        self.forget_streams(&gone);
         Locked {
-            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            guard,
             file: self.file.as_ref(),
-            mutated: false,
+            mutated,
+        }
+    }
+
+    /// Drops the streams of deleted runs.
+    pub(crate) fn forget_streams(&self, runs: &[String]) {
+        if runs.is_empty() {
+            return;
+        }
+        let mut events = self.streams.events();
+        let mut deltas = self.streams.deltas();
+        for run in runs {
+            events.remove(run);
+            deltas.remove(run);
         }
     }
 

@@ -62,6 +62,11 @@ impl<T: Clone, const CAP: usize> RunEventLogs<T, CAP> {
         }
     }
 
+    /// Drops a run's log (its run was deleted).
+    pub(crate) fn remove(&mut self, run_id: &str) {
+        self.logs.remove(run_id);
+    }
+
     pub(crate) fn read(
         &self,
         run_id: &str,

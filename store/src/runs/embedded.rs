@@ -1,5 +1,6 @@
 //! Runs in the embedded store: the `runs` map by run id, the `cancels`
-//! set, and the seed applied to `threads` in the same critical section.
+//! set, and the seed applied to `threads` in the same critical section,
+//! where the run also joins what its thread owns (`owned`).
 
 use async_trait::async_trait;
 use deepfleet_proto::RunRecord;
@@ -21,6 +22,7 @@ impl Runs for EmbeddedStore {
             return Ok(None);
         }
         state.runs.insert(run.run_id.clone(), run.clone());
+        state.own_run(run);
         let thread = state.threads.entry(run.thread_id.clone()).or_default();
         thread.messages.extend(seed.messages.iter().cloned());
         thread.tokens += log_tokens(&seed.messages);

@@ -1,7 +1,10 @@
 //! Runs on Redis: the `run` record JSON in its thread's slot, the
 //! `run_index` (run id -> thread id) in a slot of its own, and the
 //! `cancel` flag. Creation is `lua/create_run.lua`, which writes the
-//! record and the thread seed in one step.
+//! record and the thread seed in one step, adds the run to the thread's
+//! run ids and makes it the thread's latest run; a subagent run is also
+//! added to its parent thread's subagent threads, which expire and are
+//! deleted with the parent.
 
 use std::sync::LazyLock;
 
@@ -32,6 +35,17 @@ impl Runs for RedisStore {
         run: &RunRecord,
         seed: &ThreadSeed,
     ) -> Result<Option<u64>, StoreError> {
+        // Before the child's thread exists, so no crash leaves a child
+        // thread its parent does not know (a repeat adds nothing).
+        if let Some(parent) = &run.parent {
+            let children = self.keys().thread_children(&parent.thread_id);
+            self.write::<()>(
+                "register subagent thread",
+                children.len() + run.thread_id.len(),
+                redis::cmd("SADD").arg(&children).arg(&run.thread_id),
+            )
+            .await?;
+        }
         let mut created = None;
         for _ in 0..CREATE_ATTEMPTS {
             match self.try_create(run, seed).await? {
@@ -195,13 +209,17 @@ fn create_run_call(
             meta.clone(),
             keys.thread_log(thread),
             keys.thread_files(thread),
+            keys.thread_run_ids(thread),
+            keys.thread_children(thread),
         ],
     )
     .arg(record)
     .arg(changes)
     .arg(seen)
     .arg(merged)
-    .arg(log_tokens(&seed.messages).to_string());
+    .arg(log_tokens(&seed.messages).to_string())
+    .arg(run.run_id.as_str())
+    .arg(keys.thread_prefix(thread));
     let call = call.messages(codec, &keys.thread_log(thread), &seed.messages)?;
     seed.files.iter().try_fold(call, |call, (path, file)| {
         let file: &FileData = file;

@@ -5,9 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use deepfleet_proto::{ContextCursor, EvictedMessage, RunStatus, SummaryEvent};
-use deepfleet_store::{
-    Checkpoint, Checkpoints, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed,
-};
+use deepfleet_store::{Checkpoint, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -172,12 +170,37 @@ pub async fn commit_conflict_writes_nothing(store: Arc<dyn Store>) {
     ));
 }
 
-pub async fn mark_published_only_rises(store: Arc<dyn Checkpoints>) {
+pub async fn mark_published_only_rises(store: Arc<dyn Store>) {
+    // A thread that does not exist stays so.
+    store.mark_published("t1", 3).await.unwrap();
+    assert_eq!(
+        store.load_thread("t1").await.unwrap(),
+        Checkpoint::default()
+    );
+    store
+        .create_run(&record("t1", "r1"), &ThreadSeed::default())
+        .await
+        .unwrap();
     assert_eq!(store.load_thread("t1").await.unwrap().published, 0);
     store.mark_published("t1", 3).await.unwrap();
     store.mark_published("t1", 1).await.unwrap();
     let thread = store.load_thread("t1").await.unwrap();
     assert_eq!((thread.step, thread.published), (0, 3));
+}
+
+/// A commit of a run that was never created (or is gone) writes nothing.
+pub async fn a_commit_without_its_run_is_gone(store: Arc<dyn Store>) {
+    let run = record("t1", "r1");
+    let step = StepCommit {
+        messages: vec![msg("late")],
+        ..commit(&run, 0)
+    };
+    assert_eq!(store.commit_step(&step).await.unwrap(), CommitOutcome::Gone);
+    assert_eq!(
+        store.load_thread("t1").await.unwrap(),
+        Checkpoint::default()
+    );
+    assert_eq!(store.get_run("t1", "r1").await.unwrap(), None);
 }
 
 pub async fn load_messages_from_an_index(store: Arc<dyn Store>) {
@@ -210,5 +233,6 @@ conformance!(
     context_cursor_and_token_total,
     commit_conflict_writes_nothing,
     mark_published_only_rises,
+    a_commit_without_its_run_is_gone,
     load_messages_from_an_index,
 );

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use deepfleet_model::{ProviderConfig, Providers};
+use deepfleet_proto::InputLimits;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::Keyring;
@@ -61,6 +62,7 @@ impl FleetBuilder {
                 log_level: "warn".to_owned(),
                 fast_retries: false,
                 time_limits: None,
+                file_limits: None,
             },
             providers: HashMap::new(),
             events: Arc::new(NoopSink),
@@ -148,6 +150,13 @@ impl FleetBuilder {
         self
     }
 
+    /// Keeps the files agents' tools write within `limits` instead of
+    /// the defaults.
+    pub fn file_limits(mut self, limits: InputLimits) -> Self {
+        self.worker.file_limits = Some(limits);
+        self
+    }
+
     /// `RUST_LOG` of worker processes.
     pub fn log_level(mut self, level: &str) -> Self {
         level.clone_into(&mut self.worker.log_level);
@@ -191,6 +200,10 @@ impl FleetBuilder {
             .with_context_key(key);
         let runner = match self.worker.time_limits {
             Some(limits) => runner.with_time_limits(limits),
+            None => runner,
+        };
+        let runner = match self.worker.file_limits {
+            Some(limits) => runner.with_file_limits(limits),
             None => runner,
         };
         let runner = Arc::new(match &self.sandbox {

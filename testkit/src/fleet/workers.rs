@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
+use deepfleet_proto::InputLimits;
 use deepfleet_queue::QueueError;
 use deepfleet_worker::TimeLimits;
 use tokio::process::{Child, Command};
@@ -46,6 +47,8 @@ pub(super) struct WorkerCommand {
     /// Step and tool-call limits, when not the defaults (whole seconds
     /// for worker processes).
     pub(super) time_limits: Option<TimeLimits>,
+    /// File limits of the agents' tools, when not the defaults.
+    pub(super) file_limits: Option<InputLimits>,
 }
 
 impl WorkerCommand {
@@ -94,6 +97,16 @@ impl WorkerCommand {
             .env(
                 "DEEPFLEET__WORKER__TOOL_TIMEOUT_SECS",
                 limits.tool_call.as_secs().max(1).to_string(),
+            );
+        }
+        if let Some(limits) = self.file_limits {
+            cmd.env(
+                "DEEPFLEET__LIMITS__MAX_FILE_BYTES",
+                limits.max_file_bytes.to_string(),
+            )
+            .env(
+                "DEEPFLEET__LIMITS__MAX_FILES_PER_THREAD",
+                limits.max_files_per_thread.to_string(),
             );
         }
         if let Some((keys, current)) = &self.encryption {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use chrono::Utc;
-use deepfleet_proto::{Encoding, FileData};
+use deepfleet_proto::{Encoding, FileData, InputLimits};
 
 use super::pattern::GlobPattern;
 use super::search::{GrepScope, Hits, dir_prefix, glob_lists};
@@ -21,6 +21,7 @@ use super::{Backend, BackendError, FileInfo, GrepResult};
 #[derive(Debug, Clone, Default)]
 pub struct StateBackend {
     inner: Arc<Mutex<Files>>,
+    limits: InputLimits,
 }
 
 #[derive(Debug, Default)]
@@ -30,13 +31,22 @@ struct Files {
 }
 
 impl StateBackend {
-    /// A backend over the checkpoint's files.
+    /// A backend over the checkpoint's files, under the default limits.
     pub fn new(files: BTreeMap<String, FileData>) -> Self {
+        Self::with_limits(files, InputLimits::default())
+    }
+
+    /// A backend over the checkpoint's files whose writes keep within
+    /// `limits`: a file past the size limit, or a new file past the
+    /// thread's count, is refused with the limit for the model to read.
+    /// Files already there stay readable whatever their size.
+    pub fn with_limits(files: BTreeMap<String, FileData>, limits: InputLimits) -> Self {
         Self {
             inner: Arc::new(Mutex::new(Files {
                 current: files,
                 changes: BTreeMap::new(),
             })),
+            limits,
         }
     }
 
@@ -104,8 +114,17 @@ impl Backend for StateBackend {
     }
 
     async fn write(&self, path: &str, content: &str) -> Result<(), BackendError> {
+        let refused = |e: deepfleet_proto::LimitExceeded| BackendError::Other(e.to_string());
+        self.limits
+            .check_file(path, content.len())
+            .map_err(refused)?;
         let now = Utc::now();
         let mut files = self.lock();
+        if !files.current.contains_key(path) {
+            self.limits
+                .check_file_count(files.current.len() + 1)
+                .map_err(refused)?;
+        }
         let data = match files.current.get(path) {
             Some(old) => FileData {
                 content: content.to_owned(),

@@ -184,3 +184,34 @@ async fn grep_is_literal_filters_and_caps() {
     let exact = b.grep("foo", None, None, 4).await.unwrap();
     assert!(!exact.truncated);
 }
+
+#[tokio::test]
+async fn writes_past_the_limits_are_refused_naming_them() {
+    let limits = deepfleet_proto::InputLimits {
+        max_message_bytes: 100,
+        max_file_bytes: 4,
+        max_files_per_thread: 2,
+    };
+    let files: BTreeMap<String, FileData> = [("/a.txt", "old-and-long")]
+        .into_iter()
+        .map(|(p, c)| (p.to_owned(), FileData::text(c, Utc::now())))
+        .collect();
+    let b = StateBackend::with_limits(files, limits);
+    let refusal = |r: Result<(), BackendError>| match r {
+        Err(BackendError::Other(text)) => text,
+        other => panic!("not refused: {other:?}"),
+    };
+    assert_eq!(
+        refusal(b.write("/b.txt", "12345").await),
+        "file /b.txt is 5 bytes, over the limit of 4 (limits.max_file_bytes)"
+    );
+    b.write("/b.txt", "1234").await.unwrap();
+    assert_eq!(
+        refusal(b.write("/c.txt", "x").await),
+        "the thread's file count is 3, over the limit of 2 (limits.max_files_per_thread)"
+    );
+    // Rewriting a file that is there adds none; an oversized old one
+    // stays readable.
+    b.write("/a.txt", "new").await.unwrap();
+    assert_eq!(b.changes().len(), 2);
+}

@@ -68,6 +68,10 @@ pub enum FollowUp {
     Report(ParentLink),
     /// Tell the batch this top-level run finished.
     BatchDone(String),
+    /// Set this ended run's thread (with its subagents' threads) and its
+    /// batch to expire after the run's retention; always the last
+    /// follow-up, so everything before it still finds what it reads.
+    Expire(std::time::Duration),
 }
 
 /// The follow-ups of a run whose thread is now at `step`.
@@ -102,6 +106,11 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             // Subagent runs carry their batch only for interrupts.
             if let Some(batch) = run.batch_id.as_ref().filter(|_| run.parent.is_none()) {
                 out.push(FollowUp::BatchDone(batch.clone()));
+            }
+            // A subagent's thread expires with its parent's, once the run
+            // at the top ends.
+            if let Some(secs) = run.expire_after_secs.filter(|_| run.parent.is_none()) {
+                out.push(FollowUp::Expire(std::time::Duration::from_secs(secs)));
             }
             out
         }
@@ -176,6 +185,36 @@ mod tests {
         assert_eq!(
             decide(&job(1), &run(RunStatus::Success), 1, 1, true),
             Decision::Skip("run already finished")
+        );
+    }
+
+    #[test]
+    fn ended_top_level_runs_expire_last_and_subagents_not_at_all() {
+        let mut top = run(RunStatus::Success);
+        top.expire_after_secs = Some(30);
+        assert_eq!(
+            follow_ups(&top, 4, None),
+            vec![
+                FollowUp::BatchDone("b".into()),
+                FollowUp::Expire(std::time::Duration::from_secs(30))
+            ]
+        );
+        let mut parked = top.clone();
+        parked.status = RunStatus::Interrupted;
+        assert_eq!(
+            follow_ups(&parked, 4, None),
+            vec![FollowUp::BatchDone("b".into())],
+            "an interrupted run has not ended"
+        );
+        let mut child = top.clone();
+        child.parent = Some(ParentLink {
+            run_id: "p".into(),
+            thread_id: "pt".into(),
+            tool_call_id: "c".into(),
+        });
+        assert_eq!(
+            follow_ups(&child, 4, None),
+            vec![FollowUp::Report(child.parent.clone().unwrap())]
         );
     }
 

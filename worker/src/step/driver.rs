@@ -8,12 +8,12 @@ use std::time::Instant;
 use chrono::Utc;
 use deepfleet_model::Providers;
 use deepfleet_proto::{
-    ChildResult, ChildRun, ENVELOPE_VERSION, Envelope, ErrorCode, FileData, Job, PendingTools,
-    RunError, RunRecord, RunStatus, StepJob,
+    AgentSpec, ChildResult, ChildRun, ENVELOPE_VERSION, Envelope, ErrorCode, FileData, Job,
+    PendingTools, RunError, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::{Delivery, Queue};
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_store::{Checkpoint, CommitOutcome, Store};
+use deepfleet_store::{Checkpoint, CommitOutcome, Store, StoreError};
 use serde_json::{Map, Value};
 use tracing::{Instrument, debug, info, info_span, warn};
 
@@ -91,6 +91,16 @@ impl StepRunner {
         self.step_timeout = limits.step;
         let options = AgentOptions {
             tool_timeout: limits.tool_call,
+            ..self.agents.options().clone()
+        };
+        self.agents = AgentCache::new(options);
+        self
+    }
+
+    /// Keeps the files agents' tools write within `limits` (`[limits]`).
+    pub fn with_file_limits(mut self, limits: deepfleet_proto::InputLimits) -> Self {
+        let options = AgentOptions {
+            file_limits: limits,
             ..self.agents.options().clone()
         };
         self.agents = AgentCache::new(options);
@@ -282,7 +292,7 @@ impl StepRunner {
     /// the background tasks it started, then the run's own follow-ups.
     async fn republish(&self, run: &RunRecord, checkpoint: &Checkpoint) -> Result<(), Failure> {
         let spawned = started_at(&checkpoint.state, checkpoint.step.saturating_sub(1));
-        let child_state = match self.store.get_spec(&run.agent).await? {
+        let child_state = match self.spec_of(run).await? {
             Some(spec) if run.status == RunStatus::Waiting || !spawned.is_empty() => {
                 inherited_state(&spec, &checkpoint.state)
             }
@@ -299,6 +309,15 @@ impl StepRunner {
         Ok(self.publish_follow_ups(committed).await?)
     }
 
+    /// The spec `run` was started with: its pinned version, or (a record
+    /// from before versions) the one served under its agent's name.
+    async fn spec_of(&self, run: &RunRecord) -> Result<Option<AgentSpec>, StoreError> {
+        match &run.spec_version {
+            Some(version) => self.store.get_spec_version(&run.agent, version).await,
+            None => self.store.get_spec(&run.agent).await,
+        }
+    }
+
     /// Loads what the step needs, executes it, and commits the result.
     async fn execute(
         &self,
@@ -311,10 +330,15 @@ impl StepRunner {
             debug!(run = %job.run_id, "step message before all subagents finished");
             return Ok(());
         };
-        let spec = self.store.get_spec(&run.agent).await?.ok_or_else(|| {
+        let spec = self.spec_of(&run).await?.ok_or_else(|| {
             Failure::Step(StepError::Agent {
                 agent: run.agent.clone(),
-                message: "no such agent spec in the store".to_owned(),
+                message: match &run.spec_version {
+                    Some(version) => {
+                        format!("no version {version} of this agent spec in the store")
+                    }
+                    None => "no such agent spec in the store".to_owned(),
+                },
             })
         })?;
         let agent = self.agents.get(&spec, &run, &self.providers)?;
@@ -353,6 +377,10 @@ impl StepRunner {
             }
             CommitOutcome::Conflict { current } => {
                 debug!(run = %job.run_id, step = job.step, current, "another delivery committed this step");
+                Ok(())
+            }
+            CommitOutcome::Gone => {
+                debug!(run = %job.run_id, step = job.step, "the run's thread was deleted or expired");
                 Ok(())
             }
         }

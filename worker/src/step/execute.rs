@@ -53,11 +53,12 @@ pub async fn execute(
     }
     let StepInput {
         run,
-        checkpoint,
+        mut checkpoint,
         mut children,
         context,
     } = input;
-    let (mut cx, pending, loaded) = open(spec, run, checkpoint, events, context, store)?;
+    let files = StateBackend::with_limits(std::mem::take(&mut checkpoint.files), agent.file_limits);
+    let (mut cx, pending, loaded) = open(spec, run, checkpoint, files, events, context, store)?;
     let budget = Budget {
         steps: cx.run.steps,
         max_steps: cx.spec.limits.max_steps,
@@ -104,11 +105,11 @@ fn open(
     spec: Arc<AgentSpec>,
     run: RunRecord,
     checkpoint: Checkpoint,
+    files: StateBackend,
     events: Arc<dyn EventSink>,
     context: Option<serde_json::Value>,
     store: &Arc<dyn Store>,
 ) -> Result<(StepContext, Option<PendingTools>, Loaded), StepError> {
-    let files = StateBackend::new(checkpoint.files);
     let configured = routes::build(&spec, &run.tenant, context.as_ref(), store, &files)?;
     let loaded = Loaded {
         step: checkpoint.step,

@@ -5,15 +5,17 @@
 //! recorded once per call, and duplicate step messages are fenced.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
+use deepfleet_proto::keys::records::{THREADS, thread_queue, thread_runs};
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, FileData, ParentLink, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::Queue;
-use deepfleet_store::{Store, ThreadSeed};
+use deepfleet_store::{Order, Store, ThreadSeed};
 
 use crate::error::StepError;
 use crate::step::decide::FollowUp;
@@ -37,7 +39,50 @@ pub async fn publish(
             }
             FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
+            FollowUp::Expire(ttl) => expire(store, run, ttl).await?,
         }
+    }
+    Ok(())
+}
+
+/// How many run ids of a thread's run index one read takes.
+const RUNS_PAGE: u64 = 500;
+
+/// Sets an ended top-level run's keys to expire after `ttl`: its thread
+/// tree, its batch's done list, and, for a run the HTTP API made, the
+/// API's records of it: the thread's record, and, unless a run waits in
+/// the thread's queue (whose record must stay), the metadata of every run
+/// of the thread with their index (a run started later puts its records
+/// again, which clears their expiry). The tenant's thread index drops the
+/// thread when a listing meets it gone.
+async fn expire(store: &dyn Store, run: &RunRecord, ttl: Duration) -> Result<(), StepError> {
+    let thread = run.thread_id.as_str();
+    if !store.expire_thread(thread, &run.run_id, ttl).await? {
+        // A later run keeps the thread; its end expires all of it.
+        return Ok(());
+    }
+    store.expire_record(THREADS, thread, ttl).await?;
+    let runs = thread_runs(thread);
+    if store.index_count(&thread_queue(thread)).await? > 0 {
+        store.expire_record(&runs, &run.run_id, ttl).await?;
+    } else {
+        let mut offset = 0;
+        loop {
+            let page = store
+                .index_page(&runs, Order::Ascending, offset, RUNS_PAGE)
+                .await?;
+            for entry in &page {
+                store.expire_record(&runs, &entry.id, ttl).await?;
+            }
+            if (page.len() as u64) < RUNS_PAGE {
+                break;
+            }
+            offset += RUNS_PAGE;
+        }
+        store.index_expire(&runs, ttl).await?;
+    }
+    if let Some(batch) = &run.batch_id {
+        store.expire_batch(batch, ttl).await?;
     }
     Ok(())
 }
@@ -74,8 +119,13 @@ async fn start_child(
         // Subagents see the parent's runtime context unchanged; it stays
         // sealed in the child's record too.
         context: parent.context.clone(),
+        // The spec version the whole tree started with.
+        spec_version: parent.spec_version.clone(),
         traceparent: child.traceparent.clone(),
         run_budget: Some(child.run_budget),
+        // What a background task (which reports to no one, and expires on
+        // its own when it ends) keeps of its parent's retention.
+        expire_after_secs: parent.expire_after_secs,
         ..RunRecord::new(
             child.run_id.clone(),
             child.thread_id.clone(),
