@@ -3,7 +3,8 @@
 //! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
 //! in release mode, prepares a venv with deepagents, saves the worker's
 //! compression-check table, and runs this binary, which measures the six
-//! items of issue #9 and the retention of issue #15 in turn, draws the plots and writes the report. A
+//! items of issue #9, and the retention and thread search of issue #15, in
+//! turn, draws the plots and writes the report. A
 //! section that fails is reported as failed in the file and makes the
 //! command exit non-zero; the others still run.
 
@@ -16,6 +17,7 @@ mod python;
 mod report;
 mod retention;
 mod scenario;
+mod search;
 mod stats;
 mod throughput;
 mod tokens;
@@ -74,6 +76,7 @@ struct Sizes {
     python_concurrency: Vec<usize>,
     growth_steps: usize,
     retention_runs: usize,
+    search: search::Plan,
 }
 
 impl Sizes {
@@ -87,6 +90,10 @@ impl Sizes {
                 python_concurrency: vec![50],
                 growth_steps: 60,
                 retention_runs: 100,
+                search: search::Plan {
+                    sizes: vec![1_000, 10_000],
+                    searches: 50,
+                },
             }
         } else {
             Sizes {
@@ -103,6 +110,10 @@ impl Sizes {
                 python_concurrency: vec![100, 250, 500, 1_000],
                 growth_steps: 500,
                 retention_runs: 1_000,
+                search: search::Plan {
+                    sizes: vec![1_000, 100_000],
+                    searches: 300,
+                },
             }
         }
     }
@@ -184,6 +195,8 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     let retention = retention::memory_per_run(bin, sizes.retention_runs, RETENTION)
         .await
         .map_err(failed);
+    log("8. thread search");
+    let search = search::thread_search(&sizes.search).await.map_err(failed);
     Results {
         retention,
         embedded,
@@ -196,6 +209,7 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         growth,
         tokens,
         check,
+        search,
         python_note: args.python_note.clone(),
         quick: args.quick,
         elapsed: Duration::ZERO,

@@ -39,6 +39,8 @@ pub struct Results {
     pub check: Option<Section<Vec<CheckCost>>>,
     /// Item 7: memory per finished run, before and after expiry.
     pub retention: Section<crate::retention::Memory>,
+    /// Item 8: thread search as a tenant's threads grow.
+    pub search: Section<Vec<crate::search::SearchTimes>>,
     /// Why deepagents is missing, when it is.
     pub python_note: String,
     /// A `--quick` pass.
@@ -77,6 +79,7 @@ impl Results {
             self.check.as_ref().and_then(|s| s.as_ref().err()),
         );
         note("7. retention", self.retention.as_ref().err());
+        note("8. thread search", self.search.as_ref().err());
         out
     }
 
@@ -113,6 +116,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     growth(&mut out, r, plots)?;
     tokens(&mut out, r, plots)?;
     crate::retention::render(&mut out, &r.retention);
+    crate::search::render(&mut out, &r.search);
     out.push_str(include_str!("../method.md"));
     out.push_str(include_str!("../analysis.md"));
     Ok(out)

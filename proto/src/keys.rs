@@ -3,6 +3,11 @@
 //! Every key of one thread carries the thread id as a hash tag (`{...}`), so
 //! in a Redis Cluster they share a slot and a step commits in one Lua
 //! script. The prefix isolates deployments (and test runs) on one server.
+//!
+//! The HTTP API's records are one key each ([`Keys::record`]), listed in
+//! sorted-set indexes ([`Keys::record_index`]); both are tagged by their
+//! scope (a thread, a batch, a tenant), so a kind is never one hot key and
+//! a thread's records sit in its slot. `docs/records.md` lays them out.
 
 /// Builds the keys of one deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]

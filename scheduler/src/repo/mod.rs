@@ -31,11 +31,9 @@ use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::TenantId;
-use deepfleet_store::{Order, Store, StoreError};
+use deepfleet_store::{Store, StoreError};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-
-use self::walk::Walk;
 
 /// A record that belongs to one tenant.
 pub trait Owned {
@@ -147,15 +145,10 @@ impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
             other => other?,
         };
         let existed = self.store.delete_record(&self.kind, id).await?;
-        for listing in listed.iter().flat_map(|record| indexer(record)) {
+        for listing in listed.iter().flat_map(indexer) {
             self.store.index_remove(&listing.index, id).await?;
         }
         Ok(existed)
-    }
-
-    /// The records listed in `index`, in `order`; see [`Walk`].
-    pub fn walk(&self, index: impl Into<String>, order: Order) -> Walk<'_, 'a, T> {
-        Walk::new(self, index.into(), order)
     }
 
     /// How many ids `index` lists (counting those of records gone since,

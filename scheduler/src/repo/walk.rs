@@ -49,11 +49,12 @@ pub struct Walk<'r, 'a, T> {
     exhausted: bool,
 }
 
-impl<'r, 'a, T: Serialize + DeserializeOwned> Walk<'r, 'a, T> {
-    pub(super) fn new(repo: &'r Repository<'a, T>, index: String, order: Order) -> Self {
+impl<'a, T: Serialize + DeserializeOwned> Repository<'a, T> {
+    /// The records listed in `index`, in `order`; see [`Walk`].
+    pub fn walk(&self, index: impl Into<String>, order: Order) -> Walk<'_, 'a, T> {
         Walk {
-            repo,
-            index,
+            repo: self,
+            index: index.into(),
             order,
             next: 0,
             chunk: FIRST_CHUNK,
@@ -61,7 +62,9 @@ impl<'r, 'a, T: Serialize + DeserializeOwned> Walk<'r, 'a, T> {
             exhausted: false,
         }
     }
+}
 
+impl<T: Serialize + DeserializeOwned> Walk<'_, '_, T> {
     /// Starts at position `offset` of the index instead of its first id.
     pub fn from(mut self, offset: usize) -> Self {
         self.next = u64::try_from(offset).unwrap_or(u64::MAX);
@@ -149,5 +152,95 @@ impl<'r, 'a, T: Serialize + DeserializeOwned> Walk<'r, 'a, T> {
             self.next = self.next.saturating_sub(1);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{Duration, TimeZone, Utc};
+    use deepfleet_proto::TenantId;
+    use deepfleet_proto::keys::records::{THREADS, tenant_threads};
+    use deepfleet_store::embedded::EmbeddedStore;
+    use deepfleet_store::prelude::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::Map;
+
+    use super::*;
+    use crate::repo::threads::{ThreadRecord, threads};
+
+    fn thread(id: &str, minute: i64, temporary: bool) -> ThreadRecord {
+        let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + Duration::minutes(minute);
+        ThreadRecord {
+            created_at: at,
+            updated_at: at,
+            temporary,
+            ..ThreadRecord::new(TenantId::default(), id.to_owned(), Map::new())
+        }
+    }
+
+    fn ids(records: &[ThreadRecord]) -> Vec<&str> {
+        records.iter().map(|t| t.thread_id.as_str()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_walk_pages_an_index_and_drops_what_is_gone() {
+        let store = EmbeddedStore::new();
+        let repo = threads(&store);
+        for i in 0..40 {
+            let id = format!("t{i:02}");
+            repo.put(&id, &thread(&id, i, false)).await.unwrap();
+        }
+        repo.put("tmp", &thread("tmp", 99, true)).await.unwrap();
+        let index = tenant_threads(TenantId::default().as_str());
+        assert_eq!(repo.count(&index).await.unwrap(), 40, "temporary: unlisted");
+        let page = repo
+            .walk(index.as_str(), Order::Descending)
+            .from(5)
+            .chunk(3)
+            .take(3)
+            .await
+            .unwrap();
+        assert_eq!(ids(&page), ["t34", "t33", "t32"]);
+
+        // Deleted through the repository: unlisted; behind its back
+        // (as an expiry does): skipped, then unlisted by the walk.
+        assert!(repo.delete("t39").await.unwrap());
+        store.delete_record(THREADS, "t38").await.unwrap();
+        store
+            .expire_record(THREADS, "t37", std::time::Duration::ZERO)
+            .await
+            .unwrap();
+        assert_eq!(repo.count(&index).await.unwrap(), 39);
+        let mut walk = repo.walk(index.as_str(), Order::Descending).chunk(2);
+        let first = walk.take(3).await.unwrap();
+        assert_eq!(ids(&first), ["t36", "t35", "t34"]);
+        // Positions moved up as the walk removed ids: nothing skipped.
+        let rest = walk.all().await.unwrap();
+        assert_eq!(rest.len(), 34);
+        assert_eq!(rest.last().map(|t| t.thread_id.as_str()), Some("t00"));
+        assert_eq!(repo.count(&index).await.unwrap(), 37);
+    }
+
+    #[tokio::test]
+    async fn an_unreadable_record_is_skipped_and_stays_listed() {
+        let store = EmbeddedStore::new();
+        let repo = threads(&store);
+        for (i, id) in ["a", "b"].into_iter().enumerate() {
+            repo.put(id, &thread(id, i64::try_from(i).unwrap(), false))
+                .await
+                .unwrap();
+        }
+        store
+            .put_record(THREADS, "a", &serde_json::json!(3))
+            .await
+            .unwrap();
+        let index = tenant_threads(TenantId::default().as_str());
+        let all = repo
+            .walk(index.as_str(), Order::Ascending)
+            .all()
+            .await
+            .unwrap();
+        assert_eq!(ids(&all), ["b"]);
+        assert_eq!(repo.count(&index).await.unwrap(), 2);
     }
 }
