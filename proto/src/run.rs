@@ -97,6 +97,12 @@ pub struct RunRecord {
     /// The batch this run belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_id: Option<String>,
+    /// The HTTP API batch (`POST /runs/batch`) this run belongs to, whose
+    /// records (header, members) expire with its runs. Apart from
+    /// `batch_id`: API batches are followed through their own records,
+    /// not the done list task-line batches drain.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_batch_id: Option<String>,
     /// The caller's id for the task (a batch line's `id`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
@@ -167,6 +173,7 @@ impl RunRecord {
             parent: None,
             depth: 0,
             batch_id: None,
+            api_batch_id: None,
             task_id: None,
             context: None,
             run_budget: None,

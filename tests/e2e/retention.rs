@@ -355,4 +355,52 @@ scenario!(deleted_threads_and_stateless_runs_leave_no_key, |fleet| {
     );
     let (status, _) = send(&api, "GET", &format!("/threads/{thread_id}"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // An API batch under the same retention: its runs, threads, header,
+    // members and their index all expire.
+    let body = json!({"assistant_id": spec.name, "input": input("Write two files")});
+    let (status, created) = send(
+        &api,
+        "POST",
+        "/runs/batch",
+        Some(json!([body.clone(), body.clone(), body])),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{created}");
+    let batch_id = created[0]["metadata"]["batch_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let runs: Vec<RunRecord> = created
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|run| {
+            RunRecord::new(
+                run["run_id"].as_str().unwrap(),
+                run["thread_id"].as_str().unwrap(),
+                spec.name.as_str(),
+                Utc::now(),
+            )
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (_, counts) = send(&api, "GET", &format!("/batches/{batch_id}"), None).await;
+        if counts["counts"]["success"] == 3 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the batch did not finish: {counts}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let left_by_batch = wait_until_gone(&fleet, &runs, Duration::from_secs(15)).await;
+    assert!(
+        left_by_batch.is_empty(),
+        "left by the API batch: {left_by_batch:?}"
+    );
+    let (status, _) = send(&api, "GET", &format!("/batches/{batch_id}"), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
 });

@@ -88,9 +88,10 @@ impl Lifecycle {
         // The spec its graph serves when it starts; its steps keep it.
         let version = self.intake.spec_for(&meta.graph_id).await?.version;
         // API batches are followed through their own records, not the done
-        // list `deepfleet submit` drains: no batch id.
+        // list `deepfleet submit` drains: no batch id, an API batch id.
         let run = RunRecord {
             tenant: meta.tenant.clone(),
+            api_batch_id: meta.batch_id.clone(),
             context: meta.context.clone(),
             expire_after_secs,
             spec_version: Some(version),

@@ -11,7 +11,7 @@ use chrono::Utc;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::keys::records::{
-    TASK_BATCHES, THREADS, task_batch_members, thread_queue, thread_runs,
+    BATCHES, TASK_BATCHES, THREADS, batch_members, task_batch_members, thread_queue, thread_runs,
 };
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, FileData, ParentLink, RunRecord, RunStatus, StepJob,
@@ -51,12 +51,13 @@ pub async fn publish(
 const RUNS_PAGE: u64 = 500;
 
 /// Sets an ended top-level run's keys to expire after `ttl`: its thread
-/// tree, its batch's done list and roster, and, for a run the HTTP API made, the
-/// API's records of it: the thread's record, and, unless a run waits in
-/// the thread's queue (whose record must stay), the metadata of every run
-/// of the thread with their index (a run started later puts its records
-/// again, which clears their expiry). The tenant's thread index drops the
-/// thread when a listing meets it gone.
+/// tree, its batch's done list and roster (or its API batch's records),
+/// and, for a run the HTTP API made, the API's records of it: the
+/// thread's record, and, unless a run waits in the thread's queue (whose
+/// record must stay), the metadata of every run of the thread with their
+/// index (a run started later puts its records again, which clears their
+/// expiry). The tenant's thread index drops the thread when a listing
+/// meets it gone.
 async fn expire(store: &dyn Store, run: &RunRecord, ttl: Duration) -> Result<(), StepError> {
     let thread = run.thread_id.as_str();
     if !store.expire_thread(thread, &run.run_id, ttl).await? {
@@ -92,6 +93,14 @@ async fn expire(store: &dyn Store, run: &RunRecord, ttl: Duration) -> Result<(),
         store.expire_record(&members, &run.run_id, ttl).await?;
         store.index_expire(&members, ttl).await?;
         store.expire_record(TASK_BATCHES, batch, ttl).await?;
+    }
+    if let Some(batch) = &run.api_batch_id {
+        // The same for a batch of the HTTP API: its member, header and
+        // member index.
+        let members = batch_members(batch);
+        store.expire_record(&members, &run.run_id, ttl).await?;
+        store.index_expire(&members, ttl).await?;
+        store.expire_record(BATCHES, batch, ttl).await?;
     }
     Ok(())
 }
