@@ -90,19 +90,31 @@ async fn refused(api: &TestApi, path: &str, body: Value, status: StatusCode, det
     assert_eq!(written(api, thread).await, before, "{path} {body} wrote");
 }
 
+/// [`refused`] on every create route: those of `thread`, then the
+/// stateless ones.
+async fn refused_everywhere(
+    api: &TestApi,
+    thread: &str,
+    body: &Value,
+    status: StatusCode,
+    detail: &str,
+) {
+    for route in THREAD_ROUTES {
+        let path = route.replace("{t}", thread);
+        refused(api, &path, body.clone(), status, detail).await;
+    }
+    for path in STATELESS_ROUTES {
+        refused(api, path, body.clone(), status, detail).await;
+    }
+}
+
 #[tokio::test]
 async fn every_create_route_writes_nothing_for_a_bad_request() {
     let api = api().await;
     let thread = api.thread().await;
     assert_eq!(written(&api, &thread).await, [1, 0, 0, 0, 0]);
     for (body, status, detail) in bad_bodies() {
-        for route in THREAD_ROUTES {
-            let path = route.replace("{t}", &thread);
-            refused(&api, &path, body.clone(), status, detail).await;
-        }
-        for path in STATELESS_ROUTES {
-            refused(&api, path, body.clone(), status, detail).await;
-        }
+        refused_everywhere(&api, &thread, &body, status, detail).await;
     }
 }
 
@@ -169,27 +181,14 @@ async fn a_context_breaking_the_context_schema_is_refused() {
     let thread = api.thread().await;
     let body = with("context", json!({"user_id": 7}));
     let detail = "context.user_id: 7 is not of type \"string\" (context_schema of agent 'agent')";
-    for route in THREAD_ROUTES {
-        let path = route.replace("{t}", &thread);
-        refused(
-            &api,
-            &path,
-            body.clone(),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            detail,
-        )
-        .await;
-    }
-    for path in STATELESS_ROUTES {
-        refused(
-            &api,
-            path,
-            body.clone(),
-            StatusCode::UNPROCESSABLE_ENTITY,
-            detail,
-        )
-        .await;
-    }
+    refused_everywhere(
+        &api,
+        &thread,
+        &body,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        detail,
+    )
+    .await;
     let ok = with("context", json!({"user_id": "u-1"}));
     let answer = api.send("POST", "/runs", Some(ok)).await;
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
@@ -239,27 +238,7 @@ async fn input_past_a_limit_is_413_naming_it_and_writes_nothing() {
         ),
     ];
     for (body, detail) in cases {
-        for route in THREAD_ROUTES {
-            let path = route.replace("{t}", &thread);
-            refused(
-                &api,
-                &path,
-                body.clone(),
-                StatusCode::PAYLOAD_TOO_LARGE,
-                detail,
-            )
-            .await;
-        }
-        for path in STATELESS_ROUTES {
-            refused(
-                &api,
-                path,
-                body.clone(),
-                StatusCode::PAYLOAD_TOO_LARGE,
-                detail,
-            )
-            .await;
-        }
+        refused_everywhere(&api, &thread, &body, StatusCode::PAYLOAD_TOO_LARGE, detail).await;
     }
     let huge = run_body(&"x".repeat(5000));
     let answer = api.send("POST", "/runs", Some(huge)).await;
