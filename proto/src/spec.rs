@@ -168,6 +168,11 @@ pub struct Limits {
     /// [`MAX_TOTAL_RUNS`]. A delegation past it is a tool error the model
     /// reads.
     pub max_total_runs: u32,
+    /// Seconds a run may take from its first step on, its subagents
+    /// included; past it the run ends `timeout` and its subagents are
+    /// cancelled. Unset: the fleet's `[limits] run_timeout_secs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_timeout_secs: Option<u64>,
 }
 
 /// The deepest `limits.max_subagent_depth` a spec may set.
@@ -184,6 +189,7 @@ impl Default for Limits {
             max_subagent_depth: 1,
             max_fanout: 16,
             max_total_runs: 100,
+            run_timeout_secs: None,
         }
     }
 }
