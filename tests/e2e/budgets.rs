@@ -1,14 +1,15 @@
-//! Cost budgets (issue 17): a batch that spends its budget ends its open
-//! runs `budget_exceeded`, and the costs on its result lines add up to
+//! Cost budgets (issue 17): a batch that spends its budget (its own or
+//! its tenant's for the day) ends its open runs `budget_exceeded`, and the costs on its result lines add up to
 //! what its account reports, to the nano-dollar.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deepfleet_proto::cost::{nanos, usd};
-use deepfleet_proto::{ResultStatus, TaskLine};
+use deepfleet_proto::{ResultStatus, TaskLine, TenantId};
 use deepfleet_replay::{ReplayEngine, Script};
-use deepfleet_scheduler::BatchFollower;
+use deepfleet_scheduler::{BatchFollower, RunBounds};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::fleet::Fleet;
 use deepfleet_testkit::script::{ScriptBuilder, When};
@@ -48,15 +49,37 @@ async fn server() -> ScriptedServer {
     .unwrap()
 }
 
-async fn a_batch_stops_at_its_budget(fleet: &mut Fleet) {
+/// Whose budget stops the batch.
+#[derive(Clone, Copy)]
+enum Account {
+    /// The batch's own (`--budget-usd`).
+    Batch,
+    /// Its tenant's for today (`[costs] tenant_daily_usd`).
+    TenantDay,
+}
+
+async fn a_batch_stops_at_its_budget(fleet: &mut Fleet, account: Account) {
     // Priced by the built-in table; served by the scripted server.
     let spec = spec("spender", "openai:gpt-4.1", "limits: {max_steps: 50}\n");
-    let intake = fleet
-        .intake()
-        .unwrap()
-        .with_batch_budget(Some(nanos(BUDGET_USD)));
-    intake.register(&spec).await.unwrap();
     let batch = uuid::Uuid::new_v4().to_string();
+    // Task lines run as the default tenant; its day is today's, as the
+    // intake's clock has it when it creates the runs.
+    let day = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let intake = fleet.intake().unwrap();
+    let (intake, account) = match account {
+        Account::Batch => (
+            intake.with_batch_budget(Some(nanos(BUDGET_USD))),
+            format!("batch:{batch}"),
+        ),
+        Account::TenantDay => (
+            intake.with_bounds(RunBounds {
+                tenant_daily_nano_usd: BTreeMap::from([(TenantId::default(), nanos(BUDGET_USD))]),
+                ..RunBounds::default()
+            }),
+            format!("tenant:{}:{day}", TenantId::default()),
+        ),
+    };
+    intake.register(&spec).await.unwrap();
     let mut follower = BatchFollower::new(fleet.store.clone(), &batch);
     let tasks: Vec<TaskLine> = (0..RUNS).map(|i| task(&format!("t{i}"), "Spend")).collect();
     for task in &tasks {
@@ -70,7 +93,7 @@ async fn a_batch_stops_at_its_budget(fleet: &mut Fleet) {
         let error = line.error.as_deref().unwrap_or_default();
         assert_eq!(
             error,
-            format!("budget_exceeded: the budget of batch:{batch} is spent")
+            format!("budget_exceeded: the budget of {account} is spent")
         );
         assert!(line.steps < 50, "{line:?}");
         // Each line's cost is its own calls'.
@@ -80,7 +103,7 @@ async fn a_batch_stops_at_its_budget(fleet: &mut Fleet) {
             "{line:?}"
         );
     }
-    let spent = fleet.store.spent(&format!("batch:{batch}")).await.unwrap();
+    let spent = fleet.store.spent(&account).await.unwrap();
     let on_lines: u64 = lines.iter().map(|l| nanos(l.cost_usd)).sum();
     assert_eq!(on_lines, spent, "result lines add up to the account");
     // The budget was reached (steps in flight when it was may pass it).
@@ -95,7 +118,7 @@ async fn a_batch_stops_at_its_budget(fleet: &mut Fleet) {
 async fn a_batch_stops_at_its_budget_embedded() {
     let server = server().await;
     let mut fleet = fleet().model_url(Some(server.url())).embedded().unwrap();
-    a_batch_stops_at_its_budget(&mut fleet).await;
+    a_batch_stops_at_its_budget(&mut fleet, Account::Batch).await;
     fleet.shutdown().await.unwrap();
 }
 
@@ -105,6 +128,24 @@ async fn a_batch_stops_at_its_budget_distributed() {
     let Some(mut fleet) = distributed(fleet().model_url(Some(server.url())), 2).await else {
         return;
     };
-    a_batch_stops_at_its_budget(&mut fleet).await;
+    a_batch_stops_at_its_budget(&mut fleet, Account::Batch).await;
+    fleet.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_daily_budget_stops_its_runs_embedded() {
+    let server = server().await;
+    let mut fleet = fleet().model_url(Some(server.url())).embedded().unwrap();
+    a_batch_stops_at_its_budget(&mut fleet, Account::TenantDay).await;
+    fleet.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_daily_budget_stops_its_runs_distributed() {
+    let server = server().await;
+    let Some(mut fleet) = distributed(fleet().model_url(Some(server.url())), 2).await else {
+        return;
+    };
+    a_batch_stops_at_its_budget(&mut fleet, Account::TenantDay).await;
     fleet.shutdown().await.unwrap();
 }

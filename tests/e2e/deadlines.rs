@@ -139,3 +139,29 @@ async fn the_specs_run_timeout_applies_without_a_task_timeout() {
     );
     fleet.shutdown().await.unwrap();
 }
+
+/// A spec's `limits.step_timeout_secs` abandons a step that takes longer
+/// (here, a model call slower than it) and retries it, as the worker's
+/// own step limit does; the run fails once the attempts are used up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_past_the_specs_step_timeout_is_retried_then_fails() {
+    let server = ScriptedServer::start(
+        Arc::new(ReplayEngine::new(endless_subagent())),
+        Duration::from_millis(1_500),
+    )
+    .await
+    .unwrap();
+    let mut fleet = fleet().model_url(Some(server.url())).embedded().unwrap();
+    let spec = spec(
+        "researcher",
+        "openai:scripted",
+        "limits: {step_timeout_secs: 1}\n",
+    );
+    let line = &fleet.run(&spec, &[task("t1", "Research")]).await.unwrap()[0];
+    assert_eq!(line.status, ResultStatus::Error, "{line:?}");
+    let error = line.error.as_deref().unwrap_or_default();
+    assert!(error.starts_with("attempts_exhausted: "), "{error}");
+    assert_eq!(line.steps, 0, "no step committed");
+    assert!(server.requests().len() > 1, "the step was tried again");
+    fleet.shutdown().await.unwrap();
+}

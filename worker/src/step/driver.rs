@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use deepfleet_model::Providers;
@@ -364,10 +364,13 @@ impl StepRunner {
         let log_before = checkpoint.messages.len() as u64;
         let step = checkpoint.step;
         // The step may take what is left of the run's time, so a slow
-        // model call cannot carry the run past its deadline.
-        let left = run
+        // model call cannot carry the run past its deadline, and no more
+        // than its spec's `limits.step_timeout_secs` (then it is retried,
+        // as a step the worker's own limit stops).
+        let deadline_left = run
             .deadline
             .map(|deadline| (deadline - Utc::now()).to_std().unwrap_or_default());
+        let step_limit = spec.limits.step_timeout_secs.map(Duration::from_secs);
         let stopped = run.clone();
         let input = StepInput {
             run,
@@ -383,15 +386,17 @@ impl StepRunner {
             &self.store,
         )
         .instrument(span.clone());
-        let executed = match left {
-            Some(left) => match tokio::time::timeout(left, executing).await {
+        let limit = [deadline_left, step_limit].into_iter().flatten().min();
+        let executed = match limit {
+            Some(limit) => match tokio::time::timeout(limit, executing).await {
                 Ok(executed) => executed?,
-                Err(_) => {
+                Err(_) if stopped.past_deadline(Utc::now()) => {
                     info!(run = %job.run_id, step, "the run's deadline passed during its step");
                     let (status, error) = Halt::Timeout.ending(&stopped);
                     self.end_run(stopped, step, status, error).await?;
                     return Ok(());
                 }
+                Err(_) => return Err(Failure::Step(StepError::TimedOut(limit))),
             },
             None => executing.await?,
         };
