@@ -12,7 +12,7 @@ use deepfleet_testkit::fleet::Fleet;
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
 use pretty_assertions::assert_eq;
 
-use crate::support::{distributed, fleet, spec, task};
+use crate::support::{distributed, fleet, replay_model, scenario, spec, task};
 
 /// Each model call takes this long.
 const LATENCY: Duration = Duration::from_millis(300);
@@ -165,3 +165,66 @@ async fn a_step_past_the_specs_step_timeout_is_retried_then_fails() {
     assert!(server.requests().len() > 1, "the step was tried again");
     fleet.shutdown().await.unwrap();
 }
+
+/// The parent delegates a write that a human must approve.
+fn gated_subagent() -> String {
+    ScriptBuilder::new()
+        .call(When::input("^Delegate$").turn(0), [Call::task("Write it")])
+        .call(
+            When::input("^Write it$"),
+            [Call::write_file("/g.txt", "gamma")],
+        )
+        .build()
+}
+
+// A run parked on a subagent that waits for a human takes no step of its
+// own, yet its deadline still ends it: the check it scheduled when it
+// parked finds the deadline passed, ends it `timeout` and cancels the
+// subagent.
+scenario!(
+    a_parked_run_times_out_while_its_subagent_waits_for_a_human,
+    |fleet| {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = spec(
+            "delegator",
+            &replay_model(dir.path(), &gated_subagent()),
+            "interrupt_on:\n  write_file: true\n",
+        );
+        let task = TaskLine {
+            timeout_secs: Some(1),
+            ..task("t1", "Delegate")
+        };
+        let batch = fleet.run_batch(&spec, &[task]).await.unwrap();
+        let (line, run) = (&batch.results[0], &batch.runs[0]);
+        assert_eq!(line.status, ResultStatus::Interrupted, "{line:?}");
+        let review = line
+            .review
+            .clone()
+            .expect("the subagent waits for a review");
+        let ended = tokio::time::timeout(REPORT_LIMIT, async {
+            loop {
+                let record = fleet
+                    .store
+                    .get_run(&run.thread_id, &run.run_id)
+                    .await
+                    .unwrap()
+                    .unwrap();
+                if record.status.is_terminal() {
+                    return record;
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+        .await
+        .expect("the parked run ended");
+        assert_eq!(ended.status, RunStatus::Timeout, "{ended:?}");
+        assert!(
+            fleet
+                .store
+                .cancel_requested(&review.thread_id, &review.run_id)
+                .await
+                .unwrap(),
+            "the waiting subagent is cancelled"
+        );
+    }
+);

@@ -71,6 +71,9 @@ pub enum FollowUp {
     Report(ParentLink),
     /// Tell the batch this top-level run finished.
     BatchDone(String),
+    /// Check the run, parked at this step, at its deadline
+    /// (`step::deadline_check`).
+    DeadlineCheck(u64),
     /// Set this ended run's thread (with its subagents' threads) and its
     /// batch to expire after the run's retention; always the last
     /// follow-up, so everything before it still finds what it reads.
@@ -85,15 +88,21 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             thread_id: run.thread_id.clone(),
             step,
         })],
-        RunStatus::Waiting => pending
-            .map(|p| {
-                p.children
-                    .iter()
-                    .cloned()
-                    .map(FollowUp::StartChild)
-                    .collect()
-            })
-            .unwrap_or_default(),
+        RunStatus::Waiting => {
+            let mut out: Vec<FollowUp> = pending
+                .map(|p| {
+                    p.children
+                        .iter()
+                        .cloned()
+                        .map(FollowUp::StartChild)
+                        .collect()
+                })
+                .unwrap_or_default();
+            if run.deadline.is_some() {
+                out.push(FollowUp::DeadlineCheck(step));
+            }
+            out
+        }
         // The batch learns of the parked run (a subagent's too: its batch
         // reports it on the top-level run's line); nothing else moves.
         RunStatus::Interrupted => run
@@ -200,6 +209,17 @@ mod tests {
                 Some(Halt::Cancelled)
             ),
             Decision::Skip("run already finished")
+        );
+    }
+
+    #[test]
+    fn a_run_parked_with_a_deadline_schedules_its_check() {
+        let mut parked = run(RunStatus::Waiting);
+        assert_eq!(follow_ups(&parked, 4, None), vec![]);
+        parked.deadline = Some(Utc::now());
+        assert_eq!(
+            follow_ups(&parked, 4, None),
+            vec![FollowUp::DeadlineCheck(4)]
         );
     }
 

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use deepfleet_fleet::publish_deadline_check;
 use deepfleet_model::Providers;
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, ENVELOPE_VERSION, Envelope, ErrorCode, FileData, Job,
@@ -31,6 +32,9 @@ use crate::step::halt::{self, Halt};
 use crate::step::retry::RetryConfig;
 use crate::step::spend;
 use crate::step::time_limits::TimeLimits;
+
+/// How long after a failed deadline check it is tried again.
+const RECHECK_AFTER: Duration = Duration::from_secs(1);
 
 /// Executes step messages. Holds no run state: every message is handled
 /// from what the store says.
@@ -219,7 +223,10 @@ impl StepRunner {
                     .await;
             }
         };
-        let Job::Step(job) = envelope.job.clone();
+        let job = match envelope.job.clone() {
+            Job::Step(job) => job,
+            Job::DeadlineCheck(job) => return self.settle_deadline_check(delivery, &job).await,
+        };
         let scope = EventScope::of_job(&job.run_id, &job.thread_id);
         let queue_wait = envelope
             .published_at
@@ -250,6 +257,25 @@ impl StepRunner {
         if let Err(e) = settled {
             // The message comes back and fencing makes the repeat harmless.
             warn!(run = %job.run_id, error = %e, "ack failed");
+        }
+    }
+
+    /// Handles a deadline check and settles it: acked once handled; after
+    /// a failure (the store away), checked again a second later.
+    async fn settle_deadline_check(&self, delivery: Box<dyn Delivery>, job: &StepJob) {
+        let settled = match self.check_deadline(job).await {
+            Ok(()) => delivery.ack().await,
+            Err(e) => {
+                warn!(run = %job.run_id, error = %e, "a deadline check failed; checking again");
+                let again = publish_deadline_check(&*self.queue, job.clone(), RECHECK_AFTER).await;
+                match again {
+                    Ok(()) => delivery.ack().await,
+                    Err(_) => delivery.requeue().await,
+                }
+            }
+        };
+        if let Err(e) = settled {
+            warn!(run = %job.run_id, error = %e, "settling a deadline check failed");
         }
     }
 

@@ -9,6 +9,7 @@
 //! - [`background`]: the ledger of background tasks (async subagents);
 //! - [`call_ids`]: tool-call ids made unique as a model turn comes in;
 //! - [`commit`]: the commit of a finished step (pure);
+//! - `deadline_check`: ending parked runs at their deadline;
 //! - [`decide`]: pure decisions (fencing, follow-ups);
 //! - [`delegation`]: tool results into call results and child runs (pure);
 //! - [`deltas`]: token streaming of followed runs;
@@ -32,6 +33,7 @@ pub mod announce;
 pub mod background;
 pub mod call_ids;
 pub mod commit;
+mod deadline_check;
 pub mod decide;
 pub mod delegation;
 pub mod deltas;
