@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::SettingsError;
+use crate::cors::CorsSettings;
 
 /// The HTTP API's keys and limits.
 #[derive(Default, Serialize, Deserialize)]
@@ -31,6 +32,9 @@ pub struct ApiSettings {
     /// run is refused with 429 and `Retry-After`. Default: none (no
     /// limit).
     pub tenant_runs_in_flight: Option<u32>,
+    /// Which browser origins may call the API (`[api.cors]`).
+    #[serde(default)]
+    pub cors: CorsSettings,
 }
 
 impl std::fmt::Debug for ApiSettings {
@@ -40,6 +44,7 @@ impl std::fmt::Debug for ApiSettings {
             .field("keys_file", &self.keys_file)
             .field("allow_open", &self.allow_open)
             .field("tenant_runs_in_flight", &self.tenant_runs_in_flight)
+            .field("cors", &self.cors)
             .finish()
     }
 }

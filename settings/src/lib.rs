@@ -10,6 +10,7 @@
 //! builds its runner the same way ([`fleet`]).
 
 pub mod api;
+mod cors;
 mod costs;
 mod encryption;
 mod error;
@@ -28,6 +29,7 @@ use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
 pub use api::{ApiSettings, KeyLine};
+pub use cors::CorsSettings;
 pub use costs::CostSettings;
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
@@ -416,6 +418,11 @@ impl Settings {
                     .prefix_separator(SEPARATOR)
                     .separator(SEPARATOR)
                     .try_parsing(true)
+                    .list_separator(",")
+                    .with_list_parse_key("api.cors.allow_origins")
+                    .with_list_parse_key("api.cors.allow_methods")
+                    .with_list_parse_key("api.cors.allow_headers")
+                    .with_list_parse_key("api.cors.expose_headers")
                     .source(Some(known.clone())),
             )
             .build()
@@ -629,6 +636,33 @@ mod tests {
             .settings
             .log_format;
         assert_eq!(json, LogFormat::Json);
+    }
+
+    #[test]
+    fn cors_origins_come_from_a_variable_as_a_list() {
+        let settings = Settings::load_from(
+            None,
+            vars(&[
+                (
+                    "DEEPFLEET__API__CORS__ALLOW_ORIGINS",
+                    "https://chat.example.com,http://localhost:*",
+                ),
+                ("DEEPFLEET__API__CORS__MAX_AGE_SECS", "60"),
+                ("DEEPFLEET__API__TENANT_RUNS_IN_FLIGHT", "5"),
+            ]),
+        )
+        .unwrap()
+        .settings;
+        assert_eq!(
+            settings.api.cors.allow_origins,
+            Some(vec![
+                "https://chat.example.com".to_owned(),
+                "http://localhost:*".to_owned()
+            ])
+        );
+        assert_eq!(settings.api.cors.max_age_secs, Some(60));
+        assert_eq!(settings.api.tenant_runs_in_flight, Some(5));
+        assert_eq!(settings.api.cors.allow_headers, None);
     }
 
     #[test]

@@ -110,7 +110,9 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         max_body_bytes: settings.limits.body_bytes(),
     };
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
-    let app = api::router(state).merge(super::health::routes(probes));
+    let app = api::router(state)
+        .layer(super::cors_layer(&settings)?)
+        .merge(super::health::routes(probes));
     let listen = args.listen.unwrap_or(settings.scheduler.listen);
     let grace = Duration::from_secs(settings.scheduler.grace_secs);
     super::scheduler::serve(&listen, app, shutdown, grace).await?;

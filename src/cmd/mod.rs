@@ -86,6 +86,29 @@ pub fn retention(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::Ret
     ))
 }
 
+/// The cross-origin policy of the HTTP API (`[api.cors]`, unset lists at
+/// the scheduler's defaults), as a layer; a bad entry is an error naming
+/// its setting.
+pub fn cors_layer(settings: &Settings) -> anyhow::Result<tower_http::cors::CorsLayer> {
+    use deepfleet_scheduler::api::cors::CorsPolicy;
+    let cors = &settings.api.cors;
+    let default = CorsPolicy::default();
+    let policy = CorsPolicy {
+        allow_origins: cors.allow_origins.clone().unwrap_or(default.allow_origins),
+        allow_methods: cors.allow_methods.clone().unwrap_or(default.allow_methods),
+        allow_headers: cors.allow_headers.clone().unwrap_or(default.allow_headers),
+        expose_headers: cors
+            .expose_headers
+            .clone()
+            .unwrap_or(default.expose_headers),
+        allow_credentials: cors.allow_credentials,
+        max_age: cors
+            .max_age_secs
+            .map_or(default.max_age, std::time::Duration::from_secs),
+    };
+    Ok(policy.layer()?)
+}
+
 /// The bounds of new runs the settings configure: `[limits]
 /// run_timeout_secs` and `[costs] tenant_daily_usd`; a tenant id that is
 /// not one, or a budget that is no amount, is an error naming it.

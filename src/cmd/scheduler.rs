@@ -114,7 +114,9 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         .broker(queue)
         .store(store)
         .consumer("submissions", attached);
-    let app = api::router(state).merge(health::routes(probes));
+    let app = api::router(state)
+        .layer(super::cors_layer(&settings)?)
+        .merge(health::routes(probes));
     let grace = Duration::from_secs(settings.scheduler.grace_secs);
     serve(&listen, app, shutdown, grace).await?;
     Ok(ExitCode::SUCCESS)

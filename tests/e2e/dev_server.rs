@@ -2,7 +2,8 @@
 //! Server scenario (`agent_server/sdk_flows.py`) against one process with
 //! its queue, store and workers inside, and no RabbitMQ or Redis. The
 //! queue and store settings point at a listener of the test's that would
-//! see any connection; it must see none. Then a spec added to the agents
+//! see any connection; it must see none. A browser UI on another local
+//! origin gets its CORS preflight answered. Then a spec added to the agents
 //! folder is served without a restart, and SIGTERM stops the process
 //! cleanly.
 //!
@@ -21,8 +22,14 @@ use crate::live_scheduler::{fixtures, free_port, listening, python};
 
 /// `GET path` on `addr`: the whole response, head and body.
 async fn get(addr: &str, path: &str) -> String {
+    send(addr, &format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n")).await
+}
+
+/// `head` (a request line and headers) on `addr`, closing the
+/// connection after: the whole response, head and body.
+async fn send(addr: &str, head: &str) -> String {
     let mut socket = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let request = format!("{head}Connection: close\r\n\r\n");
     socket.write_all(request.as_bytes()).await.unwrap();
     let mut response = String::new();
     socket.read_to_string(&mut response).await.unwrap();
@@ -74,6 +81,23 @@ async fn langgraph_sdk_drives_the_dev_server_without_servers() {
         listening(&addr).await,
         "deepfleet dev did not listen on {addr}"
     );
+    // A UI on another local origin (the Agent Chat UI's dev server) gets
+    // its preflight answered, with the API key header allowed.
+    let preflight = send(
+        &addr,
+        &format!(
+            "OPTIONS /threads/search HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://localhost:3000\r\n\
+             Access-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type,x-api-key\r\n"
+        ),
+    )
+    .await
+    .to_ascii_lowercase();
+    assert!(preflight.starts_with("http/1.1 200"), "{preflight}");
+    assert!(
+        preflight.contains("access-control-allow-origin: http://localhost:3000"),
+        "{preflight}"
+    );
+    assert!(preflight.contains("x-api-key"), "{preflight}");
     let flows = fixtures().join("sdk_flows.py");
     let run = Command::new(&python)
         .arg(&flows)

@@ -156,6 +156,22 @@ app.kubernetes.io/component: {{ .component }}
 - name: DEEPFLEET__API__TENANT_RUNS_IN_FLIGHT
   value: {{ . | quote }}
 {{- end }}
+{{- with $v.api.cors.allowOrigins }}
+- name: DEEPFLEET__API__CORS__ALLOW_ORIGINS
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with $v.api.cors.allowHeaders }}
+- name: DEEPFLEET__API__CORS__ALLOW_HEADERS
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with $v.api.cors.exposeHeaders }}
+- name: DEEPFLEET__API__CORS__EXPOSE_HEADERS
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- if $v.api.cors.allowCredentials }}
+- name: DEEPFLEET__API__CORS__ALLOW_CREDENTIALS
+  value: "true"
+{{- end }}
 {{- end }}
 {{- with $v.config.otel.endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT

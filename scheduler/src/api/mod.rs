@@ -19,6 +19,7 @@ pub mod assistants;
 pub mod auth;
 pub mod batches;
 pub mod convert;
+pub mod cors;
 pub mod error;
 pub mod follow;
 pub mod follower;
