@@ -78,6 +78,7 @@ fn error_class(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidResponse => "invalid_response",
         ErrorKind::ResponseTooLarge => "response_too_large",
         ErrorKind::Unsupported => "unsupported",
+        ErrorKind::AwaitingCapacity => "awaiting_capacity",
     }
 }
 

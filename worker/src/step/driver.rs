@@ -232,7 +232,12 @@ impl StepRunner {
                     .dead_letter(delivery, &scope, DeadLetterReason::Rejected, &reason)
                     .await;
             }
-            Err(Failure::Step(error)) => return self.failed(delivery, envelope, job, error).await,
+            Err(Failure::Step(error)) => {
+                if let Some(wait) = super::throttle::deferral(&error) {
+                    return self.defer(delivery, envelope, &job, wait).await;
+                }
+                return self.failed(delivery, envelope, job, error).await;
+            }
         };
         if let Err(e) = settled {
             // The message comes back and fencing makes the repeat harmless.

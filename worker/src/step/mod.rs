@@ -22,6 +22,7 @@
 //! - [`resume`]: completing a turn parked on its subagents;
 //! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - [`spans`]: trace spans of model and tool calls;
+//! - `throttle`: deferring a step the rate limiter has no capacity for;
 //! - [`time_limits`]: how long a step and a tool call may take;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
@@ -44,6 +45,7 @@ pub mod resume;
 mod retry;
 pub mod run_budget;
 pub mod spans;
+mod throttle;
 pub mod time_limits;
 pub mod tool_calls;
 pub mod turn;
