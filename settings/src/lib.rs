@@ -69,6 +69,10 @@ pub struct Settings {
     /// Sizes of requests, messages and files, and files per thread
     /// (`[limits]`).
     pub limits: LimitsSettings,
+    /// Requests and tokens per minute by provider and model
+    /// (`[rate_limits]`), shared by every worker of the fleet. Default:
+    /// none but what the providers' headers teach.
+    pub rate_limits: deepfleet_model::ratelimit::RateLimitsConfig,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -134,6 +138,7 @@ impl std::fmt::Debug for Settings {
             .field("api", &self.api)
             .field("retention", &self.retention)
             .field("limits", &self.limits)
+            .field("rate_limits", &self.rate_limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -232,6 +237,7 @@ impl Default for Settings {
             api: ApiSettings::default(),
             retention: RetentionSettings::default(),
             limits: LimitsSettings::default(),
+            rate_limits: Default::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

@@ -17,6 +17,13 @@
 
 local WINDOW = 60000
 local IDLE_TTL = 3600000
+-- A bucket never holds the last second of its limit (see HEADROOM in
+-- bucket.rs).
+local HEADROOM = 1 / 60
+
+local function ceiling(cap)
+  return cap * (1 - HEADROOM)
+end
 
 local state, claim = KEYS[1], KEYS[2]
 local op = ARGV[1]
@@ -61,7 +68,7 @@ local function refill(cap)
   local elapsed = math.max(0, now - updated)
   for d = 1, 4 do
     if cap[d] then
-      level[d] = math.min(cap[d], (level[d] or cap[d]) + elapsed * cap[d] / WINDOW)
+      level[d] = math.min(ceiling(cap[d]), (level[d] or ceiling(cap[d])) + elapsed * cap[d] / WINDOW)
     else
       level[d] = nil
     end
@@ -126,7 +133,7 @@ elseif op == 'record' then
   refill(cap)
   for d = 1, 4 do
     if cap[d] and level[d] then
-      level[d] = math.min(cap[d], level[d] + arg(5 + d) - arg(9 + d))
+      level[d] = math.min(ceiling(cap[d]), level[d] + arg(5 + d) - arg(9 + d))
     end
   end
   save()

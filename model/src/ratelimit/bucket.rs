@@ -9,6 +9,18 @@ use super::{Cost, Limits, Observed};
 /// minute.
 const WINDOW_MS: f64 = 60_000.0;
 
+/// The part of a limit a bucket never holds: one second of refill. The
+/// provider's bucket starts filling when the first call arrives, later
+/// than this one's, and calls reach it with varying latency; this
+/// headroom keeps the limiter below the provider for any latency jitter
+/// under a second.
+const HEADROOM: f64 = 1.0 / 60.0;
+
+/// What a bucket of limit `cap` holds at most.
+fn ceiling(cap: f64) -> f64 {
+    cap * (1.0 - HEADROOM)
+}
+
 /// The buckets of one account and model.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Buckets {
@@ -45,8 +57,8 @@ impl Buckets {
         let elapsed = now_ms.saturating_sub(self.updated_ms) as f64;
         for (d, cap) in caps.iter().enumerate() {
             self.level[d] = cap.map(|cap| {
-                let level = self.level[d].unwrap_or(cap);
-                (level + elapsed * cap / WINDOW_MS).min(cap)
+                let level = self.level[d].unwrap_or(ceiling(cap));
+                (level + elapsed * cap / WINDOW_MS).min(ceiling(cap))
             });
         }
         self.updated_ms = self.updated_ms.max(now_ms);
@@ -83,7 +95,7 @@ impl Buckets {
                 continue;
             };
             let delta = taken.0[d] as f64 - used.0[d] as f64;
-            self.level[d] = Some((level + delta).min(*cap));
+            self.level[d] = Some((level + delta).min(ceiling(*cap)));
         }
     }
 
@@ -153,7 +165,8 @@ mod tests {
     fn a_full_bucket_grants_a_minute_then_paces_at_the_rate() {
         let limits = rpm(600);
         let mut buckets = Buckets::default();
-        for _ in 0..600 {
+        // A minute's worth but a second's refill of headroom.
+        for _ in 0..590 {
             assert_eq!(buckets.take(&limits, Cost::call(0, 0), 0), 0);
         }
         // 10 a second: each further call is promised the next 100 ms.
@@ -170,14 +183,15 @@ mod tests {
             ..rpm(600)
         };
         let mut buckets = Buckets::default();
-        assert_eq!(buckets.take(&limits, Cost::call(5_000, 1_000), 0), 0);
-        // The bucket is empty: 1,000 tokens refill in 10 s.
-        assert_eq!(buckets.take(&limits, Cost::call(900, 100), 0), 10_000);
+        // 5,900 held (100 of headroom): 100 left.
+        assert_eq!(buckets.take(&limits, Cost::call(4_900, 900), 0), 0);
+        // 900 more refill in 9 s.
+        assert_eq!(buckets.take(&limits, Cost::call(900, 100), 0), 9_000);
         // The first call used only half its estimate.
         buckets.give(
             &limits,
-            Cost::tokens(5_000, 1_000),
-            Cost::tokens(2_500, 500),
+            Cost::tokens(4_900, 900),
+            Cost::tokens(2_000, 400),
             0,
         );
         assert_eq!(buckets.take(&limits, Cost::call(1_000, 0), 0), 0);
@@ -241,7 +255,7 @@ mod tests {
             ..Observed::default()
         };
         buckets.observe(&rpm(60), &observed, 0);
-        for _ in 0..60 {
+        for _ in 0..59 {
             assert_eq!(buckets.take(&rpm(60), Cost::call(0, 0), 0), 0);
         }
         assert_eq!(buckets.take(&rpm(60), Cost::call(0, 0), 0), 1_000);
