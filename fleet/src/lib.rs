@@ -20,4 +20,4 @@ pub mod tokens;
 
 pub use error::PublishError;
 pub use metrics::{Caller, METRIC_NAMES, Metrics};
-pub use publish::{publish_step, step_message};
+pub use publish::{publish_deadline_check, publish_step, step_message};

@@ -1,10 +1,13 @@
-//! Step messages: the one place a [`Job::Step`] is wrapped and queued.
+//! Step messages: the one place a [`Job::Step`] (or a
+//! [`Job::DeadlineCheck`]) is wrapped and queued.
 //!
 //! Whoever asks for a step (intake, a resume, a committed step's
 //! follow-ups, the CLI recovering a stopped batch) publishes it through
 //! [`publish_step`], so every step message carries a fresh id, its
 //! publication time (the start of its queue wait) and, when the publisher
 //! has one, the trace context its step spans hang under.
+
+use std::time::Duration;
 
 use deepfleet_proto::{Envelope, Job, StepJob};
 use deepfleet_queue::Queue;
@@ -32,6 +35,24 @@ pub async fn publish_step(
     let payload =
         serde_json::to_vec(&envelope).map_err(|source| PublishError::Encode { run_id, source })?;
     queue.publish(payload, None).await?;
+    Ok(())
+}
+
+/// Publishes a [`Job::DeadlineCheck`] of the run parked at `job`, due
+/// after `delay`; returns once the queue holds it.
+pub async fn publish_deadline_check(
+    queue: &dyn Queue,
+    job: StepJob,
+    delay: Duration,
+) -> Result<(), PublishError> {
+    let run_id = job.run_id.clone();
+    let mut envelope = Envelope::new(uuid::Uuid::now_v7().to_string(), Job::DeadlineCheck(job));
+    envelope.published_at = chrono::Duration::from_std(delay)
+        .ok()
+        .and_then(|d| envelope.published_at.map(|at| at + d));
+    let payload =
+        serde_json::to_vec(&envelope).map_err(|source| PublishError::Encode { run_id, source })?;
+    queue.publish(payload, Some(delay)).await?;
     Ok(())
 }
 

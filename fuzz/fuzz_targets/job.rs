@@ -51,6 +51,12 @@ fuzz_target!(|payload: &[u8]| {
                 assert_dead_lettered(&dead, payload, "unknown_run: run ");
             }
         }
+        // A check of a run that is gone or moved on is dropped, never
+        // dead-lettered.
+        Ok(Envelope {
+            job: Job::DeadlineCheck(_),
+            ..
+        }) => assert!(dead.is_empty(), "a deadline check was dead-lettered"),
     }
 });
 

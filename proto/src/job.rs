@@ -34,6 +34,12 @@ pub struct Envelope {
 pub enum Job {
     /// Execute step `step` of a run.
     Step(StepJob),
+    /// Look at a run parked on its subagents at thread step `step` when
+    /// its deadline may have passed: end it `timeout` if it did, else look
+    /// again nearer to it. Fenced like a step: once the run has moved on,
+    /// the check is dropped. Without it, a parked run whose subagents sit
+    /// in a long queue (or wait for a human) would outlive its deadline.
+    DeadlineCheck(StepJob),
 }
 
 /// Execute one step: a model call plus the tool calls it asks for.

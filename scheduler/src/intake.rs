@@ -9,13 +9,14 @@ use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::{
     AgentSpec, FileData, InputLimits, Message, RunRecord, ServedSpec, StepJob, TaskLine,
 };
-use deepfleet_proto::{SealedContext, TenantId};
+use deepfleet_proto::{Budget, SealedContext, TenantId};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Store, ThreadSeed};
 
 use crate::error::SchedulerError;
 use crate::retention::RetentionPolicy;
+use crate::run_bounds::RunBounds;
 
 /// Takes runs in.
 #[derive(Clone)]
@@ -31,6 +32,11 @@ pub struct Intake {
     pinned: BTreeMap<String, ServedSpec>,
     /// What a run's input may bring.
     limits: InputLimits,
+    /// Deadlines and tenant budgets of new runs.
+    bounds: RunBounds,
+    /// What the runs of a batch this intake submits may spend in all, in
+    /// nano-dollars.
+    batch_budget: Option<u64>,
 }
 
 impl Intake {
@@ -43,7 +49,27 @@ impl Intake {
             retention: RetentionPolicy::default(),
             pinned: BTreeMap::new(),
             limits: InputLimits::default(),
+            bounds: RunBounds::default(),
+            batch_budget: None,
         }
+    }
+
+    /// Fixes deadlines and tenant budgets of new runs by `bounds`.
+    pub fn with_bounds(mut self, bounds: RunBounds) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    /// Deadlines and tenant budgets of new runs.
+    pub fn bounds(&self) -> &RunBounds {
+        &self.bounds
+    }
+
+    /// Gives the batch this intake submits to a budget of `nano_usd` (a
+    /// `--budget-usd`): its runs take no step once they spent it.
+    pub fn with_batch_budget(mut self, nano_usd: Option<u64>) -> Self {
+        self.batch_budget = nano_usd;
+        self
     }
 
     /// Fixes on every new run how long it lives once ended, by `policy`
@@ -227,7 +253,7 @@ impl Intake {
         crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
         let context = self.seal_context(&task.id, task.context.as_ref())?;
         let now = Utc::now();
-        let run = RunRecord {
+        let mut run = RunRecord {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
@@ -236,6 +262,11 @@ impl Intake {
             spec_version: Some(version),
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
+        let batch_budget = batch_id
+            .zip(self.batch_budget)
+            .map(|(batch, limit)| Budget::batch(batch, limit));
+        self.bounds
+            .apply(&mut run, &spec, task.timeout_secs, batch_budget, now);
         let seed = ThreadSeed {
             messages: vec![logged(Message::user(task.input.clone()))],
             files: files
@@ -374,6 +405,7 @@ mod tests {
                     .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
                     .collect(),
             ),
+            timeout_secs: None,
         }
     }
 

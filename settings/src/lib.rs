@@ -10,6 +10,7 @@
 //! builds its runner the same way ([`fleet`]).
 
 pub mod api;
+mod costs;
 mod encryption;
 mod error;
 pub mod fleet;
@@ -27,6 +28,7 @@ use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
 pub use api::{ApiSettings, KeyLine};
+pub use costs::CostSettings;
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
 pub use limits::LimitsSettings;
@@ -69,6 +71,9 @@ pub struct Settings {
     /// Sizes of requests, messages and files, and files per thread
     /// (`[limits]`).
     pub limits: LimitsSettings,
+    /// Model prices and tenants' daily budgets (`[costs]`).
+    #[serde(default)]
+    pub costs: CostSettings,
     /// Requests and tokens per minute by provider and model
     /// (`[rate_limits]`), shared by every worker of the fleet. Default:
     /// none but what the providers' headers teach.
@@ -138,6 +143,7 @@ impl std::fmt::Debug for Settings {
             .field("api", &self.api)
             .field("retention", &self.retention)
             .field("limits", &self.limits)
+            .field("costs", &self.costs)
             .field("rate_limits", &self.rate_limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
@@ -237,6 +243,7 @@ impl Default for Settings {
             api: ApiSettings::default(),
             retention: RetentionSettings::default(),
             limits: LimitsSettings::default(),
+            costs: CostSettings::default(),
             rate_limits: Default::default(),
             otlp_endpoint: None,
             metrics_listen: None,

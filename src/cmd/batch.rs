@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, TaskBatches};
+use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, RunBounds, TaskBatches};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -52,6 +52,10 @@ pub struct BatchPlan<'a> {
     pub watch_queue: Option<String>,
     /// How long the batch's runs live once ended.
     pub retention: RetentionPolicy,
+    /// Deadlines and tenant budgets of its runs.
+    pub bounds: RunBounds,
+    /// What its runs may spend in all, in nano-dollars (`--budget-usd`).
+    pub budget_nano_usd: Option<u64>,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -82,7 +86,9 @@ pub async fn run_batch(
         plan.tasks,
     )
     .await?
-    .with_limits(plan.limits);
+    .with_limits(plan.limits)
+    .with_bounds(plan.bounds.clone())
+    .with_batch_budget(plan.budget_nano_usd);
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;

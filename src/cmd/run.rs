@@ -54,6 +54,10 @@ pub struct RunArgs {
     /// models) per provider the spec uses, and stop if one refuses it.
     #[arg(long)]
     check_providers: bool,
+    /// Dollars the batch's runs may spend in all (at the `[costs]`
+    /// prices); once spent, its open runs end `budget_exceeded`.
+    #[arg(long)]
+    budget_usd: Option<f64>,
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -109,6 +113,11 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         batch_id: None,
         watch_queue: None,
         retention: super::retention(&settings)?,
+        bounds: super::run_bounds(&settings)?,
+        budget_nano_usd: args
+            .budget_usd
+            .map(|usd| super::budget_nano_usd(usd, "--budget-usd"))
+            .transpose()?,
     };
     let in_process = InProcess {
         worker,

@@ -160,7 +160,9 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     let mut published = Vec::new();
     for _ in 0..2 {
         let d = consumer.next().await.unwrap().unwrap();
-        let Job::Step(step) = serde_json::from_slice::<Envelope>(d.payload()).unwrap().job;
+        let Job::Step(step) = serde_json::from_slice::<Envelope>(d.payload()).unwrap().job else {
+            panic!("a step message was expected");
+        };
         published.push(step);
         d.ack().await.unwrap();
     }

@@ -203,7 +203,9 @@ impl TestApi {
         let delivery = consumer.next().await.unwrap().unwrap();
         let envelope: Envelope = serde_json::from_slice(delivery.payload()).unwrap();
         delivery.ack().await.unwrap();
-        let Job::Step(job) = envelope.job;
+        let Job::Step(job) = envelope.job else {
+            panic!("a step message was expected");
+        };
         finish(self.store.as_ref(), &job.thread_id, &job.run_id, status).await;
         job
     }

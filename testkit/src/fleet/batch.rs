@@ -227,5 +227,6 @@ pub fn task(id: &str, input: &str) -> TaskLine {
         context: None,
         files: None,
         state: None,
+        timeout_secs: None,
     }
 }

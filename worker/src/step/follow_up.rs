@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use chrono::Utc;
-use deepfleet_fleet::publish_step;
+use chrono::{DateTime, Utc};
 use deepfleet_fleet::tokens::logged;
+use deepfleet_fleet::{publish_deadline_check, publish_step};
 use deepfleet_proto::keys::records::{
     BATCHES, TASK_BATCHES, THREADS, batch_members, task_batch_members, thread_queue, thread_runs,
 };
@@ -41,6 +41,9 @@ pub async fn publish(
             }
             FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
+            FollowUp::DeadlineCheck(step) => {
+                schedule_deadline_check(queue, run, step, Utc::now()).await?;
+            }
             FollowUp::Expire(ttl) => expire(store, run, ttl).await?,
         }
     }
@@ -141,6 +144,12 @@ async fn start_child(
         spec_version: parent.spec_version.clone(),
         traceparent: child.traceparent.clone(),
         run_budget: Some(child.run_budget),
+        // A subagent works within its parent's deadline; a background
+        // task, which outlives its parent's turn, on a clock of its own
+        // as long. Both spend from the parent's budgets.
+        deadline: parent.deadline.filter(|_| !child.detached),
+        timeout_secs: parent.timeout_secs.filter(|_| child.detached),
+        budgets: parent.budgets.clone(),
         // What a background task (which reports to no one, and expires on
         // its own when it ends) keeps of its parent's retention.
         expire_after_secs: parent.expire_after_secs,
@@ -199,6 +208,7 @@ async fn report(
         by_caller: run.by_caller,
         // A subagent's record always carries its budget.
         runs_left: run.run_budget.unwrap_or(0),
+        cost_nano_usd: run.cost_nano_usd,
     };
     let remaining = store.record_child_result(parent, &result).await?;
     if remaining == 0 {
@@ -213,6 +223,40 @@ async fn report(
         )
         .await?;
     }
+    Ok(())
+}
+
+/// Below this much time left, the check is due at the deadline itself.
+const LAST_STRETCH: Duration = Duration::from_millis(300);
+
+/// How long after now the next check of a deadline `left` away is due:
+/// a third of the time left (all of it in the last 300 ms). The RabbitMQ
+/// queue rounds a delay up to its next delay bucket, at most three times
+/// the one below, so a check never falls due after the deadline by more
+/// than the smallest bucket, and a run with a day left is looked at about
+/// thirty times, not once a second.
+pub fn next_deadline_check(left: Duration) -> Duration {
+    if left <= LAST_STRETCH { left } else { left / 3 }
+}
+
+/// Publishes the next deadline check of `run`, parked at thread step
+/// `step` (see `deadline_check`), if it has a deadline.
+pub async fn schedule_deadline_check(
+    queue: &dyn Queue,
+    run: &RunRecord,
+    step: u64,
+    now: DateTime<Utc>,
+) -> Result<(), StepError> {
+    let Some(deadline) = run.deadline else {
+        return Ok(());
+    };
+    let left = (deadline - now).to_std().unwrap_or_default();
+    let job = StepJob {
+        run_id: run.run_id.clone(),
+        thread_id: run.thread_id.clone(),
+        step,
+    };
+    publish_deadline_check(queue, job, next_deadline_check(left)).await?;
     Ok(())
 }
 
@@ -301,5 +345,26 @@ mod tests {
                 ("/new".to_owned(), Some(f("n"))),
             ])
         );
+    }
+
+    #[test]
+    fn checks_close_in_on_the_deadline() {
+        assert_eq!(
+            next_deadline_check(Duration::from_secs(3)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            next_deadline_check(Duration::from_millis(200)),
+            Duration::from_millis(200)
+        );
+        assert_eq!(next_deadline_check(Duration::ZERO), Duration::ZERO);
+        // A day left: about thirty checks until the last stretch.
+        let mut left = Duration::from_secs(86_400);
+        let mut checks = 0;
+        while left > LAST_STRETCH {
+            left -= next_deadline_check(left);
+            checks += 1;
+        }
+        assert!((25..=40).contains(&checks), "{checks}");
     }
 }
