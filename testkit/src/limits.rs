@@ -31,10 +31,14 @@ pub struct Enforcer {
     limits: ServerLimits,
     start: Instant,
     /// Each key and model's levels, and when they were brought up to date.
-    buckets: Mutex<HashMap<(String, String), ([f64; 2], Duration)>>,
+    buckets: Mutex<HashMap<(String, String), Levels>>,
     refused: AtomicU64,
     admitted: AtomicU64,
 }
+
+/// A key and model's levels (requests, tokens), and when they were
+/// brought up to date.
+type Levels = ([f64; 2], Duration);
 
 /// A call's verdict: the headers to send, and whether it was refused
 /// (with `Retry-After` among the headers).

@@ -16,8 +16,7 @@ use std::collections::BTreeSet;
 
 use prometheus::{
     CounterVec, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
-    Opts,
-    Registry, TextEncoder,
+    Opts, Registry, TextEncoder,
 };
 
 /// Model and step latencies: seconds to minutes (long generations,

@@ -122,10 +122,10 @@ impl RateGate {
     /// account, and counts a 429.
     pub async fn observe(&self, key: &LimitKey, status: u16, headers: &HeaderMap) {
         let observed = headers::observed(status, headers, SystemTime::now());
-        if status == 429 {
-            if let Some(observer) = &self.observer {
-                observer.throttled(key);
-            }
+        if status == 429
+            && let Some(observer) = &self.observer
+        {
+            observer.throttled(key);
         }
         if observed.is_empty() {
             return;

@@ -81,6 +81,21 @@ async fn sequence(limiter: &dyn RateLimiter) -> Vec<String> {
             .await
             .unwrap(),
     );
+    seen.extend(blocks_and_headers(limiter).await);
+
+    seen
+}
+
+/// The second half of [`sequence`]: what providers' answers do.
+async fn blocks_and_headers(limiter: &dyn RateLimiter) -> Vec<String> {
+    let max = Duration::from_secs(2);
+    let mut seen = Vec::new();
+    let show = |seen: &mut Vec<String>, got: Acquired| {
+        seen.push(match got {
+            Acquired::Go(w) => format!("go {}", w.as_millis().div_ceil(100) * 100),
+            Acquired::Later(w) => format!("later {}", w.as_millis().div_ceil(100) * 100),
+        });
+    };
     // A 429 blocks another model for 30 s, claims included.
     let blocked = Observed {
         blocked_for: Some(Duration::from_secs(30)),

@@ -253,10 +253,7 @@ impl StepRunner {
                     .await;
             }
             Err(Failure::Step(error)) => {
-                if let Some(wait) = super::throttle::deferral(&error) {
-                    return self.defer(delivery, envelope, &job, wait).await;
-                }
-                return self.failed(delivery, envelope, job, error).await;
+                return self.defer_or_fail(delivery, envelope, job, error).await;
             }
         };
         if let Err(e) = settled {

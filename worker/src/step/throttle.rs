@@ -33,7 +33,7 @@ const MIN_DELAY: Duration = Duration::from_millis(100);
 
 /// The wait a step failing with `error` must defer for, when the rate
 /// limiter deferred its model call.
-pub(super) fn deferral(error: &StepError) -> Option<Duration> {
+fn deferral(error: &StepError) -> Option<Duration> {
     match error {
         StepError::Model(ModelError {
             kind: ErrorKind::AwaitingCapacity,
@@ -50,9 +50,24 @@ pub(super) fn delay_for(wait: Duration) -> Duration {
 }
 
 impl StepRunner {
+    /// A step failed with `error`: deferred when the rate limiter had no
+    /// capacity for it yet, else handled as a failure.
+    pub(super) async fn defer_or_fail(
+        &self,
+        delivery: Box<dyn Delivery>,
+        envelope: Envelope,
+        job: StepJob,
+        error: StepError,
+    ) {
+        match deferral(&error) {
+            Some(wait) => self.defer(delivery, envelope, &job, wait).await,
+            None => self.failed(delivery, envelope, job, error).await,
+        }
+    }
+
     /// Publishes `envelope` again, delayed towards its slot `wait` away,
     /// and acks `delivery` (hands it back when the publish failed).
-    pub(super) async fn defer(
+    async fn defer(
         &self,
         delivery: Box<dyn Delivery>,
         envelope: Envelope,
