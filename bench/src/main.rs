@@ -14,6 +14,7 @@ mod machine;
 mod overhead;
 mod plot;
 mod python;
+mod rate_limits;
 mod report;
 mod retention;
 mod scenario;
@@ -65,6 +66,10 @@ struct Args {
     /// not for publishing.
     #[arg(long)]
     quick: bool,
+    /// Runs one item alone and writes only its section to `--out`:
+    /// `rate-limits` (item 9, about four minutes).
+    #[arg(long)]
+    only: Option<String>,
 }
 
 /// Sizes of every measurement.
@@ -77,6 +82,7 @@ struct Sizes {
     growth_steps: usize,
     retention_runs: usize,
     search: search::Plan,
+    rate_limit_runs: usize,
 }
 
 impl Sizes {
@@ -94,6 +100,7 @@ impl Sizes {
                     sizes: vec![1_000, 10_000],
                     searches: 50,
                 },
+                rate_limit_runs: 700,
             }
         } else {
             Sizes {
@@ -114,6 +121,7 @@ impl Sizes {
                     sizes: vec![1_000, 100_000],
                     searches: 300,
                 },
+                rate_limit_runs: 2_000,
             }
         }
     }
@@ -124,6 +132,9 @@ const SLOW_MODEL: Duration = Duration::from_secs(1);
 /// deepagents stops climbing once a level takes this many times the
 /// model-bound ideal: it is CPU-bound there.
 const GIVE_UP: f64 = 4.0;
+
+/// Item 9's requests per minute, as the issue states the claim.
+const RATE_LIMIT_RPM: u64 = 600;
 
 /// The retention of item 7's runs: short, so the bench waits little.
 const RETENTION: Duration = Duration::from_secs(5);
@@ -197,7 +208,10 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         .map_err(failed);
     log("8. thread search");
     let search = search::thread_search(&sizes.search).await.map_err(failed);
+    log("9. rate limits");
+    let rate_limits = rate_limits_item(bin, sizes).await;
     Results {
+        rate_limits,
         retention,
         embedded,
         floor,
@@ -216,6 +230,15 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     }
 }
 
+async fn rate_limits_item(
+    bin: &std::path::Path,
+    sizes: &Sizes,
+) -> report::Section<rate_limits::Limited> {
+    rate_limits::batch_under_limits(bin, sizes.rate_limit_runs, RATE_LIMIT_RPM)
+        .await
+        .map_err(failed)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
@@ -226,6 +249,22 @@ async fn main() -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.plots)?;
     let started = Instant::now();
     let sizes = Sizes::new(args.quick);
+    if let Some(item) = &args.only {
+        anyhow::ensure!(
+            item == "rate-limits",
+            "no item {item:?} runs alone (rate-limits does)"
+        );
+        log("9. rate limits, alone");
+        let section = rate_limits_item(&args.deepfleet, &sizes).await;
+        let mut text = String::new();
+        rate_limits::render(&mut text, &section);
+        std::fs::write(&args.out, text)?;
+        return Ok(if section.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let mut results = measure(&args, &sizes).await;
     results.elapsed = started.elapsed();
     let text = report::render(&results, &args.plots)?;

@@ -41,6 +41,8 @@ pub struct Results {
     pub retention: Section<crate::retention::Memory>,
     /// Item 8: thread search as a tenant's threads grow.
     pub search: Section<Vec<crate::search::SearchTimes>>,
+    /// Item 9: a batch under provider rate limits.
+    pub rate_limits: Section<crate::rate_limits::Limited>,
     /// Why deepagents is missing, when it is.
     pub python_note: String,
     /// A `--quick` pass.
@@ -74,6 +76,7 @@ impl Results {
         );
         note("5. growth", self.growth.as_ref().err());
         note("6. tokens", self.tokens.as_ref().err());
+        note("9. rate limits", self.rate_limits.as_ref().err());
         note(
             "6. compression check",
             self.check.as_ref().and_then(|s| s.as_ref().err()),
@@ -117,6 +120,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     tokens(&mut out, r, plots)?;
     crate::retention::render(&mut out, &r.retention);
     crate::search::render(&mut out, &r.search);
+    crate::rate_limits::render(&mut out, &r.rate_limits);
     out.push_str(include_str!("../method.md"));
     out.push_str(include_str!("../analysis.md"));
     Ok(out)

@@ -27,6 +27,10 @@ pub enum ErrorKind {
     ResponseTooLarge,
     /// A provider or model this build does not know.
     Unsupported,
+    /// The fleet's rate limiter has no capacity for the call within what
+    /// its caller may wait in place; `retry_after` says when its slot
+    /// comes. Not retried by the transport: the step is deferred.
+    AwaitingCapacity,
 }
 
 /// A failed model call, with the provider's own words kept.
@@ -61,7 +65,8 @@ impl ModelError {
             | ErrorKind::Overloaded
             | ErrorKind::Server
             | ErrorKind::Timeout
-            | ErrorKind::Transport => true,
+            | ErrorKind::Transport
+            | ErrorKind::AwaitingCapacity => true,
             ErrorKind::Auth
             | ErrorKind::BadRequest
             | ErrorKind::ContextOverflow

@@ -17,6 +17,8 @@
 //! - [`stream`]: streamed deltas ([`DeltaEvent`]) and their assembly into
 //!   the same [`ModelResponse`] a non-streamed call returns.
 //! - [`profiles`]: known models' input and output limits.
+//! - [`ratelimit`]: the fleet-wide rate limiter every attempt passes
+//!   (requests and tokens per minute per provider account and model).
 //! - [`retry`]: backoff with jitter, honouring `Retry-After`.
 //! - [`Providers`]: resolves `provider:model` strings to clients; the
 //!   known hosts are one table (`hosts.rs`), and the embedding code
@@ -34,6 +36,7 @@ mod hosts;
 pub mod openai;
 pub mod profiles;
 mod protocols;
+pub mod ratelimit;
 mod registry;
 pub mod retry;
 mod sse;
@@ -50,6 +53,8 @@ pub use error::{ErrorKind, ModelError};
 pub use factory::ProviderFactory;
 pub use registry::{ProviderConfig, Providers, ResolvedModel};
 pub use stream::{Delta, DeltaEvent, DeltaSink};
+
+pub use ratelimit::RateGate;
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,6 +103,20 @@ pub struct ModelRequest {
     /// Temperature, top_p and reasoning effort; each provider sends them
     /// in its own terms.
     pub sampling: Sampling,
+    /// What the rate limiter is told of this call.
+    pub rate: RateHint,
+}
+
+/// What the caller tells the rate limiter of a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RateHint {
+    /// Input tokens as the caller counted them (the worker counts each
+    /// message once); `None` = a rough count of characters.
+    pub estimated_input_tokens: Option<u64>,
+    /// A name stable across redeliveries of the step making the call: a
+    /// wait too long to await keeps its slot under it, and the step finds
+    /// it when it comes back. `None` = the call awaits any wait.
+    pub claim: Option<String>,
 }
 
 /// Sampling settings of one call (the spec's `model_params` but the

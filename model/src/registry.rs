@@ -20,6 +20,7 @@ use crate::factory::ProviderFactory;
 use crate::hosts::{known, wire_of};
 use crate::profiles;
 use crate::protocols::Wire;
+use crate::ratelimit::RateGate;
 use crate::retry::RetryPolicy;
 use crate::transport::{HttpModel, TransportConfig, http_client};
 use crate::{ErrorKind, ModelClient, ModelError};
@@ -92,6 +93,7 @@ pub struct Providers {
     configs: HashMap<String, ProviderConfig>,
     env: EnvLookup,
     retry: RetryPolicy,
+    rate_gate: Option<RateGate>,
     http: Mutex<Option<reqwest::Client>>,
     clients: Mutex<HashMap<String, Arc<dyn ModelClient>>>,
     factories: HashMap<String, Arc<dyn ProviderFactory>>,
@@ -124,6 +126,7 @@ impl Providers {
             configs,
             env: Box::new(env),
             retry: RetryPolicy::default(),
+            rate_gate: None,
             http: Mutex::new(None),
             clients: Mutex::new(HashMap::new()),
             factories: HashMap::new(),
@@ -133,6 +136,13 @@ impl Providers {
     /// Uses `retry` for the clients built from now on.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Passes every HTTP call of the clients built from now on through
+    /// `gate` (the fleet-wide rate limiter).
+    pub fn with_rate_gate(mut self, gate: RateGate) -> Self {
+        self.rate_gate = Some(gate);
         self
     }
 
@@ -228,6 +238,8 @@ impl Providers {
                 .unwrap_or(defaults.max_response_bytes),
             retry: self.retry,
             stream: config.stream,
+            provider: provider.to_owned(),
+            rate_gate: self.rate_gate.clone(),
             api_key,
             ..defaults
         };

@@ -51,7 +51,12 @@ impl RetryPolicy {
         error: &ModelError,
         rng: &mut R,
     ) -> Option<Duration> {
-        if !error.is_retryable() || attempt >= self.max_attempts {
+        // A call awaiting capacity goes back to its caller, who gives its
+        // worker slot up instead of sleeping in it.
+        if !error.is_retryable()
+            || error.kind == crate::ErrorKind::AwaitingCapacity
+            || attempt >= self.max_attempts
+        {
             return None;
         }
         if let Some(asked) = error.retry_after {

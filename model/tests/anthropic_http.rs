@@ -51,6 +51,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         cache_breakpoints: vec![41],
         purpose,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

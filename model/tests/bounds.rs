@@ -191,6 +191,7 @@ fn request() -> ModelRequest {
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

@@ -39,6 +39,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         cache_breakpoints: vec![],
         purpose,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

@@ -76,6 +76,7 @@ fn request() -> ModelRequest {
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

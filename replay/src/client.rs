@@ -153,6 +153,7 @@ mod tests {
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Summarization,
             sampling: Default::default(),
+            rate: Default::default(),
         };
         let seen = Mutex::new(Vec::new());
         let sink = |event: DeltaEvent| seen.lock().unwrap().push(event);

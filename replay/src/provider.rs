@@ -82,6 +82,7 @@ mod tests {
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Agent,
             sampling: Default::default(),
+            rate: Default::default(),
         };
         let first = providers.resolve(&spec).unwrap();
         assert_eq!(first.model, path.display().to_string());

@@ -56,6 +56,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

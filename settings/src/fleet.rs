@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use deepfleet_model::Providers;
+use deepfleet_model::ratelimit::{InProcessLimiter, RateGate, RateLimiter, RateLimits};
 use deepfleet_queue::Queue;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_store::Store;
@@ -79,7 +80,23 @@ pub fn step_runner(
     key: ContextKey,
     events: Option<Arc<dyn EventSink>>,
 ) -> StepRunner {
-    let providers = Arc::new(providers(settings));
+    limited_step_runner(queue, store, settings, key, events, None)
+}
+
+/// [`step_runner`] whose model calls pass `gate` (the fleet-wide rate
+/// limiter, [`rate_gate`]); `None` = an in-process limiter of the
+/// settings' `[rate_limits]`, which is the whole fleet's only when this
+/// process is (embedded).
+pub fn limited_step_runner(
+    queue: Arc<dyn Queue>,
+    store: Arc<dyn Store>,
+    settings: &Settings,
+    key: ContextKey,
+    events: Option<Arc<dyn EventSink>>,
+    gate: Option<RateGate>,
+) -> StepRunner {
+    let gate = gate.unwrap_or_else(|| rate_gate(settings, Arc::new(InProcessLimiter::new())));
+    let providers = Arc::new(providers(settings).with_rate_gate(gate));
     let runner = StepRunner::new(queue, store, providers, settings.worker.retry())
         .with_time_limits(settings.worker.time_limits())
         .with_file_limits(settings.limits.input())
@@ -90,6 +107,12 @@ pub fn step_runner(
         Some(events) => runner.with_events(events),
         None => runner,
     }
+}
+
+/// The settings' `[rate_limits]` over `limiter` (the Redis one of
+/// [`RedisStore::rate_limiter`] for a distributed fleet).
+pub fn rate_gate(settings: &Settings, limiter: Arc<dyn RateLimiter>) -> RateGate {
+    RateGate::new(limiter, RateLimits::from(settings.rate_limits.clone()))
 }
 
 /// The model providers the settings configure. `replay:PATH` models

@@ -76,6 +76,10 @@ pub struct Settings {
     /// Model prices and tenants' daily budgets (`[costs]`).
     #[serde(default)]
     pub costs: CostSettings,
+    /// Requests and tokens per minute by provider and model
+    /// (`[rate_limits]`), shared by every worker of the fleet. Default:
+    /// none but what the providers' headers teach.
+    pub rate_limits: deepfleet_model::ratelimit::RateLimitsConfig,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -142,6 +146,7 @@ impl std::fmt::Debug for Settings {
             .field("retention", &self.retention)
             .field("limits", &self.limits)
             .field("costs", &self.costs)
+            .field("rate_limits", &self.rate_limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -241,6 +246,7 @@ impl Default for Settings {
             retention: RetentionSettings::default(),
             limits: LimitsSettings::default(),
             costs: CostSettings::default(),
+            rate_limits: Default::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use deepfleet_fleet::Metrics;
+use deepfleet_worker::LimiterMetrics;
 use deepfleet_worker::Worker;
 use deepfleet_worker::events::EventSink;
 use tracing::info;
@@ -45,6 +46,7 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
     // without it could run none of them, so it does not start.
     let context_key = settings.fleet_context_key()?;
     let shutdown = super::signals::shutdown_token()?;
+    let store_url = args.store.clone().or_else(|| settings.store.clone());
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let (consumed, attached) = WatchedQueue::wrap(Arc::clone(&queue));
     let probes = Probes::new(shutdown.clone())
@@ -60,13 +62,23 @@ pub async fn run(args: WorkerArgs, settings: Settings) -> anyhow::Result<ExitCod
         probes,
     )
     .await?;
-    let runner = super::step_runner(
+    // Every worker of the fleet shares the limiter's buckets in Redis.
+    let limiter = match store_url {
+        Some(url) => deepfleet_settings::fleet::connect_store(&url, &settings)
+            .await?
+            .rate_limiter(),
+        None => anyhow::bail!("no store URL for the rate limiter"),
+    };
+    let gate = deepfleet_settings::fleet::rate_gate(&settings, Arc::new(limiter))
+        .with_observer(Arc::new(LimiterMetrics(Arc::clone(&metrics))));
+    let runner = Arc::new(deepfleet_settings::fleet::limited_step_runner(
         Arc::clone(&queue),
         store,
         &settings,
         context_key,
         Some(Arc::clone(&metrics) as Arc<dyn EventSink>),
-    );
+        Some(gate),
+    ));
     let concurrency = args.concurrency.unwrap_or(settings.worker.concurrency);
     let worker = Worker::new(consumed, runner, concurrency, settings.worker.grace());
     // Loaded before the worker subscribes: deliveries taken while still

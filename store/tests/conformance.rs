@@ -73,6 +73,8 @@ macro_rules! conformance {
 mod cluster;
 #[path = "conformance/harness.rs"]
 mod harness;
+#[path = "conformance/rate_limit.rs"]
+mod rate_limit;
 #[path = "conformance/redis_only.rs"]
 mod redis_only;
 #[path = "conformance/sealed.rs"]

@@ -219,6 +219,7 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
         cache_breakpoints,
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

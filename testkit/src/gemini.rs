@@ -146,6 +146,7 @@ fn to_neutral(model: String, request: GenerateContentRequest) -> ModelRequest {
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

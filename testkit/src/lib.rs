@@ -34,6 +34,7 @@ pub mod faults;
 pub mod fleet;
 mod gemini;
 pub mod growth;
+pub mod limits;
 mod openai;
 pub mod runner;
 pub mod script;
@@ -52,6 +53,7 @@ use deepfleet_model::openai::convert::{from_wire, to_wire};
 use deepfleet_model::{ModelRequest, ModelResponse};
 use deepfleet_replay::{ReplayEngine, ScriptedError};
 use faults::{Fault, Faults};
+use limits::{Enforcer, ServerLimits};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -75,6 +77,8 @@ struct AppState {
     requests: Option<RequestLog>,
     /// The faults to inject, if any.
     faults: Option<Arc<Faults>>,
+    /// Provider-style rate limits, if any.
+    limits: Option<Arc<Enforcer>>,
 }
 
 impl AppState {
@@ -126,6 +130,7 @@ impl AppState {
 pub struct ScriptedServer {
     address: SocketAddr,
     requests: RequestLog,
+    limits: Option<Arc<Enforcer>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
 }
@@ -134,7 +139,25 @@ impl ScriptedServer {
     /// Starts serving `engine` on a free loopback port; every answer waits
     /// `latency` first (to model a provider's response time).
     pub async fn start(engine: Arc<ReplayEngine>, latency: Duration) -> anyhow::Result<Self> {
-        Self::serving(engine, latency, None).await
+        Self::serving(engine, latency, None, None).await
+    }
+
+    /// Like [`ScriptedServer::start`], enforcing `limits` on Chat
+    /// Completions calls the way providers do (see [`limits`]).
+    pub async fn start_limited(
+        engine: Arc<ReplayEngine>,
+        latency: Duration,
+        limits: ServerLimits,
+    ) -> anyhow::Result<Self> {
+        Self::serving(engine, latency, None, Some(Arc::new(Enforcer::new(limits)))).await
+    }
+
+    /// Calls refused with a 429 and calls admitted under the server's
+    /// limits (zeros without limits).
+    pub fn rate_limited(&self) -> (u64, u64) {
+        self.limits
+            .as_ref()
+            .map_or((0, 0), |limits| (limits.refused(), limits.admitted()))
     }
 
     /// Like [`ScriptedServer::start`], injecting `faults` (see
@@ -144,13 +167,14 @@ impl ScriptedServer {
         latency: Duration,
         faults: Arc<Faults>,
     ) -> anyhow::Result<Self> {
-        Self::serving(engine, latency, Some(faults)).await
+        Self::serving(engine, latency, Some(faults), None).await
     }
 
     async fn serving(
         engine: Arc<ReplayEngine>,
         latency: Duration,
         faults: Option<Arc<Faults>>,
+        limits: Option<Arc<Enforcer>>,
     ) -> anyhow::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
@@ -160,6 +184,7 @@ impl ScriptedServer {
             latency,
             requests: Some(requests.clone()),
             faults,
+            limits: limits.clone(),
         });
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -174,6 +199,7 @@ impl ScriptedServer {
         Ok(ScriptedServer {
             address,
             requests,
+            limits,
             shutdown: Some(shutdown),
             task,
         })
@@ -235,6 +261,7 @@ pub async fn serve(
         latency,
         requests: None,
         faults,
+        limits: None,
     });
     axum::serve(listener, app).await?;
     Ok(())

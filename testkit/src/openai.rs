@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::State;
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use deepfleet_model::openai::wire::{
     ChatChunk, ChatRequest, ChatResponse, ChunkChoice, ChunkDelta, ChunkFunction, ChunkToolCall,
@@ -16,7 +17,11 @@ use serde_json::{Value, json};
 use crate::faults::{self, Fault, Wire};
 use crate::{AppState, error_response, pieces, sse_response};
 
-pub(crate) async fn complete(State(state): State<AppState>, body: Bytes) -> Response {
+pub(crate) async fn complete(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let value = match state.receive(&body).await {
         Ok(value) => value,
         Err(message) => return invalid_request(message),
@@ -33,12 +38,30 @@ pub(crate) async fn complete(State(state): State<AppState>, body: Bytes) -> Resp
                 if let (Some(bytes), Some(choice)) = (oversized, response.choices.first_mut()) {
                     choice.message.content = Some(faults::filler(bytes));
                 }
-                if stream {
-                    let usage = request.stream_options.is_some_and(|o| o.include_usage);
-                    sse_response(chunks(response, usage))
-                } else {
-                    axum::Json(response).into_response()
+                let verdict = state.limits.as_ref().map(|limits| {
+                    let key = headers
+                        .get(header::AUTHORIZATION)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    let tokens = response.usage.as_ref().map_or(0, |u| u.total_tokens);
+                    limits.admit(key, &request.model, tokens)
+                });
+                let mut answer = match &verdict {
+                    Some(verdict) if verdict.refused => Chat.error(
+                        429,
+                        "Rate limit reached for requests or tokens per minute".to_owned(),
+                        None,
+                    ),
+                    _ if stream => {
+                        let usage = request.stream_options.is_some_and(|o| o.include_usage);
+                        sse_response(chunks(response, usage))
+                    }
+                    _ => axum::Json(response).into_response(),
+                };
+                if let Some(verdict) = verdict {
+                    answer.headers_mut().extend(verdict.headers);
                 }
+                answer
             }
             Err(error) => scripted_error(error),
         }

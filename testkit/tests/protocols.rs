@@ -100,6 +100,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

@@ -38,6 +38,7 @@ mod memory;
 mod observability;
 mod providers;
 mod queue_intake;
+mod rate_limits;
 mod redelivery;
 mod resume_cli;
 mod retention;

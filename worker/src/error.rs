@@ -96,7 +96,8 @@ impl StepError {
                 | ErrorKind::Overloaded
                 | ErrorKind::Server
                 | ErrorKind::Timeout
-                | ErrorKind::Transport => ErrorCode::ModelUnavailable,
+                | ErrorKind::Transport
+                | ErrorKind::AwaitingCapacity => ErrorCode::ModelUnavailable,
             },
             StepError::Tool { .. } => ErrorCode::ToolFailed,
             StepError::Agent { .. } => ErrorCode::InvalidSpec,

@@ -26,5 +26,6 @@ pub mod trace;
 
 pub use context::StepContext;
 pub use error::StepError;
+pub use metrics::LimiterMetrics;
 pub use runtime::Worker;
 pub use step::{RetryConfig, StepRunner, TimeLimits};

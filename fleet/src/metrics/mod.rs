@@ -15,8 +15,8 @@ mod record;
 use std::collections::BTreeSet;
 
 use prometheus::{
-    CounterVec, Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts,
-    Registry, TextEncoder,
+    CounterVec, Encoder, GaugeVec, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
+    Opts, Registry, TextEncoder,
 };
 
 /// Model and step latencies: seconds to minutes (long generations,
@@ -59,6 +59,8 @@ pub const METRIC_NAMES: &[&str] = &[
     "deepfleet_runs_finished_total",
     "deepfleet_run_duration_seconds",
     "deepfleet_rate_limiter_wait_seconds",
+    "deepfleet_rate_limited_calls_total",
+    "deepfleet_rate_limiter_remaining",
     "deepfleet_queue_depth",
     "deepfleet_queue_consumers",
 ];
@@ -107,6 +109,8 @@ pub struct Metrics {
     runs: IntCounterVec,
     run_latency: HistogramVec,
     rate_limiter_wait: Histogram,
+    rate_limited_calls: IntCounterVec,
+    rate_limiter_remaining: GaugeVec,
     queue_depth: IntGauge,
     queue_consumers: IntGauge,
 }
@@ -230,6 +234,18 @@ impl Metrics {
                 "Time model calls waited for the fleet-wide rate limiter.",
                 WAIT_BUCKETS,
             )?,
+            rate_limited_calls: counter(
+                r,
+                "deepfleet_rate_limited_calls_total",
+                "Model call attempts the provider answered with a 429, by provider and model.",
+                &["provider", "model"],
+            )?,
+            rate_limiter_remaining: gauge_vec(
+                r,
+                "deepfleet_rate_limiter_remaining",
+                "What the fleet-wide rate limiter thinks is left per minute, by provider, account (a hash of the key), model and dimension (requests, tokens, input_tokens, output_tokens); below zero: promised to deferred calls.",
+                &["provider", "account", "model", "dimension"],
+            )?,
             queue_depth: gauge(
                 r,
                 "deepfleet_queue_depth",
@@ -331,6 +347,17 @@ fn plain_histogram(
 
 fn gauge(registry: &Registry, name: &str, help: &str) -> Result<IntGauge, prometheus::Error> {
     let metric = IntGauge::new(name, help)?;
+    registry.register(Box::new(metric.clone()))?;
+    Ok(metric)
+}
+
+fn gauge_vec(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+) -> Result<GaugeVec, prometheus::Error> {
+    let metric = GaugeVec::new(Opts::new(name, help), labels)?;
     registry.register(Box::new(metric.clone()))?;
     Ok(metric)
 }

@@ -118,9 +118,31 @@ impl Metrics {
         self.dead_letters.with_label_values(&[reason]).inc();
     }
 
-    /// A model call's wait for the fleet-wide rate limiter.
+    /// A model call's wait for the fleet-wide rate limiter: awaited in
+    /// place, or one deferral of its step.
     pub fn rate_limit_wait(&self, wait: Duration) {
         self.rate_limiter_wait.observe(wait.as_secs_f64());
+    }
+
+    /// A model call attempt the provider answered with a 429.
+    pub fn rate_limited_call(&self, provider: &str, model: &str) {
+        self.rate_limited_calls
+            .with_label_values(&[provider, model])
+            .inc();
+    }
+
+    /// The rate limiter's view of one account and model in one dimension.
+    pub fn rate_limiter_remaining(
+        &self,
+        provider: &str,
+        account: &str,
+        model: &str,
+        dimension: &str,
+        remaining: f64,
+    ) {
+        self.rate_limiter_remaining
+            .with_label_values(&[provider, account, model, dimension])
+            .set(remaining);
     }
 }
 

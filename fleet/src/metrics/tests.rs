@@ -25,6 +25,8 @@ fn record_all(m: &Metrics) {
     m.retried(ErrorCode::ModelUnavailable);
     m.dead_lettered("malformed");
     m.rate_limit_wait(second);
+    m.rate_limited_call("openai", "gpt-4.1");
+    m.rate_limiter_remaining("openai", "0123456789abcdef", "gpt-4.1", "requests", 12.5);
     m.set_queue_depth(7);
     m.set_queue_consumers(1);
 }

@@ -26,6 +26,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         cache_breakpoints: vec![13],
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

@@ -17,6 +17,7 @@ fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
         cache_breakpoints: vec![],
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

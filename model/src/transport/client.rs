@@ -13,8 +13,9 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use super::body::{BodyLimits, BoundedBody};
 use super::config::TransportConfig;
-use super::http::{http_client, json, secret_header, send};
+use super::http::{checked, exchange, http_client, json, secret_header, send};
 use super::protocol::{StreamDecoder, WireProtocol};
+use crate::ratelimit::{Cost, LimitKey, RateGate, account_of};
 use crate::retry::RetryPolicy;
 use crate::sse::for_each_event;
 use crate::stream::{Assembler, DeltaSink, Discard};
@@ -32,7 +33,20 @@ pub struct HttpClient<P> {
     body: BodyLimits,
     retry: RetryPolicy,
     stream: bool,
+    /// The rate limiter and this client's account in it.
+    rate: Option<Rate>,
 }
+
+/// A client's place in the rate limiter.
+struct Rate {
+    gate: RateGate,
+    provider: String,
+    account: String,
+}
+
+/// What an admitted attempt took from the limiter, to settle once its
+/// usage is known.
+type Admitted = Option<(LimitKey, Cost)>;
 
 // Hand-written so the key never reaches a log line.
 impl<P: fmt::Debug> fmt::Debug for HttpClient<P> {
@@ -45,6 +59,7 @@ impl<P: fmt::Debug> fmt::Debug for HttpClient<P> {
             .field("body", &self.body)
             .field("retry", &self.retry)
             .field("stream", &self.stream)
+            .field("rate_limited", &self.rate.is_some())
             .finish()
     }
 }
@@ -73,7 +88,13 @@ impl<P: WireProtocol> HttpClient<P> {
             let (name, value) = protocol.auth_header(key);
             headers.insert(name, secret_header(&value)?);
         }
+        let rate = config.rate_gate.map(|gate| Rate {
+            gate,
+            provider: config.provider.clone(),
+            account: account_of(config.api_key.as_deref(), &config.base_url),
+        });
         Ok(HttpClient {
+            rate,
             protocol,
             http,
             base_url: config.base_url.trim_end_matches('/').to_owned(),
@@ -97,23 +118,63 @@ impl<P: WireProtocol> HttpClient<P> {
     /// Sends one HTTP attempt; a non-2xx answer comes back classified.
     ///
     /// Every attempt of every provider passes here, below the retry loop:
-    /// this is where a fleet-wide rate limiter acquires its permit (per
-    /// provider and model), so retries are counted and no protocol can
-    /// bypass it.
+    /// the fleet-wide rate limiter admits it first (per provider account
+    /// and model), so retries are counted and no protocol can bypass it,
+    /// and every answer's rate-limit headers (a 429's above all) correct
+    /// the limiter's view for the whole fleet.
     async fn attempt(
         &self,
-        model: &str,
+        request: &ModelRequest,
         stream: bool,
         body: &P::Request,
-    ) -> Result<reqwest::Response, ModelError> {
-        let url = self.protocol.endpoint(&self.base_url, model, stream);
-        let request = self
+    ) -> Result<(reqwest::Response, Admitted), ModelError> {
+        let admitted = match &self.rate {
+            Some(rate) => {
+                let key = LimitKey {
+                    provider: rate.provider.clone(),
+                    account: rate.account.clone(),
+                    model: request.model.clone(),
+                };
+                let cost = rate.gate.admit(&key, request).await?;
+                Some((key, cost))
+            }
+            None => None,
+        };
+        let url = self
+            .protocol
+            .endpoint(&self.base_url, &request.model, stream);
+        let sent = self
             .http
             .post(url)
             .timeout(self.timeout)
             .headers(self.headers.clone())
             .json(body);
-        send(request, self.body).await
+        let answered = match exchange(sent).await {
+            Ok(response) => {
+                if let (Some(rate), Some((key, _))) = (&self.rate, &admitted) {
+                    rate.gate
+                        .observe(key, response.status().as_u16(), response.headers())
+                        .await;
+                }
+                checked(response, self.body).await
+            }
+            Err(error) => Err(error),
+        };
+        match answered {
+            Ok(response) => Ok((response, admitted)),
+            Err(error) => {
+                self.settle(admitted, None).await;
+                Err(error)
+            }
+        }
+    }
+
+    /// Corrects the limiter's estimate of an admitted attempt with its
+    /// reported usage (`None`: it failed).
+    async fn settle(&self, admitted: Admitted, usage: Option<&deepfleet_proto::Usage>) {
+        if let (Some(rate), Some((key, cost))) = (&self.rate, admitted) {
+            rate.gate.settle(&key, cost, usage).await;
+        }
     }
 
     async fn call(
@@ -121,9 +182,14 @@ impl<P: WireProtocol> HttpClient<P> {
         body: &P::Request,
         request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
-        let response = self.attempt(&request.model, false, body).await?;
-        let decoded: P::Response = json(response, self.body).await?;
-        self.protocol.response(decoded, request)
+        let (response, admitted) = self.attempt(request, false, body).await?;
+        let answered = match json::<P::Response>(response, self.body).await {
+            Ok(decoded) => self.protocol.response(decoded, request),
+            Err(error) => Err(error),
+        };
+        self.settle(admitted, answered.as_ref().ok().map(|r| &r.usage))
+            .await;
+        answered
     }
 
     async fn call_streamed(
@@ -133,7 +199,20 @@ impl<P: WireProtocol> HttpClient<P> {
         sink: &dyn DeltaSink,
         delivered: &AtomicBool,
     ) -> Result<ModelResponse, ModelError> {
-        let response = self.attempt(&request.model, true, body).await?;
+        let (response, admitted) = self.attempt(request, true, body).await?;
+        let answered = self.assemble(response, request, sink, delivered).await;
+        self.settle(admitted, answered.as_ref().ok().map(|r| &r.usage))
+            .await;
+        answered
+    }
+
+    async fn assemble(
+        &self,
+        response: reqwest::Response,
+        request: &ModelRequest,
+        sink: &dyn DeltaSink,
+        delivered: &AtomicBool,
+    ) -> Result<ModelResponse, ModelError> {
         let mut out = Assembler::new(sink, request.purpose, delivered);
         let mut decoder = self.protocol.decoder(request);
         let body = BoundedBody::new(response, self.body)?;

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::ratelimit::RateGate;
 use crate::retry::RetryPolicy;
 
 /// Request timeout when none is configured: long completions of large
@@ -40,6 +41,11 @@ pub struct TransportConfig {
     /// Whether `complete` streams too (long completions then never sit
     /// idle on a proxy's timeout).
     pub stream: bool,
+    /// The provider's name in the configuration: the rate limiter's
+    /// limits and keys are per provider.
+    pub provider: String,
+    /// The fleet's rate limiter, when calls pass one.
+    pub rate_gate: Option<RateGate>,
 }
 
 impl TransportConfig {
@@ -55,6 +61,8 @@ impl TransportConfig {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             retry: RetryPolicy::default(),
             stream: false,
+            provider: String::new(),
+            rate_gate: None,
         }
     }
 }
@@ -70,6 +78,8 @@ impl fmt::Debug for TransportConfig {
             .field("max_response_bytes", &self.max_response_bytes)
             .field("retry", &self.retry)
             .field("stream", &self.stream)
+            .field("provider", &self.provider)
+            .field("rate_gate", &self.rate_gate)
             .finish()
     }
 }

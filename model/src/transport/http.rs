@@ -49,7 +49,22 @@ pub(crate) async fn send(
     request: reqwest::RequestBuilder,
     limits: BodyLimits,
 ) -> Result<reqwest::Response, ModelError> {
-    let response = request.send().await.map_err(|e| classify_transport(&e))?;
+    checked(exchange(request).await?, limits).await
+}
+
+/// Sends `request`, whatever the answer's status.
+pub(crate) async fn exchange(
+    request: reqwest::RequestBuilder,
+) -> Result<reqwest::Response, ModelError> {
+    request.send().await.map_err(|e| classify_transport(&e))
+}
+
+/// `response` when it is a 2xx, else its error classified from its
+/// status, (the start of) its body and `Retry-After`.
+pub(crate) async fn checked(
+    response: reqwest::Response,
+    limits: BodyLimits,
+) -> Result<reqwest::Response, ModelError> {
     let status = response.status();
     if status.is_success() {
         return Ok(response);

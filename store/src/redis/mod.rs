@@ -12,6 +12,7 @@
 
 pub(crate) mod codec;
 pub(crate) mod conn;
+pub mod rate_limit;
 pub mod reseal;
 pub(crate) mod scripts;
 

@@ -1,6 +1,9 @@
 //! How a test fleet is set up: one builder for both modes, so the e2e
 //! suite and the benchmarks configure their fleets alike.
 
+use deepfleet_model::ratelimit::{
+    InProcessLimiter, Limits, RateGate, RateLimits, RateLimitsConfig,
+};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -63,6 +66,7 @@ impl FleetBuilder {
                 fast_retries: false,
                 time_limits: None,
                 file_limits: None,
+                rate_limits: None,
             },
             providers: HashMap::new(),
             events: Arc::new(NoopSink),
@@ -177,6 +181,14 @@ impl FleetBuilder {
         self
     }
 
+    /// Passes the fleet's model calls through the fleet-wide rate limiter
+    /// under `limits` (every provider and model): in process when
+    /// embedded, in the fleet's Redis when distributed.
+    pub fn rate_limits(mut self, limits: Limits) -> Self {
+        self.worker.rate_limits = Some(limits);
+        self
+    }
+
     /// How long a batch may take before following it fails.
     pub fn run_limit(mut self, limit: Duration) -> Self {
         self.run_limit = limit;
@@ -190,10 +202,21 @@ impl FleetBuilder {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let queue = Arc::new(MemoryQueue::new());
         let store = Arc::new(EmbeddedStore::new());
-        let providers = Arc::new(deepfleet_replay::register(Providers::with_env(
-            self.provider_configs(),
-            |_| None,
-        )));
+        let providers =
+            deepfleet_replay::register(Providers::with_env(self.provider_configs(), |_| None));
+        let providers = Arc::new(match self.worker.rate_limits {
+            Some(limits) => {
+                let config = RateLimitsConfig {
+                    default: limits,
+                    ..RateLimitsConfig::default()
+                };
+                providers.with_rate_gate(RateGate::new(
+                    Arc::new(InProcessLimiter::new()),
+                    RateLimits::from(config),
+                ))
+            }
+            None => providers,
+        });
         let key = ContextKey::from_base64(&self.worker.context_key)?;
         let runner = StepRunner::new(queue.clone(), store.clone(), providers, self.retries())
             .with_events(Arc::clone(&self.events))

@@ -7,6 +7,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use anyhow::Context;
+use deepfleet_model::ratelimit::Limits;
 use deepfleet_proto::InputLimits;
 use deepfleet_queue::QueueError;
 use deepfleet_worker::TimeLimits;
@@ -49,6 +50,8 @@ pub(super) struct WorkerCommand {
     pub(super) time_limits: Option<TimeLimits>,
     /// File limits of the agents' tools, when not the defaults.
     pub(super) file_limits: Option<InputLimits>,
+    /// The fleet-wide rate limiter's default limits, when set.
+    pub(super) rate_limits: Option<Limits>,
 }
 
 impl WorkerCommand {
@@ -108,6 +111,22 @@ impl WorkerCommand {
                 "DEEPFLEET__LIMITS__MAX_FILES_PER_THREAD",
                 limits.max_files_per_thread.to_string(),
             );
+        }
+        if let Some(limits) = self.rate_limits {
+            let names = [
+                "REQUESTS_PER_MINUTE",
+                "TOKENS_PER_MINUTE",
+                "INPUT_TOKENS_PER_MINUTE",
+                "OUTPUT_TOKENS_PER_MINUTE",
+            ];
+            for (name, limit) in names.into_iter().zip(limits.as_array()) {
+                if let Some(limit) = limit {
+                    cmd.env(
+                        format!("DEEPFLEET__RATE_LIMITS__DEFAULT__{name}"),
+                        limit.to_string(),
+                    );
+                }
+            }
         }
         if let Some((keys, current)) = &self.encryption {
             cmd.env("DEEPFLEET__ENCRYPTION__KEYS", keys)

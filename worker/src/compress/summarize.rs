@@ -206,6 +206,7 @@ impl Summarizer {
             cache_breakpoints: Vec::new(),
             purpose: CallPurpose::Summarization,
             sampling: Default::default(),
+            rate: Default::default(),
         };
         let started = Instant::now();
         let response = match deltas {

@@ -4,6 +4,10 @@
 //! is mapped to labels here; the families, names and help texts live in
 //! `deepfleet_fleet::metrics`.
 
+mod limiter;
+
+pub use limiter::LimiterMetrics;
+
 use deepfleet_fleet::{Caller, Metrics};
 use deepfleet_model::{CallPurpose, ErrorKind};
 
@@ -81,6 +85,7 @@ fn error_class(kind: ErrorKind) -> &'static str {
         ErrorKind::InvalidResponse => "invalid_response",
         ErrorKind::ResponseTooLarge => "response_too_large",
         ErrorKind::Unsupported => "unsupported",
+        ErrorKind::AwaitingCapacity => "awaiting_capacity",
     }
 }
 

@@ -190,12 +190,29 @@ fn steps_in_flight_go_up_and_down() {
     );
 }
 
-/// Between them, the harness events (and the queue gauges the binary
-/// samples) update every family the fleet exports.
+/// Between them, the harness events, the rate limiter's reports (and the
+/// queue gauges the binary samples) update every family the fleet
+/// exports.
 #[test]
 fn events_fill_every_exported_family() {
-    let m = Metrics::new().unwrap();
+    use deepfleet_model::ratelimit::{LimitKey, LimiterObserver};
+    let m = std::sync::Arc::new(Metrics::new().unwrap());
     emit_all(&m);
+    let key = LimitKey {
+        provider: "openai".into(),
+        account: "0123456789abcdef".into(),
+        model: "gpt-4.1".into(),
+    };
+    let limiter = super::LimiterMetrics(std::sync::Arc::clone(&m));
+    limiter.throttled(&key);
+    limiter.levels(&key, [Some(3.0), None, Some(-20.5), None]);
+    assert_eq!(
+        m.samples("deepfleet_rate_limiter_remaining").unwrap(),
+        vec![
+            r#"deepfleet_rate_limiter_remaining{account="0123456789abcdef",dimension="input_tokens",model="gpt-4.1",provider="openai"} -20.5"#,
+            r#"deepfleet_rate_limiter_remaining{account="0123456789abcdef",dimension="requests",model="gpt-4.1",provider="openai"} 3"#,
+        ]
+    );
     let listed: BTreeSet<String> = METRIC_NAMES.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(m.exported_families(), listed);
 }

@@ -29,6 +29,7 @@ fn request(cx: &StepContext) -> ModelRequest {
         cache_breakpoints: Vec::new(),
         purpose: CallPurpose::Agent,
         sampling: Default::default(),
+        rate: Default::default(),
     }
 }
 

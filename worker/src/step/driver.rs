@@ -252,7 +252,9 @@ impl StepRunner {
                     .dead_letter(delivery, &scope, DeadLetterReason::Rejected, &reason)
                     .await;
             }
-            Err(Failure::Step(error)) => return self.failed(delivery, envelope, job, error).await,
+            Err(Failure::Step(error)) => {
+                return self.defer_or_fail(delivery, envelope, job, error).await;
+            }
         };
         if let Err(e) = settled {
             // The message comes back and fencing makes the repeat harmless.

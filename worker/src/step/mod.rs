@@ -25,6 +25,7 @@
 //! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - [`spans`]: trace spans of model and tool calls;
 //! - [`spend`]: what a run spends from its budgets' accounts;
+//! - `throttle`: deferring a step the rate limiter has no capacity for;
 //! - [`time_limits`]: how long a step and a tool call may take;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
@@ -50,6 +51,7 @@ mod retry;
 pub mod run_budget;
 pub mod spans;
 pub mod spend;
+mod throttle;
 pub mod time_limits;
 pub mod tool_calls;
 pub mod turn;

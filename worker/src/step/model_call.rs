@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use deepfleet_model::{CallPurpose, DeltaSink, ModelRequest, ModelResponse, Sampling};
+use deepfleet_model::{CallPurpose, DeltaSink, ModelRequest, ModelResponse, RateHint, Sampling};
 use deepfleet_proto::AssistantMessage;
 use deepfleet_store::Store;
 use tracing::{Instrument, warn};
@@ -31,7 +31,10 @@ pub async fn call_model(
     for layer in &agent.stack {
         layer.before_model(cx).await?;
     }
-    let request = request(agent, cx);
+    let mut request = request(agent, cx);
+    // Stable across redeliveries of this step: a slot the rate limiter
+    // promised a deferred step is found again when it comes back.
+    request.rate.claim = Some(format!("{}:{step}", cx.run.thread_id));
     // A followed run streams this call's tokens (and a summary's) to its
     // delta stream; all are appended before the step commits.
     let forwarder = forwarder(cx, store, step).await;
@@ -75,9 +78,20 @@ pub async fn call_model(
 /// older messages reach the model as the summary the summarization layer
 /// puts first.
 pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
+    let system = agent.system_prompt(cx);
+    // Each message was counted once, when it was logged; only the system
+    // prompt (which changes with memory and files) is counted here.
+    let counted: u64 = cx
+        .history
+        .iter()
+        .skip(cx.compaction.view_start())
+        .chain(cx.added.iter())
+        .map(|m| u64::from(m.tokens))
+        .sum();
+    let estimated = counted + u64::from(deepfleet_fleet::tokens::count_text(&system));
     ModelRequest {
         model: agent.model_name.clone(),
-        system: agent.system_prompt(cx),
+        system,
         messages: cx
             .history
             .iter()
@@ -94,6 +108,10 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
             temperature: agent.params.temperature,
             top_p: agent.params.top_p,
             reasoning_effort: agent.params.reasoning_effort,
+        },
+        rate: RateHint {
+            estimated_input_tokens: Some(estimated),
+            claim: None,
         },
     }
 }
@@ -123,6 +141,13 @@ fn report(
     response: &Result<ModelResponse, StepError>,
     started: Instant,
 ) {
+    // A call the rate limiter deferred was never made: the step comes
+    // back for it (see `throttle.rs`).
+    if let Err(StepError::Model(e)) = response
+        && e.kind == deepfleet_model::ErrorKind::AwaitingCapacity
+    {
+        return;
+    }
     if let Err(StepError::Model(e)) = response {
         cx.emit(Event::ProviderError {
             model: agent.model_name.clone(),

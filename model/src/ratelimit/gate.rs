@@ -1,0 +1,207 @@
+//! [`RateGate`]: what the transport holds of the rate limiter, and the
+//! three moments of a call it takes part in: before it is sent
+//! ([`RateGate::admit`]), when its answer's headers arrive
+//! ([`RateGate::observe`]), and when its usage is known
+//! ([`RateGate::settle`]).
+//!
+//! A limiter that cannot be reached lets calls through, logged: the
+//! providers' own 429s still protect them, and a fleet must not stop
+//! because its limiter's store hiccupped.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use deepfleet_proto::Usage;
+use reqwest::header::HeaderMap;
+use sha2::{Digest, Sha256};
+
+use super::{Acquired, Cost, LimitKey, LimiterObserver, RateLimiter, RateLimits, headers};
+use crate::{ErrorKind, ModelError, ModelRequest};
+
+/// The limiter, its limits and its observer, shared by every client.
+#[derive(Clone)]
+pub struct RateGate {
+    limiter: Arc<dyn RateLimiter>,
+    limits: Arc<RateLimits>,
+    observer: Option<Arc<dyn LimiterObserver>>,
+}
+
+impl fmt::Debug for RateGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RateGate")
+            .field("limiter", &self.limiter)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An account's name in limiter keys and metrics: the first 16 hex
+/// digits of the key's SHA-256 (never the key), or the base URL when the
+/// provider takes none.
+pub fn account_of(api_key: Option<&str>, base_url: &str) -> String {
+    match api_key {
+        Some(key) => {
+            let digest = Sha256::digest(key.as_bytes());
+            digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+        }
+        None => base_url.trim_end_matches('/').to_owned(),
+    }
+}
+
+impl RateGate {
+    /// A gate over `limiter` under `limits`.
+    pub fn new(limiter: Arc<dyn RateLimiter>, limits: RateLimits) -> Self {
+        RateGate {
+            limiter,
+            limits: Arc::new(limits),
+            observer: None,
+        }
+    }
+
+    /// Reports waits, 429s and levels to `observer`.
+    pub fn with_observer(mut self, observer: Arc<dyn LimiterObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// What `request` is assumed to take before it is sent.
+    pub fn cost_of(&self, request: &ModelRequest) -> Cost {
+        let input = request
+            .rate
+            .estimated_input_tokens
+            .unwrap_or_else(|| rough_input_tokens(request));
+        let output = request
+            .max_output_tokens
+            .unwrap_or(self.limits.expected_output_tokens());
+        Cost::call(input, output)
+    }
+
+    /// Waits for capacity for `request`, or fails with
+    /// [`ErrorKind::AwaitingCapacity`] (its `retry_after` the wait) when
+    /// the wait is longer than the gate's `max_wait` and the request names
+    /// a claim to keep its slot under. Returns what was taken.
+    pub async fn admit(&self, key: &LimitKey, request: &ModelRequest) -> Result<Cost, ModelError> {
+        let cost = self.cost_of(request);
+        let limits = self.limits.of(&key.provider, &key.model);
+        let acquired = self
+            .limiter
+            .acquire(
+                key,
+                &limits,
+                cost,
+                request.rate.claim.as_deref(),
+                self.limits.max_wait(),
+            )
+            .await;
+        match acquired {
+            Ok(Acquired::Go(wait)) => {
+                if !wait.is_zero() {
+                    if let Some(observer) = &self.observer {
+                        observer.waited(key, wait);
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+                Ok(cost)
+            }
+            Ok(Acquired::Later(wait)) => Err(ModelError {
+                retry_after: Some(wait),
+                ..ModelError::new(
+                    ErrorKind::AwaitingCapacity,
+                    format!("no capacity at {key} for {} ms", wait.as_millis()),
+                )
+            }),
+            Err(error) => {
+                tracing::warn!(%key, %error, "rate limiter unreachable; calling without it");
+                Ok(Cost::default())
+            }
+        }
+    }
+
+    /// Applies what an answer's `headers` (with `status`) say of the
+    /// account, and counts a 429.
+    pub async fn observe(&self, key: &LimitKey, status: u16, headers: &HeaderMap) {
+        let observed = headers::observed(status, headers, SystemTime::now());
+        if status == 429
+            && let Some(observer) = &self.observer
+        {
+            observer.throttled(key);
+        }
+        if observed.is_empty() {
+            return;
+        }
+        let limits = self.limits.of(&key.provider, &key.model);
+        match self.limiter.observe(key, &limits, &observed).await {
+            Ok(levels) => {
+                if let Some(observer) = &self.observer {
+                    observer.levels(key, levels);
+                }
+            }
+            Err(error) => tracing::warn!(%key, %error, "rate limiter unreachable"),
+        }
+    }
+
+    /// Corrects what `taken` assumed with the `used` tokens the provider
+    /// reported; a call without usage (it failed) gives its output back.
+    pub async fn settle(&self, key: &LimitKey, taken: Cost, used: Option<&Usage>) {
+        if taken == Cost::default() {
+            return;
+        }
+        let [_, _, input, output] = taken.0;
+        let taken = Cost::tokens(input, output);
+        let used = match used {
+            Some(usage) => Cost::tokens(usage.input_tokens, usage.output_tokens),
+            None => Cost::tokens(input, 0),
+        };
+        if taken == used {
+            return;
+        }
+        let limits = self.limits.of(&key.provider, &key.model);
+        if let Err(error) = self.limiter.record(key, &limits, taken, used).await {
+            tracing::warn!(%key, %error, "rate limiter unreachable");
+        }
+    }
+
+    /// Longest wait awaited in place.
+    pub fn max_wait(&self) -> Duration {
+        self.limits.max_wait()
+    }
+}
+
+/// A stand-in count (characters / 4) for a request whose caller counted
+/// nothing; the reported usage corrects it.
+fn rough_input_tokens(request: &ModelRequest) -> u64 {
+    let chars: usize = request.system.len()
+        + request
+            .messages
+            .iter()
+            .map(|m| {
+                m.content()
+                    .iter()
+                    .map(|b| match b {
+                        deepfleet_proto::ContentBlock::Text { text } => text.len(),
+                        deepfleet_proto::ContentBlock::Image { .. } => 340,
+                    })
+                    .sum::<usize>()
+            })
+            .sum::<usize>();
+    u64::try_from(chars.div_ceil(4)).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accounts_hash_keys_and_name_keyless_hosts() {
+        let account = account_of(Some("sk-secret"), "https://api.openai.com/v1");
+        assert_eq!(account.len(), 16);
+        assert!(!account.contains("secret"));
+        assert_eq!(account, account_of(Some("sk-secret"), "elsewhere"));
+        assert_ne!(account, account_of(Some("sk-other"), "elsewhere"));
+        assert_eq!(
+            account_of(None, "http://localhost:11434/"),
+            "http://localhost:11434"
+        );
+    }
+}

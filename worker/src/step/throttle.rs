@@ -1,0 +1,148 @@
+//! Deferring a step the rate limiter has no capacity for yet.
+//!
+//! A wait the model transport may await in place (up to the limiter's
+//! `max_wait_ms`) is awaited there. A longer one comes back from the
+//! model call as [`ErrorKind::AwaitingCapacity`], its slot kept under
+//! the step's claim (`thread:step`); the step then gives its worker slot
+//! up: the same message is published again, delayed, and the delivery
+//! acked. Nothing was committed, so the step runs again from its
+//! checkpoint when the message comes back (the fencing of `decide.rs`
+//! makes the repeat safe, as after a crash), and its model call finds its
+//! claimed slot instead of queueing anew. The attempt count does not
+//! move: waiting for capacity is not a failure.
+//!
+//! The delay is a third of the wait, so that whatever delay bucket the
+//! queue rounds it up to (the broker's buckets grow at most threefold)
+//! the message comes back no later than its slot; each return awaits or
+//! defers again what is left.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use deepfleet_model::{ErrorKind, ModelError};
+use deepfleet_proto::{Envelope, StepJob};
+use deepfleet_queue::Delivery;
+use tracing::{debug, warn};
+
+use crate::error::StepError;
+use crate::events::{Event, EventScope};
+use crate::step::driver::StepRunner;
+
+/// The shortest deferral: below it the step awaits in place.
+const MIN_DELAY: Duration = Duration::from_millis(100);
+
+/// The wait a step failing with `error` must defer for, when the rate
+/// limiter deferred its model call.
+fn deferral(error: &StepError) -> Option<Duration> {
+    match error {
+        StepError::Model(ModelError {
+            kind: ErrorKind::AwaitingCapacity,
+            retry_after,
+            ..
+        }) => Some(retry_after.unwrap_or(MIN_DELAY)),
+        _ => None,
+    }
+}
+
+/// How long the message waits on the queue for a slot `wait` away.
+pub(super) fn delay_for(wait: Duration) -> Duration {
+    (wait / 3).max(MIN_DELAY)
+}
+
+impl StepRunner {
+    /// A step failed with `error`: deferred when the rate limiter had no
+    /// capacity for it yet, else handled as a failure.
+    pub(super) async fn defer_or_fail(
+        &self,
+        delivery: Box<dyn Delivery>,
+        envelope: Envelope,
+        job: StepJob,
+        error: StepError,
+    ) {
+        match deferral(&error) {
+            Some(wait) => self.defer(delivery, envelope, &job, wait).await,
+            None => self.failed(delivery, envelope, job, error).await,
+        }
+    }
+
+    /// Publishes `envelope` again, delayed towards its slot `wait` away,
+    /// and acks `delivery` (hands it back when the publish failed).
+    async fn defer(
+        &self,
+        delivery: Box<dyn Delivery>,
+        envelope: Envelope,
+        job: &StepJob,
+        wait: Duration,
+    ) {
+        let delay = delay_for(wait);
+        debug!(run = %job.run_id, step = job.step, ?wait, ?delay, "no model capacity yet; deferring the step");
+        self.events.emit(
+            &EventScope::of_job(&job.run_id, &job.thread_id),
+            &Event::RateLimitWait { wait: delay },
+        );
+        let due = chrono::Duration::from_std(delay)
+            .ok()
+            .map(|d| Utc::now() + d);
+        let deferred = Envelope {
+            published_at: due,
+            ..envelope
+        };
+        let published = match serde_json::to_vec(&deferred) {
+            Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
+            Err(_) => false,
+        };
+        let settled = if published {
+            delivery.ack().await
+        } else {
+            delivery.requeue().await
+        };
+        if let Err(e) = settled {
+            warn!(run = %job.run_id, error = %e, "settling a deferred step failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn only_a_capacity_wait_defers() {
+        let waiting = ModelError {
+            retry_after: Some(Duration::from_secs(30)),
+            ..ModelError::new(ErrorKind::AwaitingCapacity, "later")
+        };
+        assert_eq!(
+            deferral(&StepError::Model(waiting)),
+            Some(Duration::from_secs(30))
+        );
+        let limited = ModelError {
+            retry_after: Some(Duration::from_secs(30)),
+            ..ModelError::new(ErrorKind::RateLimited, "429")
+        };
+        assert_eq!(deferral(&StepError::Model(limited)), None);
+        assert_eq!(deferral(&StepError::LastDelivery), None);
+    }
+
+    #[test]
+    fn the_delay_never_passes_the_slot_after_the_queue_rounds_it_up() {
+        // The broker's delay buckets (queue/src/amqp/topology.rs).
+        let buckets = [
+            100, 250, 500, 1_000, 2_000, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000, 600_000,
+            1_800_000, 3_600_000,
+        ];
+        for wait_ms in (300..3_000_000).step_by(997) {
+            let delay = delay_for(Duration::from_millis(wait_ms)).as_millis() as u64;
+            let rounded = buckets
+                .iter()
+                .copied()
+                .find(|&b| b >= delay)
+                .unwrap_or(3_600_000);
+            assert!(
+                rounded <= wait_ms,
+                "{wait_ms} ms: {delay} rounds to {rounded}"
+            );
+        }
+    }
+}
