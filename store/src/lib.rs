@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod admission;
 pub mod at_rest;
 pub mod batches;
 pub mod checkpoints;
@@ -40,6 +41,7 @@ pub mod runs;
 pub mod sealed;
 pub mod specs;
 
+pub use admission::{Admission, AdmissionState, Entered};
 pub use at_rest::Keyring;
 pub use batches::Batches;
 pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
@@ -81,6 +83,7 @@ pub use specs::Specs;
 /// ```
 pub trait Store:
     Specs
+    + Admission
     + Runs
     + Checkpoints
     + FanIn
@@ -95,6 +98,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: Specs
+        + Admission
         + Runs
         + Checkpoints
         + FanIn
