@@ -9,6 +9,7 @@
 //! own worker binary loads exactly what `deepfleet worker` loads and
 //! builds its runner the same way ([`fleet`]).
 
+mod admission;
 pub mod api;
 mod encryption;
 mod error;
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
+pub use admission::AdmissionSettings;
 pub use api::{ApiSettings, KeyLine};
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
@@ -69,6 +71,8 @@ pub struct Settings {
     /// Sizes of requests, messages and files, and files per thread
     /// (`[limits]`).
     pub limits: LimitsSettings,
+    /// Batch admission windows (`[admission]`).
+    pub admission: AdmissionSettings,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -134,6 +138,7 @@ impl std::fmt::Debug for Settings {
             .field("api", &self.api)
             .field("retention", &self.retention)
             .field("limits", &self.limits)
+            .field("admission", &self.admission)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -232,6 +237,7 @@ impl Default for Settings {
             api: ApiSettings::default(),
             retention: RetentionSettings::default(),
             limits: LimitsSettings::default(),
+            admission: AdmissionSettings::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

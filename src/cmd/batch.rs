@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, TaskBatches};
+use deepfleet_scheduler::{AdmissionSweep, BatchFollower, Intake, RetentionPolicy, TaskBatches};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -28,6 +28,9 @@ use super::signals::Interrupt;
 use crate::batch_io::Summary;
 use crate::results_file::ResultsFile;
 use crate::unfinished_batch::UnfinishedBatch;
+
+/// How often embedded mode sweeps its batch's admission window.
+const ADMISSION_SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// A batch to run: what, and where its results go.
 pub struct BatchPlan<'a> {
@@ -52,6 +55,9 @@ pub struct BatchPlan<'a> {
     pub watch_queue: Option<String>,
     /// How long the batch's runs live once ended.
     pub retention: RetentionPolicy,
+    /// Runs in flight at once (the batch's admission window); `None`
+    /// starts every run at once.
+    pub window: Option<u32>,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -83,6 +89,18 @@ pub async fn run_batch(
     )
     .await?
     .with_limits(plan.limits);
+    let intake = match plan.window {
+        Some(window) => intake.with_admission_window(window),
+        None => intake,
+    };
+    // Embedded mode has no scheduler: its batch sweeps its own admission
+    // (a distributed fleet's schedulers sweep theirs).
+    let sweep = in_process.as_ref().map(|_| {
+        tokio::spawn(
+            AdmissionSweep::new(Arc::clone(&store), Arc::clone(intake.queue()))
+                .run(ADMISSION_SWEEP_EVERY),
+        )
+    });
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
@@ -127,6 +145,9 @@ pub async fn run_batch(
         interrupt.token(),
     )
     .await?;
+    if let Some(sweep) = sweep {
+        sweep.abort();
+    }
     let left_note = unfinished_runs_note(in_process.is_some(), plan.state_file);
     if let Some(local) = in_process {
         local.worker.stop().await?;

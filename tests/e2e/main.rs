@@ -10,6 +10,7 @@
 
 mod support;
 
+mod admission;
 mod agent_server;
 mod async_subagents;
 mod batch;

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::Utc;
+use deepfleet_fleet::admission::start_admitted;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::keys::records::{
@@ -41,6 +42,11 @@ pub async fn publish(
             }
             FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
+            FollowUp::Admit(batch) => {
+                if let Some(next) = store.admit_after(&batch, &run.run_id).await? {
+                    start_admitted::<StepError>(queue, store, &batch, &[next]).await?;
+                }
+            }
             FollowUp::Expire(ttl) => expire(store, run, ttl).await?,
         }
     }
