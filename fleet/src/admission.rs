@@ -36,6 +36,7 @@ where
             run_id: run.run_id.clone(),
             thread_id: run.thread_id.clone(),
             step,
+            priority: run.priority,
         };
         publish_step(queue, job, run.traceparent.clone()).await?;
     }

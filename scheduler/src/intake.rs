@@ -8,7 +8,8 @@ use deepfleet_fleet::admission::start_admitted;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::{
-    AgentSpec, FileData, InputLimits, Message, RunRecord, RunStatus, ServedSpec, StepJob, TaskLine,
+    AgentSpec, FileData, InputLimits, Message, Priority, RunRecord, RunStatus, ServedSpec, StepJob,
+    TaskLine,
 };
 use deepfleet_proto::{SealedContext, TenantId};
 use deepfleet_queue::Queue;
@@ -35,6 +36,8 @@ pub struct Intake {
     /// How many runs of one batch are in flight at once
     /// ([`Intake::with_admission_window`]); `None`: all of them.
     window: Option<u32>,
+    /// The priority of the runs it creates (batch unless told).
+    priority: Priority,
 }
 
 impl Intake {
@@ -48,7 +51,15 @@ impl Intake {
             pinned: BTreeMap::new(),
             limits: InputLimits::default(),
             window: None,
+            priority: Priority::Batch,
         }
+    }
+
+    /// Gives the runs this intake creates `priority`: interactive runs
+    /// are served ahead of batch ones.
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
     }
 
     /// Keeps at most `window` runs of each batch this intake submits to
@@ -258,6 +269,7 @@ impl Intake {
             // Task lines run as the default tenant.
             expire_after_secs: self.retention.expire_after_secs(&TenantId::default()),
             spec_version: Some(version),
+            priority: self.priority,
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
         let seed = ThreadSeed {
@@ -286,6 +298,7 @@ impl Intake {
             run_id: run.run_id.clone(),
             thread_id: run.thread_id.clone(),
             step,
+            priority: run.priority,
         };
         publish_step(self.queue.as_ref(), job, None).await?;
         Ok(true)

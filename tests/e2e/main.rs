@@ -35,6 +35,7 @@ mod manifest;
 mod mcp;
 mod memory;
 mod observability;
+mod priority;
 mod providers;
 mod queue_intake;
 mod redelivery;

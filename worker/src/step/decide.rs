@@ -86,6 +86,7 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             run_id: run.run_id.clone(),
             thread_id: run.thread_id.clone(),
             step,
+            priority: run.priority,
         })],
         RunStatus::Waiting => pending
             .map(|p| {
@@ -151,6 +152,7 @@ mod tests {
             run_id: "r".into(),
             thread_id: "t".into(),
             step,
+            priority: Default::default(),
         }
     }
 

@@ -139,6 +139,7 @@ async fn start_child(
         subagent: Some(child.subagent),
         parent: link,
         depth: parent.depth + 1,
+        priority: parent.priority,
         batch_id,
         // Subagents see the parent's runtime context unchanged; it stays
         // sealed in the child's record too.
@@ -171,6 +172,7 @@ async fn start_child(
             run_id: child.run_id,
             thread_id: child.thread_id,
             step,
+            priority: parent.priority,
         },
         child.traceparent,
     )
@@ -214,6 +216,8 @@ async fn report(
                 run_id: parent.run_id.clone(),
                 thread_id: parent.thread_id.clone(),
                 step: parent_thread.step,
+                // A subagent has its parent's priority.
+                priority: run.priority,
             },
             None,
         )
