@@ -3,11 +3,13 @@
 //! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
 //! in release mode, prepares a venv with deepagents, saves the worker's
 //! compression-check table, and runs this binary, which measures the six
-//! items of issue #9, and the retention and thread search of issue #15, in
+//! items of issue #9, the retention and thread search of issue #15, and
+//! the admission, priority and sharing item of issue #17, in
 //! turn, draws the plots and writes the report. A
 //! section that fails is reported as failed in the file and makes the
 //! command exit non-zero; the others still run.
 
+mod admission;
 mod fleet;
 mod growth;
 mod machine;
@@ -65,6 +67,10 @@ struct Args {
     /// not for publishing.
     #[arg(long)]
     quick: bool,
+    /// Measure one item alone and put its section into `--out` in place
+    /// of the one there (`admission`: item 9).
+    #[arg(long)]
+    only: Option<String>,
 }
 
 /// Sizes of every measurement.
@@ -77,6 +83,7 @@ struct Sizes {
     growth_steps: usize,
     retention_runs: usize,
     search: search::Plan,
+    admission: admission::Plan,
 }
 
 impl Sizes {
@@ -93,6 +100,12 @@ impl Sizes {
                 search: search::Plan {
                     sizes: vec![1_000, 10_000],
                     searches: 50,
+                },
+                admission: admission::Plan {
+                    first_tenth_runs: 300,
+                    interactive_batch: 200,
+                    interactive_tries: 5,
+                    fair_runs: 100,
                 },
             }
         } else {
@@ -113,6 +126,12 @@ impl Sizes {
                 search: search::Plan {
                     sizes: vec![1_000, 100_000],
                     searches: 300,
+                },
+                admission: admission::Plan {
+                    first_tenth_runs: 3_000,
+                    interactive_batch: 2_000,
+                    interactive_tries: 20,
+                    fair_runs: 1_000,
                 },
             }
         }
@@ -197,7 +216,10 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         .map_err(failed);
     log("8. thread search");
     let search = search::thread_search(&sizes.search).await.map_err(failed);
+    log("9. admission, priorities and sharing");
+    let admission = admission::measure(&sizes.admission).await.map_err(failed);
     Results {
+        admission,
         retention,
         embedded,
         floor,
@@ -226,6 +248,24 @@ async fn main() -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&args.plots)?;
     let started = Instant::now();
     let sizes = Sizes::new(args.quick);
+    if let Some(item) = &args.only {
+        anyhow::ensure!(
+            item == "admission",
+            "--only knows `admission`, not {item:?}"
+        );
+        log("9. admission, priorities and sharing");
+        let measured = admission::measure(&sizes.admission).await.map_err(failed);
+        let mut section = String::new();
+        admission::render(&mut section, &measured);
+        let text = std::fs::read_to_string(&args.out).unwrap_or_default();
+        std::fs::write(&args.out, admission::replace_section(&text, &section))?;
+        log(&format!("wrote item 9 into {}", args.out.display()));
+        return Ok(if measured.is_ok() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        });
+    }
     let mut results = measure(&args, &sizes).await;
     results.elapsed = started.elapsed();
     let text = report::render(&results, &args.plots)?;

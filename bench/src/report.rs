@@ -41,6 +41,8 @@ pub struct Results {
     pub retention: Section<crate::retention::Memory>,
     /// Item 8: thread search as a tenant's threads grow.
     pub search: Section<Vec<crate::search::SearchTimes>>,
+    /// Item 9: batch admission, priorities and sharing.
+    pub admission: Section<crate::admission::Numbers>,
     /// Why deepagents is missing, when it is.
     pub python_note: String,
     /// A `--quick` pass.
@@ -80,6 +82,7 @@ impl Results {
         );
         note("7. retention", self.retention.as_ref().err());
         note("8. thread search", self.search.as_ref().err());
+        note("9. admission", self.admission.as_ref().err());
         out
     }
 
@@ -117,6 +120,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     tokens(&mut out, r, plots)?;
     crate::retention::render(&mut out, &r.retention);
     crate::search::render(&mut out, &r.search);
+    crate::admission::render(&mut out, &r.admission);
     out.push_str(include_str!("../method.md"));
     out.push_str(include_str!("../analysis.md"));
     Ok(out)
