@@ -242,6 +242,7 @@ mod tests {
             context: None,
             files: Some([("/draft.md".into(), "Two words.\nAnd three more.\n".into())].into()),
             state: None,
+            timeout_secs: None,
         };
         let run = intake.submit(&spec.name, &task, None).await.unwrap();
 

@@ -102,13 +102,15 @@ pub struct Summary {
     by_status: BTreeMap<&'static str, usize>,
     /// The result lines' model calls and tokens, summed caller by caller.
     usage: UsageByCaller,
+    /// The result lines' costs, in nano-dollars (exact, whatever the
+    /// number of lines).
+    cost_nano_usd: u64,
 }
 
 /// One caller's figure in a column of the usage table.
 type Figure = fn(&CallUsage) -> u64;
 
 /// The columns of the usage table: a heading and one caller's figure.
-/// Cost joins here as one more column once there are prices (issue 17).
 const USAGE_COLUMNS: [(&str, Figure); 4] = [
     ("model calls", |u| u.model_calls),
     ("input tokens", |u| u.input_tokens),
@@ -124,9 +126,17 @@ impl Summary {
             ResultStatus::Success => "success",
             ResultStatus::Error => "error",
             ResultStatus::Interrupted => "interrupted",
+            ResultStatus::Timeout => "timeout",
+            ResultStatus::BudgetExceeded => "budget_exceeded",
         };
         *self.by_status.entry(status).or_default() += 1;
         self.usage.add(&line.by_caller);
+        self.cost_nano_usd += deepfleet_proto::cost::nanos(line.cost_usd);
+    }
+
+    /// What the batch's runs cost, in dollars.
+    pub fn cost_usd(&self) -> f64 {
+        deepfleet_proto::cost::usd(self.cost_nano_usd)
     }
 
     /// Counts one result an earlier process of the same batch wrote.
@@ -153,6 +163,7 @@ impl Summary {
             rows.push(("  written before".into(), self.earlier.to_string()));
         }
         rows.push(("wall time".into(), format!("{secs:.2} s")));
+        rows.push(("cost".into(), format!("${:.6}", self.cost_usd())));
         if secs > 0.0 {
             let now = self.runs - self.earlier;
             rows.push(("runs/s".into(), format!("{:.1}", now as f64 / secs)));
@@ -313,6 +324,7 @@ mod tests {
             steps: u32::try_from(by_caller.main.model_calls).unwrap(),
             usage: by_caller.total().tokens().into(),
             by_caller,
+            cost_usd: 0.0,
             files: BTreeMap::new(),
             review: None,
         }

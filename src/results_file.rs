@@ -176,6 +176,7 @@ mod tests {
             steps: 1,
             usage: ResultUsage::default(),
             by_caller: Default::default(),
+            cost_usd: 0.0,
             files: Default::default(),
             review: None,
         }

@@ -187,6 +187,7 @@ mod tests {
                 context: None,
                 files: None,
                 state: None,
+                timeout_secs: None,
             })
             .collect()
     }

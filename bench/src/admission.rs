@@ -57,9 +57,10 @@ pub struct Numbers {
     pub quarters: Vec<(usize, usize)>,
 }
 
-fn spec() -> AgentSpec {
-    AgentSpec::from_yaml("name: admission-bench\nmodel: 'openai:scripted-model'\n")
-        .expect("a valid spec")
+fn spec() -> anyhow::Result<AgentSpec> {
+    Ok(AgentSpec::from_yaml(
+        "name: admission-bench\nmodel: 'openai:scripted-model'\n",
+    )?)
 }
 
 async fn server() -> anyhow::Result<ScriptedServer> {
@@ -135,11 +136,13 @@ async fn first_tenth(runs: usize) -> anyhow::Result<(Duration, Duration, Duratio
     let mut fleet = fleet(&server)?;
     // One run first, untimed: the process's one-time start-up (token
     // tables, the model client's connections) is not the batch's.
-    let (mut warm, _) = fleet.submit_windowed(&spec(), &tasks("warm", 1), 1).await?;
+    let (mut warm, _) = fleet
+        .submit_windowed(&spec()?, &tasks("warm", 1), 1)
+        .await?;
     finish_times(&mut warm).await?;
     let started = chrono::Utc::now();
     let (mut follower, records) = fleet
-        .submit_windowed(&spec(), &tasks("a", runs), u32::from(CONCURRENCY))
+        .submit_windowed(&spec()?, &tasks("a", runs), u32::from(CONCURRENCY))
         .await?;
     let submitted = (chrono::Utc::now() - started).to_std().unwrap_or_default();
     finish_times(&mut follower).await?;
@@ -167,7 +170,7 @@ async fn first_tenth(runs: usize) -> anyhow::Result<(Duration, Duration, Duratio
 async fn interactive(runs: usize, tries: usize) -> anyhow::Result<(Vec<Duration>, Duration)> {
     let server = server().await?;
     let mut fleet = fleet(&server)?;
-    let spec = spec();
+    let spec = spec()?;
     let (mut follower, _) = fleet
         .submit_windowed(&spec, &tasks("b", runs), u32::from(CONCURRENCY))
         .await?;
@@ -225,7 +228,7 @@ async fn interactive(runs: usize, tries: usize) -> anyhow::Result<(Vec<Duration>
 async fn fairness(runs: usize) -> anyhow::Result<Vec<(usize, usize)>> {
     let server = server().await?;
     let fleet = fleet(&server)?;
-    let spec = spec();
+    let spec = spec()?;
     let intake = fleet
         .intake()?
         .with_admission_window(u32::from(CONCURRENCY));
@@ -236,10 +239,10 @@ async fn fairness(runs: usize) -> anyhow::Result<Vec<(usize, usize)>> {
         .map(|b| BatchFollower::new(fleet.store.clone(), b));
     let lists = [tasks("x", runs), tasks("y", runs)];
     // Both batches are submitted task by task in turn: started together.
-    for i in 0..runs {
-        for (k, batch) in batches.iter().enumerate() {
+    for (x, y) in lists[0].iter().zip(&lists[1]) {
+        for (k, task) in [x, y].into_iter().enumerate() {
             let run = intake
-                .submit_to_batch(&spec.name, &lists[k][i], batch)
+                .submit_to_batch(&spec.name, task, &batches[k])
                 .await?;
             followers[k].track(&run);
         }

@@ -27,6 +27,10 @@ pub struct TaskLine {
     /// spec's `state_schema`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<serde_json::Map<String, Value>>,
+    /// Seconds the run may take from its first step on; overrides the
+    /// spec's `limits.run_timeout_secs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 /// How a run ended, as a result line reports it.
@@ -39,6 +43,11 @@ pub enum ResultStatus {
     Error,
     /// Waiting for a human decision.
     Interrupted,
+    /// Stopped at its deadline; `error` says which.
+    Timeout,
+    /// Stopped because its batch or tenant spent its budget; `error`
+    /// says which.
+    BudgetExceeded,
 }
 
 /// Token totals of a result line.
@@ -88,6 +97,10 @@ pub struct ResultLine {
     /// summaries; split as the metrics' `caller` label splits them.
     #[serde(default)]
     pub by_caller: UsageByCaller,
+    /// What the run cost in dollars, its subagents and summaries included
+    /// (list prices of `[prices]`).
+    #[serde(default)]
+    pub cost_usd: f64,
     /// The thread's text files at the end.
     pub files: BTreeMap<String, String>,
     /// Set when the run waits for a reviewer: what to decide, and the run

@@ -52,6 +52,10 @@ pub enum ErrorCode {
     /// A request, message or file over its size limit, or a thread over
     /// its number of files.
     TooLarge,
+    /// The run passed its deadline.
+    Timeout,
+    /// The run's batch or tenant spent its cost budget.
+    BudgetExceeded,
     /// Anything else; details are in the logs.
     Internal,
 }
@@ -80,6 +84,8 @@ impl ErrorCode {
             ErrorCode::Forbidden => "forbidden",
             ErrorCode::TooManyRuns => "too_many_runs",
             ErrorCode::TooLarge => "too_large",
+            ErrorCode::Timeout => "timeout",
+            ErrorCode::BudgetExceeded => "budget_exceeded",
             ErrorCode::Internal => "internal",
         }
     }
@@ -103,6 +109,8 @@ mod tests {
             ErrorCode::AttemptsExhausted,
             ErrorCode::TooManyRuns,
             ErrorCode::TooLarge,
+            ErrorCode::Timeout,
+            ErrorCode::BudgetExceeded,
         ] {
             let json = serde_json::to_value(code).unwrap();
             assert_eq!(json.as_str(), Some(code.as_str()));

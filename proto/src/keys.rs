@@ -117,6 +117,12 @@ impl Keys {
         format!("{}:batch:{{{batch}}}:done", self.prefix)
     }
 
+    /// Hash: a spend account ([`crate::Budget::account`]): each run's
+    /// highest report of its own cost and their `total`.
+    pub fn spend(&self, account: &str) -> String {
+        format!("{}:spend:{{{account}}}", self.prefix)
+    }
+
     /// Hash: a batch's counters.
     pub fn batch(&self, batch: &str) -> String {
         format!("{}:batch:{{{batch}}}", self.prefix)

@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::caller_usage::{CallUsage, UsageByCaller};
+use crate::cost::Budget;
 use crate::error::ErrorCode;
 use crate::message::Usage;
 use crate::sealed::SealedContext;
@@ -33,6 +34,9 @@ impl Priority {
         *self == Priority::Batch
     }
 }
+/// Seconds a run may take when nothing else says: a day, as the Agent
+/// Server's `BG_JOB_TIMEOUT_SECS`.
+pub const DEFAULT_RUN_TIMEOUT_SECS: u64 = 86_400;
 
 /// Where a run is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -52,13 +56,18 @@ pub enum RunStatus {
     Error,
     /// Stopped on request.
     Cancelled,
+    /// Stopped at its deadline (`limits.run_timeout_secs`, the task
+    /// line's or the request's `timeout_secs`).
+    Timeout,
 }
 
 impl RunStatus {
     /// Whether the run will take no further steps.
     pub fn is_terminal(self) -> bool {
         match self {
-            RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => true,
+            RunStatus::Success | RunStatus::Error | RunStatus::Cancelled | RunStatus::Timeout => {
+                true
+            }
             RunStatus::Pending
             | RunStatus::Running
             | RunStatus::Waiting
@@ -152,6 +161,27 @@ pub struct RunRecord {
     /// The calls and tokens of `steps` and `usage`, by caller.
     #[serde(default)]
     pub by_caller: UsageByCaller,
+    /// What `usage` cost, in nano-dollars ([`crate::cost`]): the run's
+    /// own calls, its summaries and its subagents' costs once they
+    /// reported.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_nano_usd: u64,
+    /// The part of `cost_nano_usd` the run's own calls and summaries
+    /// cost: what it spent from its budgets' accounts itself.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub own_cost_nano_usd: u64,
+    /// The budgets the run spends from (its batch's, its tenant's day);
+    /// its subagents inherit them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub budgets: Vec<Budget>,
+    /// Seconds the run may take from its first step on; `None` for a
+    /// subagent, which lives within its parent's deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+    /// When the run must have ended: set by its first step from
+    /// `timeout_secs`, handed down to its subagents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<DateTime<Utc>>,
     /// Seconds the run's keys live once it ends (its thread with the
     /// subagent threads under it, its streams, its batch's done list);
     /// `None` keeps them until deleted. Decided when the run is created,
@@ -206,6 +236,11 @@ impl RunRecord {
             steps: 0,
             usage: Usage::default(),
             by_caller: UsageByCaller::default(),
+            cost_nano_usd: 0,
+            own_cost_nano_usd: 0,
+            budgets: Vec::new(),
+            timeout_secs: None,
+            deadline: None,
             expire_after_secs: None,
             output: None,
             error: None,
@@ -215,24 +250,57 @@ impl RunRecord {
         }
     }
 
-    /// Counts one of the run's own model calls: `steps`, `usage` and
-    /// `by_caller` move together, so no summary can count them apart.
-    pub fn count_model_call(&mut self, usage: &Usage) {
+    /// Counts one of the run's own model calls, which cost `cost`
+    /// nano-dollars: `steps`, `usage`, `by_caller` and the costs move
+    /// together, so no summary can count them apart.
+    pub fn count_model_call(&mut self, usage: &Usage, cost: u64) {
         self.steps += 1;
         self.usage.add(usage);
         self.by_caller.main.add_call(usage);
+        self.add_own_cost(cost);
     }
 
-    /// Counts the summary calls that compressed the run's context.
-    pub fn count_summaries(&mut self, summaries: &CallUsage) {
+    /// Counts the summary calls that compressed the run's context, which
+    /// cost `cost` nano-dollars.
+    pub fn count_summaries(&mut self, summaries: &CallUsage, cost: u64) {
         self.usage.add(&summaries.tokens());
         self.by_caller.summarization.add(summaries);
+        self.add_own_cost(cost);
     }
 
     /// Counts what a finished subagent used, as it reported it.
     pub fn count_child(&mut self, child: &ChildResult) {
         self.usage.add(&child.usage);
         self.by_caller.add_child(&child.by_caller);
+        self.cost_nano_usd = self.cost_nano_usd.saturating_add(child.cost_nano_usd);
+    }
+
+    fn add_own_cost(&mut self, cost: u64) {
+        self.own_cost_nano_usd = self.own_cost_nano_usd.saturating_add(cost);
+        self.cost_nano_usd = self.cost_nano_usd.saturating_add(cost);
+    }
+
+    /// Starts the run's clock at its first step (`now`): its deadline is
+    /// `timeout_secs` from now, or the one it was handed if that is
+    /// sooner. A run whose clock runs keeps its deadline.
+    pub fn start_clock(&mut self, now: DateTime<Utc>) {
+        if self.steps > 0 {
+            return;
+        }
+        let own = self
+            .timeout_secs
+            .and_then(|secs| i64::try_from(secs).ok())
+            .and_then(chrono::TimeDelta::try_seconds)
+            .and_then(|span| now.checked_add_signed(span));
+        self.deadline = match (self.deadline, own) {
+            (Some(handed), Some(own)) => Some(handed.min(own)),
+            (handed, own) => handed.or(own),
+        };
+    }
+
+    /// Whether the run is past its deadline at `now`.
+    pub fn past_deadline(&self, now: DateTime<Utc>) -> bool {
+        self.deadline.is_some_and(|deadline| now >= deadline)
     }
 }
 
@@ -259,4 +327,11 @@ pub struct ChildResult {
     /// use: it returns to the parent.
     #[serde(default)]
     pub runs_left: u32,
+    /// What the subagent (and its own subagents) cost, in nano-dollars.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cost_nano_usd: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -168,6 +168,16 @@ pub struct Limits {
     /// [`MAX_TOTAL_RUNS`]. A delegation past it is a tool error the model
     /// reads.
     pub max_total_runs: u32,
+    /// Seconds a run may take from its first step on, its subagents
+    /// included; past it the run ends `timeout` and its subagents are
+    /// cancelled. Unset: the fleet's `[limits] run_timeout_secs`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_timeout_secs: Option<u64>,
+    /// Seconds one step (its model call and tool calls) may take, within
+    /// the worker's `worker.step_timeout_secs`; a step past it is
+    /// abandoned and retried, as a crashed one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_timeout_secs: Option<u64>,
 }
 
 /// The deepest `limits.max_subagent_depth` a spec may set.
@@ -184,6 +194,8 @@ impl Default for Limits {
             max_subagent_depth: 1,
             max_fanout: 16,
             max_total_runs: 100,
+            run_timeout_secs: None,
+            step_timeout_secs: None,
         }
     }
 }
@@ -224,6 +236,14 @@ impl Limits {
                     field,
                     format!("must be at most {cap} (got {value})"),
                 ));
+            }
+        }
+        for (field, secs) in [
+            ("limits.run_timeout_secs", self.run_timeout_secs),
+            ("limits.step_timeout_secs", self.step_timeout_secs),
+        ] {
+            if secs == Some(0) {
+                return Err(SpecError::field(field, "must be at least 1 second"));
             }
         }
         Ok(())
@@ -555,6 +575,15 @@ mod tests {
             AgentSpec::from_yaml(src).unwrap_err().field,
             "limits.max_total_runs"
         );
+        for field in ["run_timeout_secs", "step_timeout_secs"] {
+            let src = format!("name: a\nmodel: openai:x\nlimits: {{{field}: 0}}\n");
+            assert_eq!(
+                AgentSpec::from_yaml(&src).unwrap_err().field,
+                format!("limits.{field}")
+            );
+            let src = format!("name: a\nmodel: openai:x\nlimits: {{{field}: 30}}\n");
+            assert!(AgentSpec::from_yaml(&src).is_ok());
+        }
     }
 
     #[test]

@@ -132,6 +132,7 @@ mod tests {
             context: None,
             files: None,
             state: None,
+            timeout_secs: None,
         }
     }
 

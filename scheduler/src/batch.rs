@@ -4,7 +4,8 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use deepfleet_proto::{
-    Encoding, PendingReview, ResultLine, ResultStatus, RunRecord, RunStatus, checkpoint::FileData,
+    Encoding, ErrorCode, PendingReview, ResultLine, ResultStatus, RunRecord, RunStatus,
+    checkpoint::FileData,
 };
 use deepfleet_store::Store;
 
@@ -174,6 +175,15 @@ pub fn result_line(
     let status = match run.status {
         RunStatus::Success => ResultStatus::Success,
         RunStatus::Interrupted => ResultStatus::Interrupted,
+        RunStatus::Timeout => ResultStatus::Timeout,
+        RunStatus::Error
+            if run
+                .error
+                .as_ref()
+                .is_some_and(|e| e.code == ErrorCode::BudgetExceeded) =>
+        {
+            ResultStatus::BudgetExceeded
+        }
         RunStatus::Error
         | RunStatus::Cancelled
         | RunStatus::Pending
@@ -191,6 +201,7 @@ pub fn result_line(
         steps: run.steps,
         usage: run.usage.into(),
         by_caller: run.by_caller,
+        cost_usd: deepfleet_proto::cost::usd(run.cost_nano_usd),
         files: files
             .iter()
             .filter(|(_, f)| f.encoding == Encoding::Utf8)

@@ -11,13 +11,14 @@ use deepfleet_proto::{
     AgentSpec, FileData, InputLimits, Message, Priority, RunRecord, RunStatus, ServedSpec, StepJob,
     TaskLine,
 };
-use deepfleet_proto::{SealedContext, TenantId};
+use deepfleet_proto::{Budget, SealedContext, TenantId};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Entered, Store, ThreadSeed};
 
 use crate::error::SchedulerError;
 use crate::retention::RetentionPolicy;
+use crate::run_bounds::RunBounds;
 
 /// Takes runs in.
 #[derive(Clone)]
@@ -38,6 +39,11 @@ pub struct Intake {
     window: Option<u32>,
     /// The priority of the runs it creates (batch unless told).
     priority: Priority,
+    /// Deadlines and tenant budgets of new runs.
+    bounds: RunBounds,
+    /// What the runs of a batch this intake submits may spend in all, in
+    /// nano-dollars.
+    batch_budget: Option<u64>,
 }
 
 impl Intake {
@@ -52,6 +58,8 @@ impl Intake {
             limits: InputLimits::default(),
             window: None,
             priority: Priority::Batch,
+            bounds: RunBounds::default(),
+            batch_budget: None,
         }
     }
 
@@ -68,6 +76,24 @@ impl Intake {
     /// admits the next (at least 1).
     pub fn with_admission_window(mut self, window: u32) -> Self {
         self.window = Some(window.max(1));
+        self
+    }
+
+    /// Fixes deadlines and tenant budgets of new runs by `bounds`.
+    pub fn with_bounds(mut self, bounds: RunBounds) -> Self {
+        self.bounds = bounds;
+        self
+    }
+
+    /// Deadlines and tenant budgets of new runs.
+    pub fn bounds(&self) -> &RunBounds {
+        &self.bounds
+    }
+
+    /// Gives the batch this intake submits to a budget of `nano_usd` (a
+    /// `--budget-usd`): its runs take no step once they spent it.
+    pub fn with_batch_budget(mut self, nano_usd: Option<u64>) -> Self {
+        self.batch_budget = nano_usd;
         self
     }
 
@@ -262,7 +288,7 @@ impl Intake {
         crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
         let context = self.seal_context(&task.id, task.context.as_ref())?;
         let now = Utc::now();
-        let run = RunRecord {
+        let mut run = RunRecord {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
@@ -272,6 +298,11 @@ impl Intake {
             priority: self.priority,
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
+        let batch_budget = batch_id
+            .zip(self.batch_budget)
+            .map(|(batch, limit)| Budget::batch(batch, limit));
+        self.bounds
+            .apply(&mut run, &spec, task.timeout_secs, batch_budget, now);
         let seed = ThreadSeed {
             messages: vec![logged(Message::user(task.input.clone()))],
             files: files
@@ -435,6 +466,7 @@ mod tests {
                     .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
                     .collect(),
             ),
+            timeout_secs: None,
         }
     }
 

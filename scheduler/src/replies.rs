@@ -148,6 +148,7 @@ fn cancelled_line(id: String) -> ResultLine {
         steps: 0,
         usage: ResultUsage::default(),
         by_caller: Default::default(),
+        cost_usd: 0.0,
         files: Default::default(),
         review: None,
     }

@@ -57,7 +57,7 @@ pub struct TaskBatchCounts {
 impl TaskBatchCounts {
     /// Tasks whose run has ended or waits for a human decision.
     pub fn ended(&self) -> usize {
-        ["success", "error", "cancelled", "interrupted"]
+        ["success", "error", "cancelled", "timeout", "interrupted"]
             .iter()
             .filter_map(|s| self.counts.get(*s))
             .sum()
@@ -195,6 +195,7 @@ fn status_name(status: RunStatus) -> &'static str {
         RunStatus::Success => "success",
         RunStatus::Error => "error",
         RunStatus::Cancelled => "cancelled",
+        RunStatus::Timeout => "timeout",
     }
 }
 
@@ -216,6 +217,7 @@ mod tests {
             context: None,
             files: None,
             state: None,
+            timeout_secs: None,
         }
     }
 

@@ -30,7 +30,6 @@ def exported(scrape_path):
 
 def substitute(expr):
     expr = re.sub(r"\$__(rate_interval|interval|range)", "5m", expr)
-    expr = re.sub(r"\$\{?(input_price|output_price)\}?", "1", expr)
     return re.sub(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?", "x", expr)
 
 

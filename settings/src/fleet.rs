@@ -93,7 +93,8 @@ pub fn step_runner(
         .with_time_limits(settings.worker.time_limits())
         .with_file_limits(settings.limits.input())
         .with_context_key(key)
-        .with_profiles(settings.profiles.clone());
+        .with_profiles(settings.profiles.clone())
+        .with_prices(settings.costs.prices());
     match events {
         Some(events) => runner.with_events(events),
         None => runner,
@@ -111,12 +112,13 @@ pub fn providers(settings: &Settings) -> Providers {
 }
 
 /// What a worker of these settings adds to every agent: its harness
-/// profiles, tool-call time limit and file limits.
+/// profiles, tool-call time limit, file limits and prices.
 pub fn agent_options(settings: &Settings) -> AgentOptions {
     AgentOptions {
         profiles: settings.profiles.clone(),
         tool_timeout: settings.worker.time_limits().tool_call,
         file_limits: settings.limits.input(),
+        prices: settings.costs.prices(),
         ..AgentOptions::default()
     }
 }

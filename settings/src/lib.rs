@@ -11,6 +11,7 @@
 
 mod admission;
 pub mod api;
+mod costs;
 mod encryption;
 mod error;
 pub mod fleet;
@@ -29,6 +30,7 @@ use serde::{Deserialize, Serialize};
 
 pub use admission::AdmissionSettings;
 pub use api::{ApiSettings, KeyLine};
+pub use costs::CostSettings;
 pub use encryption::EncryptionSettings;
 pub use error::SettingsError;
 pub use limits::LimitsSettings;
@@ -73,6 +75,9 @@ pub struct Settings {
     pub limits: LimitsSettings,
     /// Batch admission windows (`[admission]`).
     pub admission: AdmissionSettings,
+    /// Model prices and tenants' daily budgets (`[costs]`).
+    #[serde(default)]
+    pub costs: CostSettings,
     /// OTLP/HTTP collector base URL for traces (`--otlp-endpoint` wins);
     /// none = the standard `OTEL_EXPORTER_OTLP_*` variables decide (no
     /// export without them). Default: none.
@@ -139,6 +144,7 @@ impl std::fmt::Debug for Settings {
             .field("retention", &self.retention)
             .field("limits", &self.limits)
             .field("admission", &self.admission)
+            .field("costs", &self.costs)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
             .field("log_format", &self.log_format)
@@ -238,6 +244,7 @@ impl Default for Settings {
             retention: RetentionSettings::default(),
             limits: LimitsSettings::default(),
             admission: AdmissionSettings::default(),
+            costs: CostSettings::default(),
             otlp_endpoint: None,
             metrics_listen: None,
             log_format: LogFormat::Auto,

@@ -8,6 +8,7 @@ use deepfleet_proto::InputLimits;
 use deepfleet_proto::input_limits::{
     DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_FILES_PER_THREAD, DEFAULT_MAX_MESSAGE_BYTES,
 };
+use deepfleet_proto::run::DEFAULT_RUN_TIMEOUT_SECS;
 use serde::{Deserialize, Serialize};
 
 /// The default largest HTTP request body.
@@ -28,6 +29,11 @@ pub struct LimitsSettings {
     pub max_file_bytes: u64,
     /// Most files one thread may hold. Default: 10000.
     pub max_files_per_thread: u64,
+    /// Seconds a run may take from its first step on, its subagents
+    /// included, unless its spec (`limits.run_timeout_secs`), task line or
+    /// API request (`timeout_secs`) says; past it the run ends `timeout`.
+    /// Default: 86400 (the Agent Server's `BG_JOB_TIMEOUT_SECS`).
+    pub run_timeout_secs: u64,
 }
 
 impl Default for LimitsSettings {
@@ -37,6 +43,7 @@ impl Default for LimitsSettings {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             max_files_per_thread: DEFAULT_MAX_FILES_PER_THREAD,
+            run_timeout_secs: DEFAULT_RUN_TIMEOUT_SECS,
         }
     }
 }

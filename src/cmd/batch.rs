@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{AdmissionSweep, BatchFollower, Intake, RetentionPolicy, TaskBatches};
+use deepfleet_scheduler::{
+    AdmissionSweep, BatchFollower, Intake, RetentionPolicy, RunBounds, TaskBatches,
+};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -58,6 +60,10 @@ pub struct BatchPlan<'a> {
     /// Runs in flight at once (the batch's admission window); `None`
     /// starts every run at once.
     pub window: Option<u32>,
+    /// Deadlines and tenant budgets of its runs.
+    pub bounds: RunBounds,
+    /// What its runs may spend in all, in nano-dollars (`--budget-usd`).
+    pub budget_nano_usd: Option<u64>,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -88,19 +94,15 @@ pub async fn run_batch(
         plan.tasks,
     )
     .await?
-    .with_limits(plan.limits);
-    let intake = match plan.window {
-        Some(window) => intake.with_admission_window(window),
-        None => intake,
-    };
-    // Embedded mode has no scheduler: its batch sweeps its own admission
-    // (a distributed fleet's schedulers sweep theirs).
-    let sweep = in_process.as_ref().map(|_| {
-        tokio::spawn(
-            AdmissionSweep::new(Arc::clone(&store), Arc::clone(intake.queue()))
-                .run(ADMISSION_SWEEP_EVERY),
-        )
-    });
+    .with_limits(plan.limits)
+    .with_bounds(plan.bounds.clone())
+    .with_batch_budget(plan.budget_nano_usd);
+    let intake = plan
+        .window
+        .map_or(intake.clone(), |w| intake.with_admission_window(w));
+    let sweep = in_process
+        .as_ref()
+        .map(|_| sweep_admission(&store, &intake));
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
@@ -145,9 +147,7 @@ pub async fn run_batch(
         interrupt.token(),
     )
     .await?;
-    if let Some(sweep) = sweep {
-        sweep.abort();
-    }
+    sweep.inspect(tokio::task::JoinHandle::abort);
     let left_note = unfinished_runs_note(in_process.is_some(), plan.state_file);
     if let Some(local) = in_process {
         local.worker.stop().await?;
@@ -187,6 +187,15 @@ pub async fn run_batch(
         plan.out.display(),
     );
     Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
+}
+
+/// Embedded mode has no scheduler: its batch sweeps its own admission
+/// (a distributed fleet's schedulers sweep theirs) until aborted.
+fn sweep_admission(store: &Arc<dyn Store>, intake: &Intake) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(
+        AdmissionSweep::new(Arc::clone(store), Arc::clone(intake.queue()))
+            .run(ADMISSION_SWEEP_EVERY),
+    )
 }
 
 /// An intake over `store` and `queue` (sealing contexts with `key`,

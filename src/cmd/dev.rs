@@ -68,6 +68,7 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))
         .with_context_key(key.clone())
         .with_retention(super::retention(&settings)?)
+        .with_bounds(super::run_bounds(&settings)?)
         .with_limits(settings.limits.input());
     let graphs = Graphs::default();
     let load = spec_loader(&settings);

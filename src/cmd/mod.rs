@@ -86,6 +86,37 @@ pub fn retention(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::Ret
     ))
 }
 
+/// The bounds of new runs the settings configure: `[limits]
+/// run_timeout_secs` and `[costs] tenant_daily_usd`; a tenant id that is
+/// not one, or a budget that is no amount, is an error naming it.
+pub fn run_bounds(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::RunBounds> {
+    let tenant_daily_nano_usd = settings
+        .costs
+        .tenant_daily_usd
+        .iter()
+        .map(|(id, usd)| {
+            let tenant = deepfleet_proto::TenantId::new(id.clone())
+                .map_err(|e| anyhow::anyhow!("costs.tenant_daily_usd.{id}: {e}"))?;
+            Ok((
+                tenant,
+                budget_nano_usd(*usd, &format!("costs.tenant_daily_usd.{id}"))?,
+            ))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    Ok(deepfleet_scheduler::RunBounds {
+        run_timeout_secs: settings.limits.run_timeout_secs,
+        tenant_daily_nano_usd,
+    })
+}
+
+/// `usd` (a budget named `what`) in nano-dollars: a positive amount.
+pub fn budget_nano_usd(usd: f64, what: &str) -> anyhow::Result<u64> {
+    if !(usd.is_finite() && usd > 0.0) {
+        anyhow::bail!("{what}: a budget is a positive number of dollars, not {usd}");
+    }
+    Ok(deepfleet_proto::cost::nanos(usd))
+}
+
 /// Loads the spec at `path` (`model_override` replacing its models) and
 /// checks it as workers of these settings would run it.
 pub fn load_checked_spec(

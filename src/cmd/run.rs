@@ -58,6 +58,10 @@ pub struct RunArgs {
     /// models) per provider the spec uses, and stop if one refuses it.
     #[arg(long)]
     check_providers: bool,
+    /// Dollars the batch's runs may spend in all (at the `[costs]`
+    /// prices); once spent, its open runs end `budget_exceeded`.
+    #[arg(long)]
+    budget_usd: Option<f64>,
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -114,6 +118,11 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         watch_queue: None,
         retention: super::retention(&settings)?,
         window: Some(args.window.unwrap_or(u32::from(concurrency))).filter(|w| *w > 0),
+        bounds: super::run_bounds(&settings)?,
+        budget_nano_usd: args
+            .budget_usd
+            .map(|usd| super::budget_nano_usd(usd, "--budget-usd"))
+            .transpose()?,
     };
     let in_process = InProcess {
         worker,

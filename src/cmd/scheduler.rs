@@ -71,7 +71,8 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))
         .with_limits(settings.limits.input())
-        .with_retention(super::retention(&settings)?);
+        .with_retention(super::retention(&settings)?)
+        .with_bounds(super::run_bounds(&settings)?);
     // Without a key, runs that carry a context are refused with a clear
     // error; runs without one work.
     if let Some(key) = settings.context_key()? {

@@ -60,6 +60,10 @@ pub struct SubmitArgs {
     /// models) per provider the spec uses, and stop if one refuses it.
     #[arg(long)]
     check_providers: bool,
+    /// Dollars the batch's runs may spend in all (at the workers'
+    /// `[costs]` prices); once spent, its open runs end `budget_exceeded`.
+    #[arg(long)]
+    budget_usd: Option<f64>,
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -72,6 +76,11 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
     let tasks = read_tasks(&args.tasks)?;
     // Before reaching for the fleet, as the spec's own checks.
     super::batch::check_tasks(&spec, &tasks)?;
+    let budget = args
+        .budget_usd
+        .map(|usd| super::budget_nano_usd(usd, "--budget-usd"))
+        .transpose()?;
+    let bounds = super::run_bounds(&settings)?;
     let (queue, store) = super::connect_fleet(args.queue, args.store, &settings).await?;
     let key = settings.context_key()?;
     let batch_id = if args.fresh {
@@ -83,7 +92,9 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         let retention = super::retention(&settings)?;
         let intake = super::batch::intake_for(store, queue, (key, retention), &spec, &tasks)
             .await?
-            .with_limits(settings.limits.input());
+            .with_limits(settings.limits.input())
+            .with_bounds(bounds)
+            .with_batch_budget(budget);
         let intake = match window(args.window, &settings) {
             Some(w) => intake.with_admission_window(w),
             None => intake,
@@ -117,6 +128,8 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         watch_queue: Some(settings.queue_name.clone()),
         retention: super::retention(&settings)?,
         window: window(args.window, &settings),
+        bounds,
+        budget_nano_usd: budget,
     };
     super::batch::run_batch(queue, store, plan, key, None).await
 }
@@ -155,6 +168,7 @@ mod tests {
             context: None,
             files: None,
             state: None,
+            timeout_secs: None,
         }
     }
 

@@ -9,7 +9,8 @@
 //!
 //! The store is a set of small capability traits, one per kind of state
 //! ([`Specs`], [`Runs`], [`Checkpoints`], [`FanIn`], [`RunStreams`],
-//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`], [`Retention`]); a
+//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`], [`Retention`],
+//! [`Spend`]); a
 //! caller that needs one takes that trait, a caller that needs everything
 //! takes [`Store`], which every type implementing all of them is. `use deepfleet_store::prelude::*`
 //! brings every capability's methods into scope.
@@ -40,6 +41,7 @@ pub mod run_streams;
 pub mod runs;
 pub mod sealed;
 pub mod specs;
+pub mod spend;
 
 pub use admission::{Admission, AdmissionState, Entered};
 pub use at_rest::Keyring;
@@ -56,6 +58,7 @@ pub use run_streams::{
 };
 pub use runs::{Runs, ThreadSeed};
 pub use specs::Specs;
+pub use spend::Spend;
 
 /// The fleet's whole durable state: every capability at once, for callers
 /// (the step driver, the HTTP API, the binary's wiring) that touch most of
@@ -93,6 +96,7 @@ pub trait Store:
     + Items
     + Batches
     + Retention
+    + Spend
 {
 }
 
@@ -108,5 +112,6 @@ impl<T> Store for T where
         + Items
         + Batches
         + Retention
+        + Spend
 {
 }

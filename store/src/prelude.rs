@@ -28,3 +28,4 @@ pub use crate::retention::Retention;
 pub use crate::run_streams::RunStreams;
 pub use crate::runs::Runs;
 pub use crate::specs::Specs;
+pub use crate::spend::Spend;

@@ -102,3 +102,5 @@ mod run_streams;
 mod runs;
 #[path = "conformance/specs.rs"]
 mod specs;
+#[path = "conformance/spend.rs"]
+mod spend;

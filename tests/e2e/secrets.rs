@@ -62,6 +62,7 @@ async fn redis_and_worker_logs_never_hold_a_context_secret() {
         context: Some(serde_json::json!({"user_id": "u-9", "api_key": SECRET})),
         files: None,
         state: None,
+        timeout_secs: None,
     };
     let batch = fleet.run_batch(&spec, &[task]).await.unwrap();
     let (line, run) = (&batch.results[0], &batch.runs[0]);

@@ -13,7 +13,9 @@ use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
 use deepfleet_proto::harness::HarnessProfile;
 use deepfleet_proto::hitl::InterruptOn;
-use deepfleet_proto::{AgentSpec, InputLimits, ModelParams, ModelProfile, RunRecord, SubagentSpec};
+use deepfleet_proto::{
+    AgentSpec, InputLimits, ModelParams, ModelProfile, Price, Prices, RunRecord, SubagentSpec,
+};
 
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
@@ -63,6 +65,9 @@ pub struct Agent {
     pub file_limits: InputLimits,
     /// The role's sampling settings (a subagent's own over the spec's).
     pub params: ModelParams,
+    /// What its model's calls cost (summaries run on the same model);
+    /// `None` for a model the worker's prices do not list.
+    pub price: Option<Price>,
     /// Where its `execute` runs commands, when it has the tool: a step of
     /// a worker that cannot sandbox refuses the run.
     pub sandbox: Option<Arc<SandboxHost>>,
@@ -163,6 +168,7 @@ impl Agent {
             stack.push(Arc::new(ToolExclusion::new(harness.excluded_tools.clone())));
         }
 
+        let price = price(&options.prices, &model_spec, &resolved.model);
         let sandbox = tools
             .get(Execute::NAME)
             .map(|_| Arc::clone(&options.sandbox));
@@ -178,6 +184,7 @@ impl Agent {
             tool_timeout: options.tool_timeout,
             file_limits: options.file_limits,
             params: spec.model_params_for(role.as_ref()),
+            price,
             sandbox,
             review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
             own_prompt: match &role {
@@ -212,6 +219,13 @@ impl Agent {
 
 /// The human-in-the-loop section: what reviewers do, and which tools they
 /// gate with which decisions.
+/// The price of `model` (the provider's name for it) reached through
+/// `model_spec` (`provider:model`).
+fn price(prices: &Prices, model_spec: &str, model: &str) -> Option<Price> {
+    let provider = model_spec.split_once(':').map_or("", |(p, _)| p);
+    prices.price(provider, model).copied()
+}
+
 fn review_prompt(gates: &BTreeMap<String, InterruptOn>) -> Option<String> {
     let gated: Vec<String> = gates
         .iter()
@@ -278,6 +292,8 @@ pub struct AgentOptions {
     /// Where `execute` runs commands: the process's host unless a test
     /// says otherwise.
     pub sandbox: Arc<SandboxHost>,
+    /// Model prices (`[prices]` over the built-in table).
+    pub prices: Prices,
 }
 
 impl Default for AgentOptions {
@@ -289,6 +305,7 @@ impl Default for AgentOptions {
             file_limits: InputLimits::default(),
             mcp: Arc::default(),
             sandbox: SandboxHost::system(),
+            prices: Prices::default(),
         }
     }
 }

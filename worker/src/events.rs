@@ -19,6 +19,9 @@ pub struct EventScope {
     pub agent: String,
     /// The subagent type, for delegated runs.
     pub subagent: Option<String>,
+    /// The tenant the run belongs to (empty before the record is
+    /// loaded).
+    pub tenant: String,
 }
 
 impl EventScope {
@@ -30,6 +33,7 @@ impl EventScope {
             thread_id: thread_id.to_owned(),
             agent: String::new(),
             subagent: None,
+            tenant: String::new(),
         }
     }
 
@@ -40,6 +44,7 @@ impl EventScope {
             thread_id: run.thread_id.clone(),
             agent: run.agent.clone(),
             subagent: run.subagent.clone(),
+            tenant: run.tenant.as_str().to_owned(),
         }
     }
 }
@@ -168,6 +173,14 @@ pub enum Event {
         model: String,
         /// The class of failure.
         kind: ErrorKind,
+    },
+    /// What a run's model calls cost, at the worker's prices: its own
+    /// call of a step, or the summaries the step made.
+    Cost {
+        /// The model name sent to the provider.
+        model: String,
+        /// Nano-dollars.
+        nano_usd: u64,
     },
     /// A model call waited for the fleet-wide rate limiter.
     RateLimitWait {

@@ -15,8 +15,8 @@ mod record;
 use std::collections::BTreeSet;
 
 use prometheus::{
-    Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry,
-    TextEncoder,
+    CounterVec, Encoder, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts,
+    Registry, TextEncoder,
 };
 
 /// Model and step latencies: seconds to minutes (long generations,
@@ -45,6 +45,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "deepfleet_model_tokens_total",
     "deepfleet_model_calls_total",
     "deepfleet_model_call_duration_seconds",
+    "deepfleet_model_cost_usd_total",
     "deepfleet_provider_errors_total",
     "deepfleet_tool_calls_total",
     "deepfleet_tool_call_duration_seconds",
@@ -92,6 +93,7 @@ pub struct Metrics {
     tokens: IntCounterVec,
     model_calls: IntCounterVec,
     model_latency: HistogramVec,
+    cost: CounterVec,
     provider_errors: IntCounterVec,
     tool_calls: IntCounterVec,
     tool_latency: HistogramVec,
@@ -138,6 +140,17 @@ impl Metrics {
                 &["model"],
                 LLM_BUCKETS,
             )?,
+            cost: {
+                let metric = CounterVec::new(
+                    Opts::new(
+                        "deepfleet_model_cost_usd_total",
+                        "What model calls cost in dollars at the configured prices, by model, agent and tenant.",
+                    ),
+                    &["model", "agent", "tenant"],
+                )?;
+                r.register(Box::new(metric.clone()))?;
+                metric
+            },
             provider_errors: counter(
                 r,
                 "deepfleet_provider_errors_total",

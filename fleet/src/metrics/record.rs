@@ -38,6 +38,16 @@ impl Metrics {
         }
     }
 
+    /// What model calls of `agent` on `model` for `tenant` cost, in
+    /// nano-dollars.
+    pub fn cost(&self, model: &str, agent: &str, tenant: &str, nano_usd: u64) {
+        if nano_usd > 0 {
+            self.cost
+                .with_label_values(&[model, agent, tenant])
+                .inc_by(deepfleet_proto::cost::usd(nano_usd));
+        }
+    }
+
     /// A failed model call, by error `class` (`rate_limited` is what the
     /// 429 alert watches).
     pub fn provider_error(&self, model: &str, class: &str) {
@@ -123,5 +133,6 @@ fn status_label(status: RunStatus) -> &'static str {
         RunStatus::Success => "success",
         RunStatus::Error => "error",
         RunStatus::Cancelled => "cancelled",
+        RunStatus::Timeout => "timeout",
     }
 }

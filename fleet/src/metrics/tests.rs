@@ -15,6 +15,7 @@ fn record_all(m: &Metrics) {
     };
     let second = Duration::from_secs(1);
     m.model_call("gpt-4.1", "briefer", Caller::Main, Some(&usage), second);
+    m.cost("gpt-4.1", "briefer", "default", 1_250_000);
     m.provider_error("gpt-4.1", "rate_limited");
     m.tool_call("write_file", ToolStatus::Success, second);
     m.compaction("offload", 29_500);
@@ -62,6 +63,18 @@ fn runs_count_by_agent_caller_and_status() {
             r#"deepfleet_run_duration_seconds_count{status="interrupted"} 2"#,
             r#"deepfleet_run_duration_seconds_count{status="success"} 1"#,
         ]
+    );
+}
+
+#[test]
+fn cost_is_dollars_by_model_agent_and_tenant() {
+    let m = Metrics::new().unwrap();
+    m.cost("gpt-4.1", "briefer", "acme", 1_500_000_000);
+    m.cost("gpt-4.1", "briefer", "acme", 500_000_000);
+    m.cost("gpt-4.1", "briefer", "other", 0);
+    assert_eq!(
+        m.samples("deepfleet_model_cost_usd_total").unwrap(),
+        vec![r#"deepfleet_model_cost_usd_total{agent="briefer",model="gpt-4.1",tenant="acme"} 2"#]
     );
 }
 

@@ -34,6 +34,9 @@ pub struct BatchCounts {
     pub error: u64,
     /// Cancelled.
     pub interrupted: u64,
+    /// Stopped at their deadline.
+    #[serde(default)]
+    pub timeout: u64,
 }
 
 impl BatchCounts {
@@ -45,6 +48,7 @@ impl BatchCounts {
             RunStatus::Success => &mut self.success,
             RunStatus::Error => &mut self.error,
             RunStatus::Interrupted => &mut self.interrupted,
+            RunStatus::Timeout => &mut self.timeout,
         };
         *slot += 1;
     }
@@ -62,7 +66,7 @@ pub struct BatchRunsQuery {
 }
 
 /// A page of a batch's results, in submission order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BatchRunsResponse {
     /// The page.
     pub runs: Vec<BatchRun>,
@@ -71,7 +75,7 @@ pub struct BatchRunsResponse {
 }
 
 /// One run's result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct BatchRun {
     /// The run.
     pub run_id: String,
@@ -89,6 +93,10 @@ pub struct BatchRun {
     /// metrics split them; once started.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by_caller: Option<UsageByCaller>,
+    /// What it cost in dollars, subagents and summaries included; once
+    /// started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// Why a batch run failed.

@@ -138,16 +138,19 @@ pub enum RunStatus {
     Error,
     /// Cancelled.
     Interrupted,
+    /// Stopped at its deadline.
+    Timeout,
 }
 
 impl RunStatus {
     /// Every status, in the order batch counts list them.
-    pub const ALL: [RunStatus; 5] = [
+    pub const ALL: [RunStatus; 6] = [
         RunStatus::Pending,
         RunStatus::Running,
         RunStatus::Success,
         RunStatus::Error,
         RunStatus::Interrupted,
+        RunStatus::Timeout,
     ];
 
     /// The wire name.
@@ -158,6 +161,7 @@ impl RunStatus {
             RunStatus::Success => "success",
             RunStatus::Error => "error",
             RunStatus::Interrupted => "interrupted",
+            RunStatus::Timeout => "timeout",
         }
     }
 }
@@ -184,6 +188,11 @@ pub struct Run {
     pub kwargs: Map<String, Value>,
     /// The strategy it was created with.
     pub multitask_strategy: MultitaskStrategy,
+    /// What it cost so far in dollars, its subagents and summaries
+    /// included (deepfleet's, beside the Agent Server's fields); absent
+    /// before it started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// `GET /threads/{id}/runs`.

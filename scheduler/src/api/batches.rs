@@ -193,6 +193,9 @@ async fn page(
             }),
             usage: record.as_ref().map(|r| r.usage),
             by_caller: record.as_ref().map(|r| r.by_caller),
+            cost_usd: record
+                .as_ref()
+                .map(|r| deepfleet_proto::cost::usd(r.cost_nano_usd)),
         });
     }
     let next = offset + runs.len();

@@ -41,7 +41,7 @@ async fn a_batch_is_created_counted_and_paged_in_submission_order() {
     assert_eq!(
         counts.json(),
         json!({"batch_id": batch_id, "total": 3, "counts":
-            {"pending": 1, "running": 0, "success": 1, "error": 1, "interrupted": 0}})
+            {"pending": 1, "running": 0, "success": 1, "error": 1, "interrupted": 0, "timeout": 0}})
     );
     let page = api
         .send("GET", &format!("/batches/{batch_id}/runs?limit=2"), None)
@@ -54,14 +54,16 @@ async fn a_batch_is_created_counted_and_paged_in_submission_order() {
                 "by_caller": {
                     "main": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
                     "subagents": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
-                    "summarization": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}}},
+                    "summarization": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}},
+                "cost_usd": 0.0},
             {"run_id": run, "thread_id": thread, "status": "error", "output": "done",
                 "error": {"code": "model_unavailable", "message": "the model is down"},
                 "usage": {"input_tokens": 0, "output_tokens": 0},
                 "by_caller": {
                     "main": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
                     "subagents": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0},
-                    "summarization": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}}},
+                    "summarization": {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}},
+                "cost_usd": 0.0},
         ], "next_offset": 2})
     );
     let last = api

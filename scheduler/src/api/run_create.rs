@@ -16,7 +16,7 @@ use super::run_resource::load_run;
 use super::state::ApiState;
 use super::threads;
 use crate::lifecycle::multitask::Admission;
-use crate::repo::runs::RunMeta;
+use crate::repo::runs::{RunMeta, TIMEOUT_SECS};
 use crate::repo::threads::threads;
 
 /// Checks `body`, then creates its run on `thread_id` or (stateless) on a
@@ -65,6 +65,7 @@ pub async fn create_checked(
         create_missing,
     } = run;
     let keep = thread_id.is_none() && keeps_its_thread(body)?;
+    check_timeout(body)?;
     let mut thread = state
         .life
         .thread_for_run(tenant, thread_id, create_missing)
@@ -124,6 +125,18 @@ fn keeps_its_thread(body: &RunCreateParams) -> Result<bool, ApiError> {
         Some(Value::String(s)) if s == "keep" => Ok(true),
         Some(other) => Err(ApiError::unprocessable(format!(
             "on_completion must be \"delete\" or \"keep\", not {other}"
+        ))),
+    }
+}
+
+/// deepfleet's `timeout_secs` (kept in `kwargs`, read when the run
+/// starts): seconds the run may take, a whole number of at least 1.
+fn check_timeout(body: &RunCreateParams) -> Result<(), ApiError> {
+    match body.rest.get(TIMEOUT_SECS) {
+        None | Some(Value::Null) => Ok(()),
+        Some(value) if value.as_u64().is_some_and(|secs| secs >= 1) => Ok(()),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "timeout_secs must be a whole number of seconds of at least 1, not {other}"
         ))),
     }
 }

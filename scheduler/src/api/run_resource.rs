@@ -7,11 +7,13 @@ use deepfleet_proto::api::Run;
 
 use super::error::ApiError;
 use super::state::ApiState;
+use crate::lifecycle::status::status_of;
 use crate::repo::runs::{RunMeta, runs_of};
 
 /// The Run resource of `meta`.
 pub async fn run_resource(state: &ApiState, meta: &RunMeta) -> Result<Run, ApiError> {
-    let (status, updated_at) = state.life.run_status(meta).await?;
+    let record = state.life.run_record(meta).await?;
+    let (status, updated_at) = status_of(meta, record.as_ref());
     Ok(Run {
         run_id: meta.run_id.clone(),
         thread_id: meta.thread_id.clone(),
@@ -22,6 +24,7 @@ pub async fn run_resource(state: &ApiState, meta: &RunMeta) -> Result<Run, ApiEr
         metadata: meta.metadata.clone(),
         kwargs: meta.kwargs.clone(),
         multitask_strategy: meta.multitask_strategy,
+        cost_usd: record.map(|r| deepfleet_proto::cost::usd(r.cost_nano_usd)),
     })
 }
 

@@ -41,7 +41,7 @@ async fn a_run_echoes_its_request_but_never_its_context() {
             "metadata": {"k": "v", "assistant_id": assistant_id},
             "kwargs": {"input": {"messages": ["hi"]}, "config": {"tags": ["a"]},
                 "stream_mode": ["values", "updates"], "webhook": "https://example.invalid/hook"},
-            "multitask_strategy": "enqueue"})
+            "multitask_strategy": "enqueue", "cost_usd": 0.0})
     );
     assert!(!answer.text.contains("secret"), "{}", answer.text);
     assert_eq!(
@@ -506,4 +506,35 @@ async fn a_resume_needs_a_thread_with_an_interrupted_run() {
             json!("resume must be {\"decisions\": [...]}")
         )
     );
+}
+
+#[tokio::test]
+async fn a_requests_timeout_bounds_its_run_and_a_bad_one_is_refused() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let path = format!("/threads/{thread_id}/runs");
+    for bad in [json!(0), json!(-5), json!("60"), json!(1.5)] {
+        let body =
+            json!({"assistant_id": GRAPH, "input": {"messages": ["hi"]}, "timeout_secs": bad});
+        let answer = api.send("POST", &path, Some(body)).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{bad}: {}",
+            answer.text
+        );
+        assert!(answer.text.contains("timeout_secs"), "{}", answer.text);
+    }
+    let body = json!({"assistant_id": GRAPH, "input": {"messages": ["hi"]}, "timeout_secs": 30});
+    let answer = api.send("POST", &path, Some(body)).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    let run = answer.json();
+    let record = api
+        .store
+        .get_run(&thread_id, &id(&run))
+        .await
+        .unwrap()
+        .expect("the run started");
+    assert_eq!(record.timeout_secs, Some(30));
+    assert_eq!(run["kwargs"]["timeout_secs"], 30);
 }

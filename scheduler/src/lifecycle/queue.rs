@@ -86,16 +86,16 @@ impl Lifecycle {
         };
         let now = Utc::now();
         // The spec its graph serves when it starts; its steps keep it.
-        let version = self.intake.spec_for(&meta.graph_id).await?.version;
+        let served = self.intake.spec_for(&meta.graph_id).await?;
         // API batches are followed through their own records, not the done
         // list `deepfleet submit` drains: no batch id, an API batch id.
-        let run = RunRecord {
+        let mut run = RunRecord {
             tenant: meta.tenant.clone(),
             api_batch_id: meta.batch_id.clone(),
             priority: meta.priority,
             context: meta.context.clone(),
             expire_after_secs,
-            spec_version: Some(version),
+            spec_version: Some(served.version),
             updated_at: now,
             ..RunRecord::new(
                 meta.run_id.clone(),
@@ -104,6 +104,13 @@ impl Lifecycle {
                 meta.created_at,
             )
         };
+        self.intake.bounds().apply(
+            &mut run,
+            &served.spec,
+            meta.requested_timeout_secs(),
+            None,
+            now,
+        );
         let seed = ThreadSeed {
             messages: meta.input.iter().cloned().map(logged).collect(),
             files: meta.files.clone(),

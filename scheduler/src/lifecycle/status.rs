@@ -20,6 +20,7 @@ pub fn api_status(status: RunStatus) -> api::RunStatus {
         RunStatus::Error => api::RunStatus::Error,
         // A user cancel is `interrupted` on the API.
         RunStatus::Cancelled => api::RunStatus::Interrupted,
+        RunStatus::Timeout => api::RunStatus::Timeout,
     }
 }
 
@@ -29,9 +30,22 @@ pub fn api_status(status: RunStatus) -> api::RunStatus {
 pub fn occupies_thread(status: RunStatus) -> bool {
     match status {
         RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => true,
-        RunStatus::Interrupted | RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
-            false
-        }
+        RunStatus::Interrupted
+        | RunStatus::Success
+        | RunStatus::Error
+        | RunStatus::Cancelled
+        | RunStatus::Timeout => false,
+    }
+}
+
+/// The API status of the run of `meta` with `record` and when it last
+/// changed; a run that never started is `pending`, or `interrupted` once
+/// cancelled.
+pub fn status_of(meta: &RunMeta, record: Option<&RunRecord>) -> (api::RunStatus, DateTime<Utc>) {
+    match record {
+        Some(run) => (api_status(run.status), run.updated_at),
+        None if meta.cancelled => (api::RunStatus::Interrupted, meta.created_at),
+        None => (api::RunStatus::Pending, meta.created_at),
     }
 }
 
@@ -41,17 +55,12 @@ impl Lifecycle {
         Ok(self.store().get_run(&meta.thread_id, &meta.run_id).await?)
     }
 
-    /// A run's API status and when it last changed; a run that never
-    /// started is `pending`, or `interrupted` once cancelled.
+    /// A run's API status and when it last changed ([`status_of`]).
     pub async fn run_status(
         &self,
         meta: &RunMeta,
     ) -> Result<(api::RunStatus, DateTime<Utc>), SchedulerError> {
-        Ok(match self.run_record(meta).await? {
-            Some(run) => (api_status(run.status), run.updated_at),
-            None if meta.cancelled => (api::RunStatus::Interrupted, meta.created_at),
-            None => (api::RunStatus::Pending, meta.created_at),
-        })
+        Ok(status_of(meta, self.run_record(meta).await?.as_ref()))
     }
 
     /// Whether the run has ended (as the API sees it: a run parked on a

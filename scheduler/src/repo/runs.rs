@@ -60,7 +60,16 @@ pub struct RunMeta {
     pub created_at: DateTime<Utc>,
 }
 
+/// The request field (kept in `kwargs`) of a run's own deadline, in
+/// seconds: deepfleet's, beside the Agent Server's fields.
+pub const TIMEOUT_SECS: &str = "timeout_secs";
+
 impl RunMeta {
+    /// The seconds the request gave the run (`timeout_secs`), if any.
+    pub fn requested_timeout_secs(&self) -> Option<u64> {
+        self.kwargs.get(TIMEOUT_SECS).and_then(Value::as_u64)
+    }
+
     /// The order runs are listed and started in: oldest first, ties by id.
     pub fn age(&self) -> (DateTime<Utc>, &str) {
         (self.created_at, &self.run_id)

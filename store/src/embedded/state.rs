@@ -44,6 +44,16 @@ pub(crate) struct State {
     pub(crate) owned: HashMap<String, ThreadOwned>,
     /// When threads and batches expire.
     pub(crate) expiries: Expiries,
+    /// Spend accounts by name.
+    pub(crate) spend: HashMap<String, SpendAccount>,
+}
+
+/// One spend account: each run's highest report and their total.
+#[derive(Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct SpendAccount {
+    pub(crate) runs: HashMap<String, u64>,
+    pub(crate) total: u64,
 }
 
 /// The runs a thread has had and the subagent threads they started: what

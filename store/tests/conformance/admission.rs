@@ -16,10 +16,7 @@ pub async fn admission_window(store: Arc<dyn Admission>) {
     assert_eq!(entered, [Start, Start, Hold, Hold, Hold]);
     // Unstarted runs start again; waiting ones hold.
     assert_eq!(store.enter_admission(batch, "r0", 2).await.unwrap(), Start);
-    store
-        .admission_started(batch, &ids[..2].to_vec())
-        .await
-        .unwrap();
+    store.admission_started(batch, &ids[..2]).await.unwrap();
     assert_eq!(store.enter_admission(batch, "r0", 2).await.unwrap(), Hold);
     assert_eq!(store.enter_admission(batch, "r3", 2).await.unwrap(), Hold);
     let state = store.admission_state(batch).await.unwrap();

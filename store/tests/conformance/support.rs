@@ -77,6 +77,7 @@ pub fn child(call_id: &str, output: &str) -> ChildResult {
         usage: Usage::default(),
         by_caller: Default::default(),
         runs_left: 0,
+        cost_nano_usd: 0,
     }
 }
 

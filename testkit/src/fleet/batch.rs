@@ -257,5 +257,6 @@ pub fn task(id: &str, input: &str) -> TaskLine {
         context: None,
         files: None,
         state: None,
+        timeout_secs: None,
     }
 }

@@ -48,6 +48,9 @@ impl EventSink for Metrics {
             Event::Retried { code } => self.retried(*code),
             Event::DeadLettered { reason } => self.dead_lettered(reason.as_str()),
             Event::ProviderError { model, kind } => self.provider_error(model, error_class(*kind)),
+            Event::Cost { model, nano_usd } => {
+                self.cost(model, &scope.agent, &scope.tenant, *nano_usd);
+            }
             Event::RateLimitWait { wait } => self.rate_limit_wait(*wait),
         }
     }

@@ -15,6 +15,7 @@ fn scope(subagent: Option<&str>) -> EventScope {
         thread_id: "t".into(),
         agent: "briefer".into(),
         subagent: subagent.map(str::to_owned),
+        tenant: "acme".into(),
     }
 }
 
@@ -97,6 +98,13 @@ fn emit_all(m: &Metrics) {
         &main,
         &Event::DeadLettered {
             reason: DeadLetterReason::Malformed,
+        },
+    );
+    m.emit(
+        &main,
+        &Event::Cost {
+            model: "gpt-4.1".into(),
+            nano_usd: 2_000_000,
         },
     );
     m.emit(

@@ -44,7 +44,8 @@ impl TaskStatus {
             RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => TaskStatus::Running,
             RunStatus::Interrupted => TaskStatus::Waiting,
             RunStatus::Success => TaskStatus::Success,
-            RunStatus::Error => TaskStatus::Error,
+            // A task past its deadline failed, as far as its model knows.
+            RunStatus::Error | RunStatus::Timeout => TaskStatus::Error,
             RunStatus::Cancelled => TaskStatus::Cancelled,
         }
     }

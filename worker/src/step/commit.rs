@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use deepfleet_proto::{ChildRun, FileData};
+use deepfleet_proto::{ChildRun, FileData, Price};
 use deepfleet_store::StepCommit;
 use serde_json::{Map, Value};
 
 use crate::backend::StateBackend;
 use crate::context::StepContext;
+use crate::events::Event;
 use crate::step::background::record_started;
 use crate::step::follow_up::inherited_state;
 use crate::step::turn::{End, Settled};
@@ -26,6 +27,15 @@ pub struct Executed {
     /// Background subagent runs the step started (`start_async_task`):
     /// created after the commit, and never waited on.
     pub spawned: Vec<ChildRun>,
+}
+
+/// What the step's model costs, for the summaries compression made:
+/// they run on the role's model.
+pub struct Pricing<'a> {
+    /// The model name sent to the provider.
+    pub model: &'a str,
+    /// Its price, when the worker's prices list it.
+    pub price: Option<Price>,
 }
 
 /// What the step started from, to tell what it changed.
@@ -46,20 +56,27 @@ pub fn assemble(
     end: End,
     spawned: Vec<ChildRun>,
     loaded: Loaded,
+    pricing: Pricing<'_>,
     now: DateTime<Utc>,
 ) -> Executed {
+    // What compression changed: the cursor to commit, and its own model
+    // calls, which the run pays for.
+    let (context, summaries) = cx.compaction.take();
+    let cost = pricing.price.map_or(0, |p| p.cost(&summaries.tokens()));
+    if summaries.model_calls > 0 {
+        cx.emit(Event::Cost {
+            model: pricing.model.to_owned(),
+            nano_usd: cost,
+        });
+    }
     let StepContext {
         mut run,
         added,
-        compaction,
         state,
         spec,
         ..
     } = cx;
-    // What compression changed: the cursor to commit, and its own model
-    // calls, which the run pays for.
-    let (context, summaries) = compaction.take();
-    run.count_summaries(&summaries);
+    run.count_summaries(&summaries, cost);
     let Settled {
         pending,
         fan_in_expected,
@@ -131,6 +148,14 @@ mod tests {
             End::Succeed("done".into()),
             vec![child.clone()],
             loaded(files),
+            Pricing {
+                model: "m",
+                price: Some(Price {
+                    input: 1.0,
+                    output: 2.0,
+                    cached_input: None,
+                }),
+            },
             now,
         );
         let commit = &executed.commit;
@@ -142,6 +167,9 @@ mod tests {
         assert_eq!(commit.run.usage.input_tokens, 7);
         assert_eq!(commit.run.by_caller.summarization.model_calls, 1);
         assert_eq!(commit.run.by_caller.summarization.input_tokens, 7);
+        // 7 input tokens at $1/M and 1 output token at $2/M.
+        assert_eq!(commit.run.own_cost_nano_usd, 9_000);
+        assert_eq!(commit.run.cost_nano_usd, 9_000);
         assert_eq!(commit.run.updated_at, now);
         assert_eq!(commit.fan_in_expected, None);
         let state = commit.state.as_ref().unwrap();
@@ -158,6 +186,10 @@ mod tests {
             End::Continue,
             Vec::new(),
             loaded(files),
+            Pricing {
+                model: "m",
+                price: None,
+            },
             Utc::now(),
         );
         assert_eq!(executed.commit.state, None);

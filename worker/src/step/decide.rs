@@ -6,6 +6,8 @@
 
 use deepfleet_proto::{ChildRun, ParentLink, PendingTools, RunRecord, RunStatus, StepJob};
 
+use crate::step::halt::Halt;
+
 /// What a worker does with `Step{n}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -14,22 +16,23 @@ pub enum Decision {
     /// Step `n` was committed but its follow-ups may not have been
     /// published (a crash between commit and publish): publish them again.
     Republish,
-    /// End the run as cancelled.
-    Cancel,
+    /// End the run: cancelled, past its deadline, or out of budget.
+    Halt(Halt),
     /// Nothing to do; the reason is for the logs.
     Skip(&'static str),
     /// The message contradicts the store; dead-letter it with this reason.
     Reject(String),
 }
 
-/// Decides what to do with `job`, given the run and the thread's
-/// checkpoint position (`step`, `published`).
+/// Decides what to do with `job`, given the run, the thread's
+/// checkpoint position (`step`, `published`) and whether something stops
+/// the run ([`crate::step::halt::check`]).
 pub fn decide(
     job: &StepJob,
     run: &RunRecord,
     step: u64,
     published: u64,
-    cancel_requested: bool,
+    halt: Option<Halt>,
 ) -> Decision {
     if step > job.step {
         // Fencing: never run a step twice on top of itself.
@@ -46,14 +49,14 @@ pub fn decide(
         ));
     }
     match run.status {
-        RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
+        RunStatus::Success | RunStatus::Error | RunStatus::Cancelled | RunStatus::Timeout => {
             Decision::Skip("run already finished")
         }
         RunStatus::Interrupted => Decision::Skip("run waits for a human decision"),
-        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting if cancel_requested => {
-            Decision::Cancel
-        }
-        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => Decision::Execute,
+        RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => match halt {
+            Some(halt) => Decision::Halt(halt),
+            None => Decision::Execute,
+        },
     }
 }
 
@@ -112,7 +115,7 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             }
             out
         }
-        RunStatus::Success | RunStatus::Error | RunStatus::Cancelled => {
+        RunStatus::Success | RunStatus::Error | RunStatus::Cancelled | RunStatus::Timeout => {
             let mut out = Vec::new();
             if let Some(parent) = &run.parent {
                 out.push(FollowUp::Report(parent.clone()));
@@ -159,11 +162,11 @@ mod tests {
     #[test]
     fn current_step_executes() {
         assert_eq!(
-            decide(&job(3), &run(RunStatus::Running), 3, 3, false),
+            decide(&job(3), &run(RunStatus::Running), 3, 3, None),
             Decision::Execute
         );
         assert_eq!(
-            decide(&job(3), &run(RunStatus::Waiting), 3, 3, false),
+            decide(&job(3), &run(RunStatus::Waiting), 3, 3, None),
             Decision::Execute
         );
     }
@@ -171,15 +174,15 @@ mod tests {
     #[test]
     fn redelivery_republishes_only_unconfirmed_follow_ups() {
         let r = run(RunStatus::Running);
-        assert_eq!(decide(&job(3), &r, 4, 3, false), Decision::Republish);
+        assert_eq!(decide(&job(3), &r, 4, 3, None), Decision::Republish);
         assert_eq!(
-            decide(&job(3), &r, 4, 4, false),
+            decide(&job(3), &r, 4, 4, None),
             Decision::Skip("step already executed")
         );
         // Two steps behind: the follow-up was consumed, or it would not have
         // committed; republishing would start a chain of duplicates.
         assert_eq!(
-            decide(&job(3), &r, 5, 4, false),
+            decide(&job(3), &r, 5, 4, None),
             Decision::Skip("step already executed")
         );
     }
@@ -187,7 +190,7 @@ mod tests {
     #[test]
     fn future_steps_are_rejected() {
         assert!(matches!(
-            decide(&job(7), &run(RunStatus::Running), 3, 3, false),
+            decide(&job(7), &run(RunStatus::Running), 3, 3, None),
             Decision::Reject(_)
         ));
     }
@@ -195,11 +198,23 @@ mod tests {
     #[test]
     fn cancel_and_terminal_runs() {
         assert_eq!(
-            decide(&job(1), &run(RunStatus::Running), 1, 1, true),
-            Decision::Cancel
+            decide(
+                &job(1),
+                &run(RunStatus::Running),
+                1,
+                1,
+                Some(Halt::Cancelled)
+            ),
+            Decision::Halt(Halt::Cancelled)
         );
         assert_eq!(
-            decide(&job(1), &run(RunStatus::Success), 1, 1, true),
+            decide(
+                &job(1),
+                &run(RunStatus::Success),
+                1,
+                1,
+                Some(Halt::Cancelled)
+            ),
             Decision::Skip("run already finished")
         );
     }
@@ -252,7 +267,7 @@ mod tests {
             vec![FollowUp::Report(child.parent.clone().unwrap())]
         );
         assert_eq!(
-            decide(&job(4), &run(RunStatus::Interrupted), 4, 4, false),
+            decide(&job(4), &run(RunStatus::Interrupted), 4, 4, None),
             Decision::Skip("run waits for a human decision")
         );
     }

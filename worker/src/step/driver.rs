@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use deepfleet_model::Providers;
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, ENVELOPE_VERSION, Envelope, ErrorCode, FileData, Job,
-    PendingTools, RunError, RunRecord, RunStatus, StepJob,
+    PendingTools, RunRecord, RunStatus, StepJob,
 };
 use deepfleet_queue::{Delivery, Queue};
 use deepfleet_store::sealed::ContextKey;
@@ -27,7 +27,9 @@ use crate::step::decide::{Decision, FollowUp, decide, follow_ups};
 use crate::step::execute::{StepInput, execute};
 use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
+use crate::step::halt::{self, Halt};
 use crate::step::retry::RetryConfig;
+use crate::step::spend;
 use crate::step::time_limits::TimeLimits;
 
 /// Executes step messages. Holds no run state: every message is handled
@@ -101,6 +103,17 @@ impl StepRunner {
     pub fn with_file_limits(mut self, limits: deepfleet_proto::InputLimits) -> Self {
         let options = AgentOptions {
             file_limits: limits,
+            ..self.agents.options().clone()
+        };
+        self.agents = AgentCache::new(options);
+        self
+    }
+
+    /// Prices model calls with `prices` (`[costs]`; the built-in list
+    /// prices without it).
+    pub fn with_prices(mut self, prices: deepfleet_proto::Prices) -> Self {
+        let options = AgentOptions {
+            prices,
             ..self.agents.options().clone()
         };
         self.agents = AgentCache::new(options);
@@ -264,7 +277,12 @@ impl StepRunner {
             .store
             .cancel_requested(&job.thread_id, &job.run_id)
             .await?;
-        match decide(job, &run, checkpoint.step, checkpoint.published, cancel) {
+        let halt = if run.status.is_terminal() || checkpoint.step != job.step {
+            None
+        } else {
+            halt::check(self.store.as_ref(), &run, cancel, Utc::now()).await?
+        };
+        match decide(job, &run, checkpoint.step, checkpoint.published, halt) {
             Decision::Skip(reason) => {
                 debug!(run = %job.run_id, step = job.step, reason, "skipping step message");
                 Ok(())
@@ -274,13 +292,10 @@ impl StepRunner {
                 info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
                 self.republish(&run, &checkpoint).await
             }
-            Decision::Cancel => {
-                let error = RunError {
-                    code: ErrorCode::Cancelled,
-                    message: "the run was cancelled".to_owned(),
-                };
-                self.end_run(run, checkpoint.step, RunStatus::Cancelled, error)
-                    .await?;
+            Decision::Halt(halt) => {
+                info!(run = %job.run_id, step = job.step, ?halt, "stopping the run");
+                let (status, error) = halt.ending(&run);
+                self.end_run(run, checkpoint.step, status, error).await?;
                 Ok(())
             }
             Decision::Execute if last_delivery => Err(Failure::Step(StepError::LastDelivery)),
@@ -343,24 +358,48 @@ impl StepRunner {
         })?;
         let agent = self.agents.get(&spec, &run, &self.providers)?;
         let context = self.open_context(&run)?;
+        run.start_clock(Utc::now());
         let started = Instant::now();
         let span = step_span(&mut run, &checkpoint, traceparent);
         let log_before = checkpoint.messages.len() as u64;
+        let step = checkpoint.step;
+        // The step may take what is left of the run's time, so a slow
+        // model call cannot carry the run past its deadline, and no more
+        // than its spec's `limits.step_timeout_secs` (then it is retried,
+        // as a step the worker's own limit stops).
+        let deadline_left = run
+            .deadline
+            .map(|deadline| (deadline - Utc::now()).to_std().unwrap_or_default());
+        let step_limit = spec.limits.step_timeout_secs.map(Duration::from_secs);
+        let stopped = run.clone();
         let input = StepInput {
             run,
             checkpoint,
             children,
             context,
         };
-        let executed = execute(
+        let executing = execute(
             &agent,
             Arc::new(spec),
             input,
             Arc::clone(&self.events),
             &self.store,
         )
-        .instrument(span.clone())
-        .await?;
+        .instrument(span.clone());
+        let limit = [deadline_left, step_limit].into_iter().flatten().min();
+        let executed = match limit {
+            Some(limit) => match tokio::time::timeout(limit, executing).await {
+                Ok(executed) => executed?,
+                Err(_) if stopped.past_deadline(Utc::now()) => {
+                    info!(run = %job.run_id, step, "the run's deadline passed during its step");
+                    let (status, error) = Halt::Timeout.ending(&stopped);
+                    self.end_run(stopped, step, status, error).await?;
+                    return Ok(());
+                }
+                Err(_) => return Err(Failure::Step(StepError::TimedOut(limit))),
+            },
+            None => executing.await?,
+        };
         match self.store.commit_step(&executed.commit).await? {
             CommitOutcome::Committed => {
                 let run = &executed.commit.run;
@@ -449,6 +488,9 @@ impl StepRunner {
             files,
             child_state,
         } = committed;
+        // Before the next step goes out, so that step sees what this one
+        // spent.
+        spend::report(self.store.as_ref(), run).await?;
         let mut follow: Vec<FollowUp> = spawned.into_iter().map(FollowUp::StartChild).collect();
         follow.extend(follow_ups(run, step, pending));
         follow_up::publish(&*self.queue, &*self.store, run, follow, files, child_state).await?;

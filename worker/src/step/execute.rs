@@ -96,7 +96,17 @@ pub async fn execute(
         spawned.extend(started);
         turn = then;
     };
-    Ok(commit::assemble(cx, end, spawned, loaded, Utc::now()))
+    Ok(commit::assemble(
+        cx,
+        end,
+        spawned,
+        loaded,
+        commit::Pricing {
+            model: &agent.model_name,
+            price: agent.price,
+        },
+        Utc::now(),
+    ))
 }
 
 /// The step's context over what was loaded, its parked turn, and what

@@ -148,6 +148,12 @@ async fn start_child(
         spec_version: parent.spec_version.clone(),
         traceparent: child.traceparent.clone(),
         run_budget: Some(child.run_budget),
+        // A subagent works within its parent's deadline; a background
+        // task, which outlives its parent's turn, on a clock of its own
+        // as long. Both spend from the parent's budgets.
+        deadline: parent.deadline.filter(|_| !child.detached),
+        timeout_secs: parent.timeout_secs.filter(|_| child.detached),
+        budgets: parent.budgets.clone(),
         // What a background task (which reports to no one, and expires on
         // its own when it ends) keeps of its parent's retention.
         expire_after_secs: parent.expire_after_secs,
@@ -207,6 +213,7 @@ async fn report(
         by_caller: run.by_caller,
         // A subagent's record always carries its budget.
         runs_left: run.run_budget.unwrap_or(0),
+        cost_nano_usd: run.cost_nano_usd,
     };
     let remaining = store.record_child_result(parent, &result).await?;
     if remaining == 0 {

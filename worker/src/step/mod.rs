@@ -17,11 +17,13 @@
 //! - `failure`: retries, and ending runs that cannot go on;
 //! - [`follow_up`]: idempotent publishing of next steps and child runs;
 //! - [`guard`]: checks across the calls of one turn;
+//! - [`halt`]: why a run stops before its step (cancel, deadline, budget);
 //! - [`hitl`]: human in the loop: gating a turn, applying decisions (pure);
 //! - [`model_call`]: the step's model call through the middleware;
 //! - [`resume`]: completing a turn parked on its subagents;
 //! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - [`spans`]: trace spans of model and tool calls;
+//! - [`spend`]: what a run spends from its budgets' accounts;
 //! - [`time_limits`]: how long a step and a tool call may take;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
@@ -38,12 +40,14 @@ pub mod execute;
 mod failure;
 pub mod follow_up;
 pub mod guard;
+pub mod halt;
 pub mod hitl;
 pub mod model_call;
 pub mod resume;
 mod retry;
 pub mod run_budget;
 pub mod spans;
+pub mod spend;
 pub mod time_limits;
 pub mod tool_calls;
 pub mod turn;

@@ -50,7 +50,12 @@ pub async fn call_model(
     spans::record_model_call(&span, &response);
     report(agent, cx, &response, started);
     let response = response?;
-    cx.run.count_model_call(&response.usage);
+    let cost = agent.price.map_or(0, |p| p.cost(&response.usage));
+    cx.run.count_model_call(&response.usage, cost);
+    cx.emit(Event::Cost {
+        model: agent.model_name.clone(),
+        nano_usd: cost,
+    });
     let mut turn = response.message;
     turn.usage = Some(response.usage);
     let earlier = cx.history.iter().chain(cx.added.iter());

@@ -139,6 +139,7 @@ mod tests {
             usage: Default::default(),
             by_caller: Default::default(),
             runs_left: 0,
+            cost_nano_usd: 0,
         }
     }
 
@@ -186,7 +187,7 @@ mod tests {
             output_tokens: 1,
             cached_input_tokens: 0,
         };
-        cx.run.count_model_call(&own);
+        cx.run.count_model_call(&own, 0);
         let calls = |model_calls, input_tokens| CallUsage {
             model_calls,
             input_tokens,
