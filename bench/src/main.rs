@@ -3,11 +3,13 @@
 //! `make bench` (scripts/bench.sh) builds this and the `deepfleet` binary
 //! in release mode, prepares a venv with deepagents, saves the worker's
 //! compression-check table, and runs this binary, which measures the six
-//! items of issue #9, and the retention and thread search of issue #15, in
+//! items of issue #9, the retention and thread search of issue #15, and
+//! the admission, priority and sharing item of issue #17, in
 //! turn, draws the plots and writes the report. A
 //! section that fails is reported as failed in the file and makes the
 //! command exit non-zero; the others still run.
 
+mod admission;
 mod fleet;
 mod growth;
 mod machine;
@@ -66,8 +68,9 @@ struct Args {
     /// not for publishing.
     #[arg(long)]
     quick: bool,
-    /// Runs one item alone and writes only its section to `--out`:
-    /// `rate-limits` (item 9, about four minutes).
+    /// Runs one item alone and writes only its section: `rate-limits`
+    /// (item 9, about four minutes) into `--out` alone, `admission`
+    /// (item 10) into `--out` in place of the one there.
     #[arg(long)]
     only: Option<String>,
 }
@@ -83,6 +86,7 @@ struct Sizes {
     retention_runs: usize,
     search: search::Plan,
     rate_limit_runs: usize,
+    admission: admission::Plan,
 }
 
 impl Sizes {
@@ -101,6 +105,12 @@ impl Sizes {
                     searches: 50,
                 },
                 rate_limit_runs: 700,
+                admission: admission::Plan {
+                    first_tenth_runs: 300,
+                    interactive_batch: 200,
+                    interactive_tries: 5,
+                    fair_runs: 100,
+                },
             }
         } else {
             Sizes {
@@ -122,6 +132,12 @@ impl Sizes {
                     searches: 300,
                 },
                 rate_limit_runs: 2_000,
+                admission: admission::Plan {
+                    first_tenth_runs: 3_000,
+                    interactive_batch: 2_000,
+                    interactive_tries: 20,
+                    fair_runs: 1_000,
+                },
             }
         }
     }
@@ -210,8 +226,11 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     let search = search::thread_search(&sizes.search).await.map_err(failed);
     log("9. rate limits");
     let rate_limits = rate_limits_item(bin, sizes).await;
+    log("10. admission, priorities and sharing");
+    let admission = admission::measure(&sizes.admission).await.map_err(failed);
     Results {
         rate_limits,
+        admission,
         retention,
         embedded,
         floor,
@@ -251,9 +270,23 @@ async fn main() -> anyhow::Result<ExitCode> {
     let sizes = Sizes::new(args.quick);
     if let Some(item) = &args.only {
         anyhow::ensure!(
-            item == "rate-limits",
-            "no item {item:?} runs alone (rate-limits does)"
+            item == "rate-limits" || item == "admission",
+            "no item {item:?} runs alone (rate-limits and admission do)"
         );
+        if item == "admission" {
+            log("10. admission, priorities and sharing, alone");
+            let measured = admission::measure(&sizes.admission).await.map_err(failed);
+            let mut section = String::new();
+            admission::render(&mut section, &measured);
+            let text = std::fs::read_to_string(&args.out).unwrap_or_default();
+            std::fs::write(&args.out, admission::replace_section(&text, &section))?;
+            log(&format!("wrote item 10 into {}", args.out.display()));
+            return Ok(if measured.is_ok() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            });
+        }
         log("9. rate limits, alone");
         let section = rate_limits_item(&args.deepfleet, &sizes).await;
         let mut text = String::new();

@@ -43,6 +43,8 @@ pub struct Results {
     pub search: Section<Vec<crate::search::SearchTimes>>,
     /// Item 9: a batch under provider rate limits.
     pub rate_limits: Section<crate::rate_limits::Limited>,
+    /// Item 10: batch admission, priorities and sharing.
+    pub admission: Section<crate::admission::Numbers>,
     /// Why deepagents is missing, when it is.
     pub python_note: String,
     /// A `--quick` pass.
@@ -83,6 +85,7 @@ impl Results {
         );
         note("7. retention", self.retention.as_ref().err());
         note("8. thread search", self.search.as_ref().err());
+        note("9. admission", self.admission.as_ref().err());
         out
     }
 
@@ -121,6 +124,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     crate::retention::render(&mut out, &r.retention);
     crate::search::render(&mut out, &r.search);
     crate::rate_limits::render(&mut out, &r.rate_limits);
+    crate::admission::render(&mut out, &r.admission);
     out.push_str(include_str!("../method.md"));
     out.push_str(include_str!("../analysis.md"));
     Ok(out)

@@ -9,10 +9,12 @@
 //! - [`tokens`]: tiktoken counts of messages;
 //! - [`metrics`]: the registry and its families, updated through typed
 //!   methods with bounded labels;
-//! - [`publish`]: building and publishing a step message.
+//! - [`publish`]: building and publishing a step message;
+//! - [`admission`]: starting the runs a batch's admission window lets in.
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod admission;
 mod error;
 pub mod metrics;
 pub mod publish;

@@ -23,18 +23,19 @@ pub fn step_message(job: StepJob, traceparent: Option<String>) -> Envelope {
     envelope
 }
 
-/// Publishes `job` as a step message (see [`step_message`]); returns once
-/// the queue holds it.
+/// Publishes `job` as a step message (see [`step_message`]) on the lane of
+/// its priority; returns once the queue holds it.
 pub async fn publish_step(
     queue: &dyn Queue,
     job: StepJob,
     traceparent: Option<String>,
 ) -> Result<(), PublishError> {
     let run_id = job.run_id.clone();
+    let priority = job.priority;
     let envelope = step_message(job, traceparent);
     let payload =
         serde_json::to_vec(&envelope).map_err(|source| PublishError::Encode { run_id, source })?;
-    queue.publish(payload, None).await?;
+    queue.publish_to(priority, payload, None).await?;
     Ok(())
 }
 
@@ -46,13 +47,14 @@ pub async fn publish_deadline_check(
     delay: Duration,
 ) -> Result<(), PublishError> {
     let run_id = job.run_id.clone();
+    let priority = job.priority;
     let mut envelope = Envelope::new(uuid::Uuid::now_v7().to_string(), Job::DeadlineCheck(job));
     envelope.published_at = chrono::Duration::from_std(delay)
         .ok()
         .and_then(|d| envelope.published_at.map(|at| at + d));
     let payload =
         serde_json::to_vec(&envelope).map_err(|source| PublishError::Encode { run_id, source })?;
-    queue.publish(payload, Some(delay)).await?;
+    queue.publish_to(priority, payload, Some(delay)).await?;
     Ok(())
 }
 
@@ -69,6 +71,7 @@ mod tests {
             run_id: "r".into(),
             thread_id: "t".into(),
             step: 3,
+            priority: Default::default(),
         }
     }
 

@@ -52,6 +52,10 @@ pub struct StepJob {
     /// The thread step this message asks for; fencing compares it with the
     /// checkpoint so a redelivered message never runs a step twice.
     pub step: u64,
+    /// The lane the message goes to (the run's priority), so a retry
+    /// goes back to the same one.
+    #[serde(default, skip_serializing_if = "crate::Priority::is_batch")]
+    pub priority: crate::Priority,
 }
 
 impl Envelope {

@@ -133,6 +133,20 @@ impl Keys {
         format!("{}:batch:{{{batch}}}:runs", self.prefix)
     }
 
+    /// One part of a batch's admission window (`store::admission`):
+    /// `size` (string), `waiting` (list), `members`, `admitted` and
+    /// `unstarted` (sets), `after` (hash: ended run -> admitted run).
+    /// Tagged by the batch, so one script updates all of them.
+    pub fn batch_admission(&self, batch: &str, part: &str) -> String {
+        format!("{}:batch:{{{batch}}}:adm:{part}", self.prefix)
+    }
+
+    /// Set: the batches whose admission has runs waiting or admitted,
+    /// which the admission sweep walks.
+    pub fn admission_batches(&self) -> String {
+        format!("{}:adm:batches", self.prefix)
+    }
+
     /// String: one of the HTTP API's records (JSON), by `kind` and `id`.
     ///
     /// One key per record, so that records spread over a cluster's slots

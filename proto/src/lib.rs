@@ -60,7 +60,7 @@ pub use message::{
     ToolStatus, Usage, UserMessage,
 };
 pub use model_params::{ModelParams, ReasoningEffort};
-pub use run::{ChildResult, ParentLink, RunError, RunRecord, RunStatus};
+pub use run::{ChildResult, ParentLink, Priority, RunError, RunRecord, RunStatus};
 pub use run_delta::{DeltaSource, RunDelta, ToolCallChunk};
 pub use run_event::RunEvent;
 pub use sandbox::SandboxSpec;

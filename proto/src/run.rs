@@ -13,6 +13,27 @@ use crate::message::Usage;
 use crate::sealed::SealedContext;
 use crate::tenant::TenantId;
 
+/// Which queue lane a run's steps take. Interactive runs (the HTTP API's,
+/// queue submissions marked so) are served ahead of batch runs: their
+/// steps go to the interactive lane, which workers take from first, so a
+/// run someone waits on starts within about one step's time even while a
+/// large batch runs. Subagents inherit their parent's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Task lines and API batches: the main lane.
+    #[default]
+    Batch,
+    /// Someone waits for it: the interactive lane.
+    Interactive,
+}
+
+impl Priority {
+    /// Whether this is the default, batch (left out of records).
+    pub fn is_batch(&self) -> bool {
+        *self == Priority::Batch
+    }
+}
 /// Seconds a run may take when nothing else says: a day, as the Agent
 /// Server's `BG_JOB_TIMEOUT_SECS`.
 pub const DEFAULT_RUN_TIMEOUT_SECS: u64 = 86_400;
@@ -104,6 +125,9 @@ pub struct RunRecord {
     /// Nesting depth: 0 for a top-level run.
     #[serde(default)]
     pub depth: u32,
+    /// The lane its steps take; subagents inherit it.
+    #[serde(default, skip_serializing_if = "Priority::is_batch")]
+    pub priority: Priority,
     /// The batch this run belongs to, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_id: Option<String>,
@@ -203,6 +227,7 @@ impl RunRecord {
             status: RunStatus::Pending,
             parent: None,
             depth: 0,
+            priority: Priority::Batch,
             batch_id: None,
             api_batch_id: None,
             task_id: None,

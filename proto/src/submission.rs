@@ -42,6 +42,10 @@ pub struct Submission {
     /// Caller metadata, kept on the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
+    /// `interactive` serves the run ahead of batch runs (someone waits for
+    /// it); `batch` by default.
+    #[serde(default, skip_serializing_if = "crate::Priority::is_batch")]
+    pub priority: crate::Priority,
 }
 
 /// A submission's input: a user message's text, or the HTTP API's input

@@ -13,6 +13,7 @@
 
 pub mod amqp;
 mod error;
+pub mod lanes;
 pub mod memory;
 
 use std::time::Duration;
@@ -34,6 +35,19 @@ pub trait Queue: Send + Sync + 'static {
     /// Publishes `payload`, visible to consumers after `delay` (retry
     /// backoff) or at once.
     async fn publish(&self, payload: Vec<u8>, delay: Option<Duration>) -> Result<(), QueueError>;
+
+    /// Publishes `payload` on the lane of `priority`
+    /// ([`lanes::Lanes`]); a queue of one lane publishes every message
+    /// there.
+    async fn publish_to(
+        &self,
+        priority: deepfleet_proto::Priority,
+        payload: Vec<u8>,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        let _ = priority;
+        self.publish(payload, delay).await
+    }
 
     /// Starts a consumer holding at most `prefetch` unsettled deliveries.
     async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError>;

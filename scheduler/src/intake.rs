@@ -4,15 +4,17 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::Utc;
+use deepfleet_fleet::admission::start_admitted;
 use deepfleet_fleet::publish_step;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::{
-    AgentSpec, FileData, InputLimits, Message, RunRecord, ServedSpec, StepJob, TaskLine,
+    AgentSpec, FileData, InputLimits, Message, Priority, RunRecord, RunStatus, ServedSpec, StepJob,
+    TaskLine,
 };
 use deepfleet_proto::{Budget, SealedContext, TenantId};
 use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_store::{Store, ThreadSeed};
+use deepfleet_store::{Entered, Store, ThreadSeed};
 
 use crate::error::SchedulerError;
 use crate::retention::RetentionPolicy;
@@ -32,6 +34,11 @@ pub struct Intake {
     pinned: BTreeMap<String, ServedSpec>,
     /// What a run's input may bring.
     limits: InputLimits,
+    /// How many runs of one batch are in flight at once
+    /// ([`Intake::with_admission_window`]); `None`: all of them.
+    window: Option<u32>,
+    /// The priority of the runs it creates (batch unless told).
+    priority: Priority,
     /// Deadlines and tenant budgets of new runs.
     bounds: RunBounds,
     /// What the runs of a batch this intake submits may spend in all, in
@@ -49,9 +56,27 @@ impl Intake {
             retention: RetentionPolicy::default(),
             pinned: BTreeMap::new(),
             limits: InputLimits::default(),
+            window: None,
+            priority: Priority::Batch,
             bounds: RunBounds::default(),
             batch_budget: None,
         }
+    }
+
+    /// Gives the runs this intake creates `priority`: interactive runs
+    /// are served ahead of batch ones.
+    pub fn with_priority(mut self, priority: Priority) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Keeps at most `window` runs of each batch this intake submits to
+    /// in flight: the others are created pending and wait in the batch's
+    /// admission ([`deepfleet_store::Admission`]), and each run's end
+    /// admits the next (at least 1).
+    pub fn with_admission_window(mut self, window: u32) -> Self {
+        self.window = Some(window.max(1));
+        self
     }
 
     /// Fixes deadlines and tenant budgets of new runs by `bounds`.
@@ -224,13 +249,23 @@ impl Intake {
     ) -> Result<RunRecord, SchedulerError> {
         let run_id = batch_run_id(batch_id, &task.id);
         if let Some(run) = self.store.find_run(&run_id).await? {
+            if run.status == RunStatus::Pending {
+                // Entered before (idempotent), or created by an intake
+                // that stopped before it could enter it.
+                self.enter(&run, batch_id).await?;
+            }
             return Ok(run);
         }
         let thread_id = batch_thread_id(batch_id, &task.id);
         let (run, seed) = self
             .prepare(agent, task, Some(batch_id), (run_id, thread_id))
             .await?;
-        if self.start(&run, &seed).await? {
+        if self.window.is_some() {
+            if self.store.create_run(&run, &seed).await?.is_some() {
+                self.enter(&run, batch_id).await?;
+                return Ok(run);
+            }
+        } else if self.start(&run, &seed).await? {
             return Ok(run);
         }
         // Another intake created it meanwhile; follow that one.
@@ -260,6 +295,7 @@ impl Intake {
             // Task lines run as the default tenant.
             expire_after_secs: self.retention.expire_after_secs(&TenantId::default()),
             spec_version: Some(version),
+            priority: self.priority,
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
         };
         let batch_budget = batch_id
@@ -293,9 +329,34 @@ impl Intake {
             run_id: run.run_id.clone(),
             thread_id: run.thread_id.clone(),
             step,
+            priority: run.priority,
         };
         publish_step(self.queue.as_ref(), job, None).await?;
         Ok(true)
+    }
+
+    /// Enters a created `run` into `batch_id`'s admission window and
+    /// publishes its first step if it is admitted; without a window, does
+    /// nothing.
+    async fn enter(&self, run: &RunRecord, batch_id: &str) -> Result<(), SchedulerError> {
+        let Some(window) = self.window else {
+            return Ok(());
+        };
+        let entered = self
+            .store
+            .enter_admission(batch_id, &run.run_id, window)
+            .await?;
+        if entered == Entered::Start {
+            let runs = [run.run_id.clone()];
+            start_admitted::<SchedulerError>(
+                self.queue.as_ref(),
+                self.store.as_ref(),
+                batch_id,
+                &runs,
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     /// The queue this intake publishes to.

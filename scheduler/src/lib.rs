@@ -5,6 +5,7 @@
 //! Both work the same over the embedded and the distributed backends.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod admission;
 pub mod api;
 mod batch;
 mod custom_state;
@@ -22,6 +23,7 @@ mod runtime_context;
 pub mod submissions;
 mod task_batches;
 
+pub use admission::AdmissionSweep;
 pub use batch::{BatchFollower, result_line};
 pub use custom_state::validate_seed;
 pub use error::SchedulerError;

@@ -74,6 +74,7 @@ pub async fn resume(
         run_id: run_id.to_owned(),
         thread_id: thread_id.to_owned(),
         step,
+        priority: run.priority,
     };
     publish_step(queue, job, None).await?;
     store.mark_published(thread_id, step).await?;

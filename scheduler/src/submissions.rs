@@ -229,6 +229,7 @@ pub fn run_create(submission: &Submission) -> RunCreateParams {
         context: submission.context.clone().map(Value::Object),
         multitask_strategy: Some(MultitaskStrategy::Enqueue),
         if_not_exists: submission.thread_id.as_ref().map(|_| "create".into()),
+        priority: Some(submission.priority),
         rest: Map::new(),
         ..RunCreateParams::default()
     }

@@ -9,6 +9,7 @@ use deepfleet_model::Providers;
 use deepfleet_model::ratelimit::{InProcessLimiter, RateGate, RateLimiter, RateLimits};
 use deepfleet_queue::Queue;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
+use deepfleet_queue::lanes::{Lanes, interactive_name};
 use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
@@ -35,13 +36,21 @@ pub async fn connect_fleet(
     let store_url = store_url
         .or_else(|| settings.store.clone())
         .ok_or(SettingsError::NoStore)?;
-    let queue = AmqpQueue::connect(amqp_config(&queue_url, &settings.queue_name, settings))
-        .await
-        .map_err(|source| SettingsError::Queue {
-            url: redacted(&queue_url),
-            source,
-        })?;
+    let connect = |name: String| {
+        let config = amqp_config(&queue_url, &name, settings);
+        async {
+            AmqpQueue::connect(config)
+                .await
+                .map_err(|source| SettingsError::Queue {
+                    url: redacted(&queue_url),
+                    source,
+                })
+        }
+    };
+    let batch = connect(settings.queue_name.clone()).await?;
+    let interactive = connect(interactive_name(&settings.queue_name)).await?;
     let store = connect_store(&store_url, settings).await?;
+    let queue = Lanes::new(Arc::new(batch), Arc::new(interactive));
     Ok((Arc::new(queue), Arc::new(store)))
 }
 

@@ -9,6 +9,7 @@
 //! own worker binary loads exactly what `deepfleet worker` loads and
 //! builds its runner the same way ([`fleet`]).
 
+mod admission;
 pub mod api;
 mod cors;
 mod costs;
@@ -28,6 +29,7 @@ use std::path::{Path, PathBuf};
 use deepfleet_model::ProviderConfig;
 use serde::{Deserialize, Serialize};
 
+pub use admission::AdmissionSettings;
 pub use api::{ApiSettings, KeyLine};
 pub use cors::CorsSettings;
 pub use costs::CostSettings;
@@ -73,6 +75,8 @@ pub struct Settings {
     /// Sizes of requests, messages and files, and files per thread
     /// (`[limits]`).
     pub limits: LimitsSettings,
+    /// Batch admission windows (`[admission]`).
+    pub admission: AdmissionSettings,
     /// Model prices and tenants' daily budgets (`[costs]`).
     #[serde(default)]
     pub costs: CostSettings,
@@ -145,6 +149,7 @@ impl std::fmt::Debug for Settings {
             .field("api", &self.api)
             .field("retention", &self.retention)
             .field("limits", &self.limits)
+            .field("admission", &self.admission)
             .field("costs", &self.costs)
             .field("rate_limits", &self.rate_limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
@@ -245,6 +250,7 @@ impl Default for Settings {
             api: ApiSettings::default(),
             retention: RetentionSettings::default(),
             limits: LimitsSettings::default(),
+            admission: AdmissionSettings::default(),
             costs: CostSettings::default(),
             rate_limits: Default::default(),
             otlp_endpoint: None,

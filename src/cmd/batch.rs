@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use anyhow::bail;
 use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::Queue;
-use deepfleet_scheduler::{BatchFollower, Intake, RetentionPolicy, RunBounds, TaskBatches};
+use deepfleet_scheduler::{
+    AdmissionSweep, BatchFollower, Intake, RetentionPolicy, RunBounds, TaskBatches,
+};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -28,6 +30,9 @@ use super::signals::Interrupt;
 use crate::batch_io::Summary;
 use crate::results_file::ResultsFile;
 use crate::unfinished_batch::UnfinishedBatch;
+
+/// How often embedded mode sweeps its batch's admission window.
+const ADMISSION_SWEEP_EVERY: Duration = Duration::from_millis(500);
 
 /// A batch to run: what, and where its results go.
 pub struct BatchPlan<'a> {
@@ -52,6 +57,9 @@ pub struct BatchPlan<'a> {
     pub watch_queue: Option<String>,
     /// How long the batch's runs live once ended.
     pub retention: RetentionPolicy,
+    /// Runs in flight at once (the batch's admission window); `None`
+    /// starts every run at once.
+    pub window: Option<u32>,
     /// Deadlines and tenant budgets of its runs.
     pub bounds: RunBounds,
     /// What its runs may spend in all, in nano-dollars (`--budget-usd`).
@@ -89,6 +97,12 @@ pub async fn run_batch(
     .with_limits(plan.limits)
     .with_bounds(plan.bounds.clone())
     .with_batch_budget(plan.budget_nano_usd);
+    let intake = plan
+        .window
+        .map_or(intake.clone(), |w| intake.with_admission_window(w));
+    let sweep = in_process
+        .as_ref()
+        .map(|_| sweep_admission(&store, &intake));
     let interrupt = Interrupt::install()?;
     let (batch, mut results, earlier) =
         UnfinishedBatch::open(plan.out, plan.tasks, plan.fresh, plan.batch_id)?;
@@ -133,6 +147,7 @@ pub async fn run_batch(
         interrupt.token(),
     )
     .await?;
+    sweep.inspect(tokio::task::JoinHandle::abort);
     let left_note = unfinished_runs_note(in_process.is_some(), plan.state_file);
     if let Some(local) = in_process {
         local.worker.stop().await?;
@@ -172,6 +187,15 @@ pub async fn run_batch(
         plan.out.display(),
     );
     Ok(interrupt.exit_code().unwrap_or(ExitCode::from(1)))
+}
+
+/// Embedded mode has no scheduler: its batch sweeps its own admission
+/// (a distributed fleet's schedulers sweep theirs) until aborted.
+fn sweep_admission(store: &Arc<dyn Store>, intake: &Intake) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(
+        AdmissionSweep::new(Arc::clone(store), Arc::clone(intake.queue()))
+            .run(ADMISSION_SWEEP_EVERY),
+    )
 }
 
 /// An intake over `store` and `queue` (sealing contexts with `key`,

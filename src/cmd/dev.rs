@@ -17,6 +17,7 @@ use anyhow::Context;
 use clap::Args;
 use deepfleet_fleet::Metrics;
 use deepfleet_queue::Queue;
+use deepfleet_queue::lanes::Lanes;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
 use deepfleet_scheduler::{Intake, Lifecycle};
@@ -57,7 +58,11 @@ pub struct DevArgs {
 
 pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> {
     let shutdown = super::signals::shutdown_token()?;
-    let queue: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
+    // API runs are interactive: their lane is served first.
+    let queue: Arc<dyn Queue> = Arc::new(Lanes::new(
+        Arc::new(MemoryQueue::new()),
+        Arc::new(MemoryQueue::new()),
+    ));
     let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
     let key = context_key(&settings)?;
     let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))

@@ -20,6 +20,7 @@ pub async fn republish_steps(
             run_id: run.run_id.clone(),
             thread_id: run.thread_id.clone(),
             step,
+            priority: run.priority,
         };
         publish_step(queue, job, None).await?;
         runs.push(run);

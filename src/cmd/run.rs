@@ -31,6 +31,10 @@ pub struct RunArgs {
     /// Steps run at once. Default: `run.concurrency` (16).
     #[arg(long)]
     concurrency: Option<u16>,
+    /// Runs in flight at once; the next starts as one ends (`0`: every
+    /// run at once, their steps interleaved). Default: the concurrency.
+    #[arg(long)]
+    window: Option<u32>,
     /// Where result lines go. Default: `run.out` (`results.jsonl`).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -113,6 +117,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         batch_id: None,
         watch_queue: None,
         retention: super::retention(&settings)?,
+        window: Some(args.window.unwrap_or(u32::from(concurrency))).filter(|w| *w > 0),
         bounds: super::run_bounds(&settings)?,
         budget_nano_usd: args
             .budget_usd

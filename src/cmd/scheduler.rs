@@ -100,7 +100,11 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         .submissions
         .unwrap_or_else(|| format!("{}.submissions", settings.queue_name));
     // Answers must never be published to a queue of the fleet's own.
-    let reserved = ReservedQueues::new([settings.queue_name.clone(), submissions_name.clone()]);
+    let reserved = ReservedQueues::new([
+        settings.queue_name.clone(),
+        deepfleet_queue::lanes::interactive_name(&settings.queue_name),
+        submissions_name.clone(),
+    ]);
     let attached = start_submissions(
         &url,
         submissions_name,

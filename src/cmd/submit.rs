@@ -51,6 +51,11 @@ pub struct SubmitArgs {
     /// the batch (`deepfleet batch follow ID --out FILE` does).
     #[arg(long)]
     detach: bool,
+    /// Runs of the batch in flight at once; the fleet starts the next as
+    /// one ends (`0`: every run at once). Default: `admission.batch_window`
+    /// (64).
+    #[arg(long)]
+    window: Option<u32>,
     /// Before enqueueing, make one cheap authenticated call (listing
     /// models) per provider the spec uses, and stop if one refuses it.
     #[arg(long)]
@@ -90,6 +95,10 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
             .with_limits(settings.limits.input())
             .with_bounds(bounds)
             .with_batch_budget(budget);
+        let intake = match window(args.window, &settings) {
+            Some(w) => intake.with_admission_window(w),
+            None => intake,
+        };
         super::batch::announce(&batch_id, &args.out);
         let runs = super::batch::enqueue(
             &intake,
@@ -118,10 +127,20 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         batch_id: Some(&batch_id),
         watch_queue: Some(settings.queue_name.clone()),
         retention: super::retention(&settings)?,
+        window: window(args.window, &settings),
         bounds,
         budget_nano_usd: budget,
     };
     super::batch::run_batch(queue, store, plan, key, None).await
+}
+
+/// The batch's admission window: `--window`, else the settings'; `None`
+/// (0) starts every run at once.
+fn window(arg: Option<u32>, settings: &Settings) -> Option<u32> {
+    match arg {
+        Some(w) => Some(w).filter(|w| *w > 0),
+        None => settings.admission.window(),
+    }
 }
 
 /// The id of the batch of `agent` with batch key `key`, or without one,

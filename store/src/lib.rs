@@ -23,6 +23,7 @@
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod admission;
 pub mod at_rest;
 pub mod batches;
 pub mod checkpoints;
@@ -42,6 +43,7 @@ pub mod sealed;
 pub mod specs;
 pub mod spend;
 
+pub use admission::{Admission, AdmissionState, Entered};
 pub use at_rest::Keyring;
 pub use batches::Batches;
 pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
@@ -84,6 +86,7 @@ pub use spend::Spend;
 /// ```
 pub trait Store:
     Specs
+    + Admission
     + Runs
     + Checkpoints
     + FanIn
@@ -99,6 +102,7 @@ pub trait Store:
 
 impl<T> Store for T where
     T: Specs
+        + Admission
         + Runs
         + Checkpoints
         + FanIn

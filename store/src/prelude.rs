@@ -17,6 +17,7 @@
 //! ```
 
 pub use crate::Store;
+pub use crate::admission::Admission;
 pub use crate::batches::Batches;
 pub use crate::checkpoints::Checkpoints;
 pub use crate::fan_in::FanIn;

@@ -82,6 +82,8 @@ mod sealed;
 #[path = "conformance/support.rs"]
 mod support;
 
+#[path = "conformance/admission.rs"]
+mod admission;
 #[path = "conformance/batches.rs"]
 mod batches;
 #[path = "conformance/checkpoints.rs"]

@@ -140,6 +140,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
         run_id: run_id.into(),
         thread_id: thread_id.into(),
         step,
+        priority: Default::default(),
     };
     publish_step(queue.as_ref(), job("parent-run", "parent-thread", 0), None)
         .await

@@ -10,6 +10,7 @@
 
 mod support;
 
+mod admission;
 mod agent_server;
 mod async_subagents;
 mod batch;
@@ -36,6 +37,7 @@ mod manifest;
 mod mcp;
 mod memory;
 mod observability;
+mod priority;
 mod providers;
 mod queue_intake;
 mod rate_limits;

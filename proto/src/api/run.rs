@@ -42,6 +42,11 @@ pub struct RunCreateParams {
     /// Namespaced subagent events.
     #[serde(default)]
     pub stream_subgraphs: Option<bool>,
+    /// `interactive` (the default for a single run) serves the run ahead
+    /// of batch runs; `batch` (the default in `/runs/batch`) queues it
+    /// with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<crate::Priority>,
     /// Every other field, echoed in the run's `kwargs`.
     #[serde(flatten)]
     pub rest: Map<String, Value>,

@@ -5,7 +5,7 @@
 
 use chrono::Utc;
 use deepfleet_proto::api::RunCreateParams;
-use deepfleet_proto::{Decision, TenantId};
+use deepfleet_proto::{Decision, Priority, TenantId};
 use serde_json::{Map, Value};
 
 use super::convert::to_json;
@@ -85,6 +85,12 @@ pub async fn create_checked(
     metadata
         .entry("assistant_id")
         .or_insert_with(|| Value::String(assistant.assistant_id.clone()));
+    // Someone waits for a single run; an API batch queues with batches.
+    let priority = body.priority.unwrap_or(if batch_id.is_some() {
+        Priority::Batch
+    } else {
+        Priority::Interactive
+    });
     let meta = RunMeta {
         run_id: uuid::Uuid::now_v7().to_string(),
         thread_id: thread.thread_id.clone(),
@@ -99,6 +105,7 @@ pub async fn create_checked(
         files,
         context,
         cancelled: false,
+        priority,
         created_at: Utc::now(),
     };
     state

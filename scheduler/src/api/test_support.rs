@@ -119,6 +119,7 @@ pub fn sample_meta() -> RunMeta {
         files: Default::default(),
         context: None,
         cancelled: false,
+        priority: Default::default(),
         created_at: Utc::now(),
     }
 }

@@ -23,6 +23,7 @@ use std::time::Duration;
 use deepfleet_store::Store;
 use tracing::warn;
 
+use crate::admission::AdmissionSweep;
 use crate::intake::Intake;
 
 /// The lifecycle operations the API needs, over one store and intake.
@@ -47,15 +48,23 @@ impl Lifecycle {
         &self.intake
     }
 
-    /// Runs [`Lifecycle::start_queued`] every `every` until the task is
+    /// Runs [`Lifecycle::start_queued`] and the batch admission sweep
+    /// ([`AdmissionSweep::sweep`]) every `every` until the task is
     /// dropped; errors are logged and retried on the next round.
     pub async fn run_starter(self, every: Duration) {
+        let admissions = AdmissionSweep::new(
+            Arc::clone(self.intake.store()),
+            Arc::clone(self.intake.queue()),
+        );
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             if let Err(e) = self.start_queued().await {
                 warn!(error = %e, "starting queued runs");
+            }
+            if let Err(e) = admissions.sweep().await {
+                warn!(error = %e, "sweeping batch admissions");
             }
         }
     }

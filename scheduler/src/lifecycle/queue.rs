@@ -92,6 +92,7 @@ impl Lifecycle {
         let mut run = RunRecord {
             tenant: meta.tenant.clone(),
             api_batch_id: meta.batch_id.clone(),
+            priority: meta.priority,
             context: meta.context.clone(),
             expire_after_secs,
             spec_version: Some(served.version),

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::keys::records::thread_runs;
-use deepfleet_proto::{FileData, Message, SealedContext, TenantId};
+use deepfleet_proto::{FileData, Message, Priority, SealedContext, TenantId};
 use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -52,6 +52,10 @@ pub struct RunMeta {
     /// Cancelled before it started.
     #[serde(default)]
     pub cancelled: bool,
+    /// The lane its steps take (interactive unless asked otherwise or
+    /// part of an API batch).
+    #[serde(default, skip_serializing_if = "Priority::is_batch")]
+    pub priority: Priority,
     /// When it was accepted.
     pub created_at: DateTime<Utc>,
 }

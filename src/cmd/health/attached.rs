@@ -60,6 +60,15 @@ impl Queue for WatchedQueue {
         self.inner.publish(payload, delay).await
     }
 
+    async fn publish_to(
+        &self,
+        priority: deepfleet_proto::Priority,
+        payload: Vec<u8>,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        self.inner.publish_to(priority, payload, delay).await
+    }
+
     async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError> {
         let inner = self.inner.consume(prefetch).await?;
         Ok(Box::new(WatchedConsumer {

@@ -91,12 +91,23 @@ impl EmbeddedStore {
     /// (`pending`/`running`), with the step to publish for each: after
     /// reopening a persisted store, their step messages are gone with the
     /// old process's in-memory queue. A duplicate is fenced by the worker.
+    /// Runs waiting for their batch's admission window are left out: their
+    /// admission publishes their first step.
     pub fn runs_to_recover(&self) -> Vec<(RunRecord, u64)> {
         let state = self.lock();
         state
             .runs
             .values()
             .filter(|r| matches!(r.status, RunStatus::Pending | RunStatus::Running))
+            // A run waiting for its batch's window has no step out yet.
+            .filter(|r| {
+                !r.batch_id.as_ref().is_some_and(|b| {
+                    state
+                        .admissions
+                        .get(b)
+                        .is_some_and(|w| w.is_waiting(&r.run_id))
+                })
+            })
             .map(|r| {
                 let step = state.threads.get(&r.thread_id).map_or(0, |t| t.step);
                 (r.clone(), step)

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use deepfleet_proto::{AgentSpec, ChildResult, RunRecord};
 use serde::{Deserialize, Serialize};
 
+use crate::admission::window::Window;
 use crate::checkpoints::Checkpoint;
 use crate::items::table::ItemTable;
 use crate::record_index::table::IndexTable;
@@ -25,6 +26,8 @@ pub(crate) struct State {
     pub(crate) fan_in: HashMap<String, RunFanIn>,
     pub(crate) cancels: HashSet<String>,
     pub(crate) batch_done: HashMap<String, VecDeque<String>>,
+    /// Batch admission windows by batch id.
+    pub(crate) admissions: HashMap<String, Window>,
     /// API records: kind -> id -> value.
     pub(crate) records: HashMap<String, BTreeMap<String, serde_json::Value>>,
     /// When the API records given an expiry expire: kind -> id -> deadline.
@@ -161,6 +164,7 @@ impl State {
         for batch in batches {
             self.expiries.batches.remove(&batch);
             self.batch_done.remove(&batch);
+            self.admissions.remove(&batch);
         }
         self.expiries.recompute();
         runs
@@ -228,6 +232,7 @@ mod tests {
         assert_eq!(
             fields,
             [
+                "admissions",
                 "batch_done",
                 "cancels",
                 "expiries",

@@ -52,7 +52,19 @@ impl Retention for RedisStore {
             keys.batch_done(batch_id),
             keys.batch(batch_id),
             keys.batch_runs(batch_id),
-        ] {
+        ]
+        .into_iter()
+        .chain(
+            [
+                "size",
+                "waiting",
+                "members",
+                "admitted",
+                "unstarted",
+                "after",
+            ]
+            .map(|part| keys.batch_admission(batch_id, part)),
+        ) {
             self.write::<()>(
                 "expire batch",
                 key.len(),

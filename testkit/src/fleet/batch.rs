@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, ensure};
 use deepfleet_proto::{AgentSpec, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::DeadLetter;
-use deepfleet_scheduler::{BatchFollower, Intake};
+use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
 use deepfleet_store::sealed::ContextKey;
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -41,6 +41,36 @@ impl Fleet {
     ) -> anyhow::Result<(BatchFollower, Vec<RunRecord>)> {
         self.submit_killing(spec, tasks, &mut Killer::new(None))
             .await
+    }
+
+    /// Registers `spec` and submits `tasks` as one batch of task lines
+    /// (as `deepfleet submit` does) whose admission window is `window`
+    /// runs, in task order, without waiting for them; returns the
+    /// batch's follower and the runs, in task order.
+    pub async fn submit_windowed(
+        &mut self,
+        spec: &AgentSpec,
+        tasks: &[TaskLine],
+        window: u32,
+    ) -> anyhow::Result<(BatchFollower, Vec<RunRecord>)> {
+        let intake = self.intake()?.with_admission_window(window);
+        intake.register(spec).await?;
+        let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
+        let batch = follower.batch_id().to_owned();
+        // The roster first, as `deepfleet submit` keeps it: `batch
+        // status|cancel` find the batch's runs by it.
+        let roster = TaskBatches::new(self.store.clone());
+        roster.open(&batch, &spec.name).await?;
+        for (index, task) in (0_u64..).zip(tasks) {
+            roster.add(&batch, index, &task.id).await?;
+        }
+        let mut runs = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            let run = intake.submit_to_batch(&spec.name, task, &batch).await?;
+            follower.track(&run);
+            runs.push(run);
+        }
+        Ok((follower, runs))
     }
 
     /// Runs `tasks` of `spec` to the end; results in task order.

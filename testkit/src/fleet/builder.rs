@@ -12,7 +12,9 @@ use std::time::Duration;
 use anyhow::Context;
 use deepfleet_model::{ProviderConfig, Providers};
 use deepfleet_proto::InputLimits;
+use deepfleet_queue::Queue;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
+use deepfleet_queue::lanes::{Lanes, interactive_name};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::Keyring;
 use deepfleet_store::embedded::EmbeddedStore;
@@ -200,7 +202,9 @@ impl FleetBuilder {
     pub fn embedded(self) -> anyhow::Result<Fleet> {
         // What `main` does for the binary: HTTP clients need a TLS provider.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let queue = Arc::new(MemoryQueue::new());
+        let main = Arc::new(MemoryQueue::new());
+        let queue: Arc<dyn Queue> =
+            Arc::new(Lanes::new(main.clone(), Arc::new(MemoryQueue::new())));
         let store = Arc::new(EmbeddedStore::new());
         let providers =
             deepfleet_replay::register(Providers::with_env(self.provider_configs(), |_| None));
@@ -240,7 +244,7 @@ impl FleetBuilder {
         Ok(Fleet {
             queue: queue.clone(),
             store,
-            dead: queue,
+            dead: main,
             queue_name: String::new(),
             prefix: String::new(),
             workers: Workers::InProcess { shutdown, handle },
@@ -272,6 +276,18 @@ impl FleetBuilder {
                 .await
                 .context("connecting to RabbitMQ")?,
         );
+        let interactive = match AmqpQueue::connect(AmqpConfig::new(
+            &self.worker.amqp_url,
+            interactive_name(&queue_name),
+        ))
+        .await
+        {
+            Ok(queue) => Arc::new(queue),
+            Err(e) => {
+                let _ = amqp.delete_all().await;
+                return Err(anyhow::Error::new(e).context("connecting to RabbitMQ"));
+            }
+        };
         let redis = match RedisStore::connect(&self.worker.redis_url, &prefix).await {
             Ok(redis) => Arc::new(match keyring {
                 Some(keyring) => redis.with_keyring(keyring),
@@ -279,17 +295,22 @@ impl FleetBuilder {
             }),
             Err(e) => {
                 let _ = amqp.delete_all().await;
+                let _ = interactive.delete_all().await;
                 return Err(anyhow::Error::new(e).context("connecting to Redis"));
             }
         };
         let mut fleet = Fleet {
-            queue: amqp.clone(),
+            queue: Arc::new(Lanes::new(amqp.clone(), interactive.clone())),
             store: redis.clone(),
             dead: amqp.clone(),
             queue_name,
             prefix,
             workers: Workers::Processes(Vec::new()),
-            remote: Some(Remote { amqp, redis }),
+            remote: Some(Remote {
+                amqp,
+                interactive,
+                redis,
+            }),
             worker_command: self.worker,
             poll_every: self.poll_every,
             run_limit: self.run_limit,

@@ -41,12 +41,15 @@ pub struct Fleet {
 /// What a distributed fleet created on the shared services.
 pub(super) struct Remote {
     pub(super) amqp: Arc<AmqpQueue>,
+    /// The interactive lane's queue.
+    pub(super) interactive: Arc<AmqpQueue>,
     pub(super) redis: Arc<RedisStore>,
 }
 
 impl Remote {
     async fn delete(self) {
         let _ = self.amqp.delete_all().await;
+        let _ = self.interactive.delete_all().await;
         let _ = self.redis.delete_prefix().await;
     }
 }

@@ -74,6 +74,11 @@ pub enum FollowUp {
     /// Check the run, parked at this step, at its deadline
     /// (`step::deadline_check`).
     DeadlineCheck(u64),
+    /// Admit the batch's next waiting run in this ended (or parked)
+    /// top-level run's place in the admission window, and publish its
+    /// first step ([`deepfleet_store::Admission::admit_after`]: the same
+    /// run on every redelivery).
+    Admit(String),
     /// Set this ended run's thread (with its subagents' threads) and its
     /// batch to expire after the run's retention; always the last
     /// follow-up, so everything before it still finds what it reads.
@@ -87,6 +92,7 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             run_id: run.run_id.clone(),
             thread_id: run.thread_id.clone(),
             step,
+            priority: run.priority,
         })],
         RunStatus::Waiting => {
             let mut out: Vec<FollowUp> = pending
@@ -104,12 +110,20 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             out
         }
         // The batch learns of the parked run (a subagent's too: its batch
-        // reports it on the top-level run's line); nothing else moves.
-        RunStatus::Interrupted => run
-            .batch_id
-            .iter()
-            .map(|b| FollowUp::BatchDone(b.clone()))
-            .collect(),
+        // reports it on the top-level run's line), and a parked top-level
+        // run, which waits for a human, gives its place in the admission
+        // window to the next run; nothing else moves.
+        RunStatus::Interrupted => {
+            let mut out: Vec<FollowUp> = run
+                .batch_id
+                .iter()
+                .map(|b| FollowUp::BatchDone(b.clone()))
+                .collect();
+            if let Some(batch) = run.batch_id.as_ref().filter(|_| run.parent.is_none()) {
+                out.push(FollowUp::Admit(batch.clone()));
+            }
+            out
+        }
         RunStatus::Success | RunStatus::Error | RunStatus::Cancelled | RunStatus::Timeout => {
             let mut out = Vec::new();
             if let Some(parent) = &run.parent {
@@ -118,6 +132,7 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             // Subagent runs carry their batch only for interrupts.
             if let Some(batch) = run.batch_id.as_ref().filter(|_| run.parent.is_none()) {
                 out.push(FollowUp::BatchDone(batch.clone()));
+                out.push(FollowUp::Admit(batch.clone()));
             }
             // A subagent's thread expires with its parent's, once the run
             // at the top ends.
@@ -149,6 +164,7 @@ mod tests {
             run_id: "r".into(),
             thread_id: "t".into(),
             step,
+            priority: Default::default(),
         }
     }
 
@@ -231,6 +247,7 @@ mod tests {
             follow_ups(&top, 4, None),
             vec![
                 FollowUp::BatchDone("b".into()),
+                FollowUp::Admit("b".into()),
                 FollowUp::Expire(std::time::Duration::from_secs(30))
             ]
         );
@@ -238,8 +255,8 @@ mod tests {
         parked.status = RunStatus::Interrupted;
         assert_eq!(
             follow_ups(&parked, 4, None),
-            vec![FollowUp::BatchDone("b".into())],
-            "an interrupted run has not ended"
+            vec![FollowUp::BatchDone("b".into()), FollowUp::Admit("b".into())],
+            "an interrupted run has not ended, but gives up its place in the window"
         );
         let mut child = top.clone();
         child.parent = Some(ParentLink {
@@ -254,10 +271,10 @@ mod tests {
     }
 
     #[test]
-    fn interrupted_runs_tell_their_batch_and_nothing_else() {
+    fn interrupted_runs_tell_their_batch_and_admit_the_next() {
         assert_eq!(
             follow_ups(&run(RunStatus::Interrupted), 4, None),
-            vec![FollowUp::BatchDone("b".into())]
+            vec![FollowUp::BatchDone("b".into()), FollowUp::Admit("b".into())]
         );
         let mut child = run(RunStatus::Success);
         child.parent = Some(ParentLink {
@@ -283,7 +300,7 @@ mod tests {
         );
         assert_eq!(
             follow_ups(&run(RunStatus::Success), 4, None),
-            vec![FollowUp::BatchDone("b".into())]
+            vec![FollowUp::BatchDone("b".into()), FollowUp::Admit("b".into())]
         );
         let child = ChildRun {
             run_id: "c".into(),

@@ -151,7 +151,11 @@ impl StepRunner {
             ..envelope
         };
         let republished = match serde_json::to_vec(&retry) {
-            Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
+            Ok(payload) => self
+                .queue
+                .publish_to(job.priority, payload, Some(delay))
+                .await
+                .is_ok(),
             Err(_) => false,
         };
         let settled = if republished {

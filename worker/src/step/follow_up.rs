@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use deepfleet_fleet::admission::start_admitted;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_fleet::{publish_deadline_check, publish_step};
 use deepfleet_proto::keys::records::{
@@ -43,6 +44,11 @@ pub async fn publish(
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
             FollowUp::DeadlineCheck(step) => {
                 schedule_deadline_check(queue, run, step, Utc::now()).await?;
+            }
+            FollowUp::Admit(batch) => {
+                if let Some(next) = store.admit_after(&batch, &run.run_id).await? {
+                    start_admitted::<StepError>(queue, store, &batch, &[next]).await?;
+                }
             }
             FollowUp::Expire(ttl) => expire(store, run, ttl).await?,
         }
@@ -136,6 +142,7 @@ async fn start_child(
         subagent: Some(child.subagent),
         parent: link,
         depth: parent.depth + 1,
+        priority: parent.priority,
         batch_id,
         // Subagents see the parent's runtime context unchanged; it stays
         // sealed in the child's record too.
@@ -174,6 +181,7 @@ async fn start_child(
             run_id: child.run_id,
             thread_id: child.thread_id,
             step,
+            priority: parent.priority,
         },
         child.traceparent,
     )
@@ -218,6 +226,8 @@ async fn report(
                 run_id: parent.run_id.clone(),
                 thread_id: parent.thread_id.clone(),
                 step: parent_thread.step,
+                // A subagent has its parent's priority.
+                priority: run.priority,
             },
             None,
         )
@@ -255,6 +265,7 @@ pub async fn schedule_deadline_check(
         run_id: run.run_id.clone(),
         thread_id: run.thread_id.clone(),
         step,
+        priority: run.priority,
     };
     publish_deadline_check(queue, job, next_deadline_check(left)).await?;
     Ok(())

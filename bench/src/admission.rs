@@ -1,0 +1,369 @@
+//! Item 10 (issue #17): batch admission, interactive priority and sharing
+//! between batches, on an embedded fleet against the scripted server
+//! (model latency [`LATENCY`], each run two model calls: an `ls`, then
+//! its answer).
+//!
+//! - (a) time to the first 10 % of a 3,000-run batch's results (when
+//!   their runs ended, from the records), against 10 % of the batch's
+//!   total time, both from the start of its submission;
+//! - (b) how long after its submission an interactive run's first model
+//!   call comes while a 2,000-run batch runs, against one step's time
+//!   (the median time between a batch run's two model calls), 20 tries;
+//! - (c) two equal batches started together: their results at every
+//!   quarter of the way.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, ensure};
+use deepfleet_proto::{AgentSpec, Priority, TaskLine};
+use deepfleet_replay::{ReplayEngine, Script};
+use deepfleet_scheduler::BatchFollower;
+use deepfleet_testkit::ScriptedServer;
+use deepfleet_testkit::fleet::{Fleet, task};
+use deepfleet_testkit::script::{Call, ScriptBuilder, When};
+use serde_json::Value;
+
+/// The scripted model's latency per call.
+pub const LATENCY: Duration = Duration::from_millis(100);
+/// Steps the fleet runs at once, and each batch's admission window.
+pub const CONCURRENCY: u16 = 20;
+/// How long one batch may take.
+const LIMIT: Duration = Duration::from_secs(900);
+
+/// Sizes of item 10.
+pub struct Plan {
+    pub first_tenth_runs: usize,
+    pub interactive_batch: usize,
+    pub interactive_tries: usize,
+    pub fair_runs: usize,
+}
+
+/// What item 10 measured.
+pub struct Numbers {
+    pub plan_runs: (usize, usize, usize),
+    /// (a): the first 10 % of results, and all of them.
+    pub first_tenth: Duration,
+    pub total: Duration,
+    /// (a): how long submitting the batch (every record) took.
+    pub submitted: Duration,
+    /// (b): each interactive run's wait for its first model call.
+    pub interactive_waits: Vec<Duration>,
+    /// (b): one step's time, the median between a batch run's two calls.
+    pub step_time: Duration,
+    /// (c): results of each batch when a quarter, half, three quarters
+    /// and all of both were in.
+    pub quarters: Vec<(usize, usize)>,
+}
+
+fn spec() -> anyhow::Result<AgentSpec> {
+    Ok(AgentSpec::from_yaml(
+        "name: admission-bench\nmodel: 'openai:scripted-model'\n",
+    )?)
+}
+
+async fn server() -> anyhow::Result<ScriptedServer> {
+    let script = ScriptBuilder::new()
+        .calls_then_answer(When::always(), [Call::ls("/")], "done")
+        .build();
+    let engine = ReplayEngine::new(Script::from_yaml(&script)?);
+    ScriptedServer::start(Arc::new(engine), LATENCY).await
+}
+
+fn fleet(server: &ScriptedServer) -> anyhow::Result<Fleet> {
+    crate::fleet::builder(&server.url(), CONCURRENCY, LIMIT).embedded()
+}
+
+fn tasks(prefix: &str, n: usize) -> Vec<TaskLine> {
+    (0..n)
+        .map(|i| task(&format!("{prefix}{i}"), &format!("Job {prefix}{i}")))
+        .collect()
+}
+
+fn input_of(body: &Value) -> Option<&str> {
+    body["messages"]
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "user")?["content"]
+        .as_str()
+}
+
+/// Polls `follower` until its runs end; the instant each line came.
+async fn finish_times(follower: &mut BatchFollower) -> anyhow::Result<Vec<Instant>> {
+    let deadline = Instant::now() + LIMIT;
+    let mut times = Vec::new();
+    while follower.remaining() > 0 {
+        ensure!(
+            Instant::now() < deadline,
+            "the batch did not finish in time"
+        );
+        let lines = follower.poll().await?;
+        let now = Instant::now();
+        if lines.is_empty() {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        times.extend(lines.iter().map(|_| now));
+    }
+    Ok(times)
+}
+
+/// Item 10.
+pub async fn measure(plan: &Plan) -> anyhow::Result<Numbers> {
+    let (first_tenth, total, submitted) = first_tenth(plan.first_tenth_runs).await?;
+    let (interactive_waits, step_time) =
+        interactive(plan.interactive_batch, plan.interactive_tries).await?;
+    let quarters = fairness(plan.fair_runs).await?;
+    Ok(Numbers {
+        plan_runs: (
+            plan.first_tenth_runs,
+            plan.interactive_batch,
+            plan.fair_runs,
+        ),
+        first_tenth,
+        total,
+        submitted,
+        interactive_waits,
+        step_time,
+        quarters,
+    })
+}
+
+/// (a): when the first 10 % and the last run ended, and how long
+/// submitting every run took, from the start of the submission.
+async fn first_tenth(runs: usize) -> anyhow::Result<(Duration, Duration, Duration)> {
+    let server = server().await?;
+    let mut fleet = fleet(&server)?;
+    // One run first, untimed: the process's one-time start-up (token
+    // tables, the model client's connections) is not the batch's.
+    let (mut warm, _) = fleet
+        .submit_windowed(&spec()?, &tasks("warm", 1), 1)
+        .await?;
+    finish_times(&mut warm).await?;
+    let started = chrono::Utc::now();
+    let (mut follower, records) = fleet
+        .submit_windowed(&spec()?, &tasks("a", runs), u32::from(CONCURRENCY))
+        .await?;
+    let submitted = (chrono::Utc::now() - started).to_std().unwrap_or_default();
+    finish_times(&mut follower).await?;
+    // When each run ended, from its record (the commit of its last step):
+    // results exist from then, whether or not a follower polled yet (this
+    // one starts once every run is submitted).
+    let mut ends = Vec::with_capacity(records.len());
+    for run in &records {
+        let ended = fleet
+            .store
+            .find_run(&run.run_id)
+            .await?
+            .context("a run's record is gone")?;
+        ends.push((ended.updated_at - started).to_std().unwrap_or_default());
+    }
+    fleet.shutdown().await?;
+    ends.sort();
+    let tenth = ends
+        .get(runs.div_ceil(10).saturating_sub(1))
+        .context("no results")?;
+    let last = ends.last().context("no results")?;
+    Ok((*tenth, *last, submitted))
+}
+
+async fn interactive(runs: usize, tries: usize) -> anyhow::Result<(Vec<Duration>, Duration)> {
+    let server = server().await?;
+    let mut fleet = fleet(&server)?;
+    let spec = spec()?;
+    let (mut follower, _) = fleet
+        .submit_windowed(&spec, &tasks("b", runs), u32::from(CONCURRENCY))
+        .await?;
+    let intake = fleet.intake()?.with_priority(Priority::Interactive);
+    // The interactive runs are followed as a batch of their own (not
+    // windowed): a run of no batch has no done list to follow.
+    let own = format!("interactive-{}", uuid::Uuid::new_v4());
+    let mut interactive = BatchFollower::new(fleet.store.clone(), own.clone());
+    let mut submitted = Vec::new();
+    for i in 0..tries {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let input = format!("Now {i}");
+        let at = Instant::now();
+        let run = intake
+            .submit(&spec.name, &task(&format!("i{i}"), &input), Some(&own))
+            .await?;
+        interactive.track(&run);
+        submitted.push((input, at));
+    }
+    finish_times(&mut follower).await?;
+    finish_times(&mut interactive).await?;
+    fleet.shutdown().await?;
+    let requests = server.timed_requests();
+    let mut first: HashMap<&str, Instant> = HashMap::new();
+    let mut second: HashMap<&str, Instant> = HashMap::new();
+    for (at, body) in &requests {
+        let Some(input) = input_of(body) else {
+            continue;
+        };
+        if first.contains_key(input) {
+            second.entry(input).or_insert(*at);
+        } else {
+            first.insert(input, *at);
+        }
+    }
+    let waits = submitted
+        .iter()
+        .map(|(input, at)| {
+            first
+                .get(input.as_str())
+                .map(|first| first.saturating_duration_since(*at))
+                .context("an interactive run never called the model")
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let mut steps: Vec<f64> = second
+        .iter()
+        .filter(|(input, _)| input.starts_with("Job b"))
+        .filter_map(|(input, s)| first.get(input).map(|f| (*s - *f).as_secs_f64()))
+        .collect();
+    steps.sort_by(f64::total_cmp);
+    let step = crate::stats::median(&steps).context("no batch step measured")?;
+    Ok((waits, Duration::from_secs_f64(step)))
+}
+
+async fn fairness(runs: usize) -> anyhow::Result<Vec<(usize, usize)>> {
+    let server = server().await?;
+    let fleet = fleet(&server)?;
+    let spec = spec()?;
+    let intake = fleet
+        .intake()?
+        .with_admission_window(u32::from(CONCURRENCY));
+    intake.register(&spec).await?;
+    let batches = ["fair-a", "fair-b"].map(|b| format!("{b}-{}", uuid::Uuid::new_v4()));
+    let mut followers = batches
+        .clone()
+        .map(|b| BatchFollower::new(fleet.store.clone(), b));
+    let lists = [tasks("x", runs), tasks("y", runs)];
+    // Both batches are submitted task by task in turn: started together.
+    for (x, y) in lists[0].iter().zip(&lists[1]) {
+        for (k, task) in [x, y].into_iter().enumerate() {
+            let run = intake
+                .submit_to_batch(&spec.name, task, &batches[k])
+                .await?;
+            followers[k].track(&run);
+        }
+    }
+    let deadline = Instant::now() + LIMIT;
+    let mut done = [0_usize; 2];
+    let mut quarters = Vec::new();
+    let total = 2 * runs;
+    while done.iter().sum::<usize>() < total {
+        ensure!(
+            Instant::now() < deadline,
+            "the batches did not finish in time"
+        );
+        let mut polled = false;
+        for (k, follower) in followers.iter_mut().enumerate() {
+            for _ in follower.poll().await? {
+                polled = true;
+                done[k] += 1;
+                let sum = done[0] + done[1];
+                if sum * 4 % total == 0 {
+                    quarters.push((done[0], done[1]));
+                }
+            }
+        }
+        if !polled {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    fleet.shutdown().await?;
+    Ok(quarters)
+}
+
+/// Item 10's section of BENCHMARKS.md, or why it was not measured.
+pub fn render(out: &mut String, section: &Result<Numbers, String>) {
+    match section {
+        Ok(n) => out.push_str(&render_numbers(n)),
+        Err(e) => out.push_str(&format!(
+            "## 10. Batch admission, priorities and sharing (issue #17)\n\nNot measured: {e}\n\n"
+        )),
+    }
+}
+
+/// Puts item 10's section into the report `text` in place of the one it
+/// has, else before the method notes.
+pub fn replace_section(text: &str, section: &str) -> String {
+    const HEADING: &str = "## 10. ";
+    if let Some(start) = text.find(HEADING) {
+        let rest = &text[start + HEADING.len()..];
+        let end = rest
+            .find("\n## ")
+            .map_or(text.len(), |i| start + HEADING.len() + i + 1);
+        return format!("{}{section}{}", &text[..start], &text[end..]);
+    }
+    match text.find("## How it is measured") {
+        Some(at) => format!("{}{section}{}", &text[..at], &text[at..]),
+        None => format!("{text}\n{section}"),
+    }
+}
+
+fn render_numbers(n: &Numbers) -> String {
+    let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
+    let tenth = ms(n.total) / 10.0;
+    let a_ratio = ms(n.first_tenth) / tenth;
+    let mut waits: Vec<f64> = n.interactive_waits.iter().map(|d| ms(*d)).collect();
+    waits.sort_by(f64::total_cmp);
+    let p50 = crate::stats::median(&waits).unwrap_or(f64::NAN);
+    let p99 = crate::stats::percentile(&waits, 99.0).unwrap_or(f64::NAN);
+    let step = ms(n.step_time);
+    let verdict = |met: bool| if met { "met" } else { "missed" };
+    let mut out = String::new();
+    out.push_str("## 10. Batch admission, priorities and sharing (issue #17)\n\n");
+    out.push_str(&format!(
+        "Measured by this item alone (`deepfleet-bench --only admission`{}), on an embedded \
+         fleet running {CONCURRENCY} steps at once against the scripted server (model \
+         latency {} ms; each run two model calls); each batch's admission window is \
+         {CONCURRENCY} runs. (a) starts its clock after one untimed warm-up run (the process's \
+         one-time start-up: token tables, connections), when the batch's submission starts.\n\n",
+        if cfg!(debug_assertions) {
+            ", a debug build"
+        } else {
+            ""
+        },
+        LATENCY.as_millis()
+    ));
+    out.push_str("| claim | measured | target | verdict |\n|---|---|---|---|\n");
+    out.push_str(&format!(
+        "| (a) first 10 % of a {}-run batch's results | {:.0} ms (total {:.0} ms, of which submitting every run {:.0} ms; 10 % of the total {:.0} ms: {:.2}x) | within 1.3x of 10 % of the total | {} |\n",
+        n.plan_runs.0,
+        ms(n.first_tenth),
+        ms(n.total),
+        ms(n.submitted),
+        tenth,
+        a_ratio,
+        verdict(a_ratio <= 1.3)
+    ));
+    out.push_str(&format!(
+        "| (b) an interactive run's first model call after its submission, during a {}-run batch, {} tries | p50 {:.0} ms, p99 {:.0} ms | within one step time ({:.0} ms, the median between a batch run's two calls) | {} |\n",
+        n.plan_runs.1,
+        waits.len(),
+        p50,
+        p99,
+        step,
+        verdict(p99 <= step)
+    ));
+    let worst = n
+        .quarters
+        .iter()
+        .map(|(a, b)| (*a as f64 - *b as f64).abs() / (*a.max(b)).max(1) as f64)
+        .fold(0.0_f64, f64::max);
+    let shown: Vec<String> = n.quarters.iter().map(|(a, b)| format!("{a}/{b}")).collect();
+    out.push_str(&format!(
+        "| (c) two {}-run batches started together: results of each at every quarter | {} (largest gap {:.1} %) | within 10 % | {} |\n\n",
+        n.plan_runs.2,
+        shown.join(", "),
+        worst * 100.0,
+        verdict(worst <= 0.10)
+    ));
+    out.push_str(
+        "(c) is two batches of one tenant: task-line batches run as the default tenant, \
+         and per-tenant limits are not built yet; each batch's window bounds its share of \
+         the fleet, and the FIFO queue shares the workers between the windows.\n\n",
+    );
+    out
+}

@@ -1,0 +1,256 @@
+//! Two queues as one, the interactive lane served first: what lets a run
+//! someone waits on start within about one step's time while a large
+//! batch fills the main queue.
+//!
+//! RabbitMQ's quorum queues (3.10) have no message priorities, so each
+//! lane is a queue of its own with the same topology (the main one, and
+//! `{base}.interactive`; [`crate::memory::MemoryQueue`]s in embedded
+//! mode). A consumer of [`Lanes`] consumes both and hands out at most its
+//! prefetch of deliveries in all, taking a ready interactive delivery
+//! before a batch one whenever a slot frees.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deepfleet_proto::Priority;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+
+use crate::{Consumer, Delivery, Queue, QueueError, ReplyAddress};
+
+/// The name of the interactive lane's queue beside main queue `base`.
+pub fn interactive_name(base: &str) -> String {
+    format!("{base}.interactive")
+}
+
+/// The batch lane and the interactive lane.
+#[derive(Clone)]
+pub struct Lanes {
+    batch: Arc<dyn Queue>,
+    interactive: Arc<dyn Queue>,
+}
+
+impl Lanes {
+    /// `batch` (the main queue, which plain [`Queue::publish`] uses) and
+    /// `interactive`.
+    pub fn new(batch: Arc<dyn Queue>, interactive: Arc<dyn Queue>) -> Self {
+        Lanes { batch, interactive }
+    }
+
+    fn lane(&self, priority: Priority) -> &Arc<dyn Queue> {
+        match priority {
+            Priority::Batch => &self.batch,
+            Priority::Interactive => &self.interactive,
+        }
+    }
+}
+
+#[async_trait]
+impl Queue for Lanes {
+    async fn publish(&self, payload: Vec<u8>, delay: Option<Duration>) -> Result<(), QueueError> {
+        self.batch.publish(payload, delay).await
+    }
+
+    async fn publish_to(
+        &self,
+        priority: Priority,
+        payload: Vec<u8>,
+        delay: Option<Duration>,
+    ) -> Result<(), QueueError> {
+        self.lane(priority).publish(payload, delay).await
+    }
+
+    async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError> {
+        let interactive = self.interactive.consume(prefetch).await?;
+        let batch = self.batch.consume(prefetch).await?;
+        Ok(Box::new(LanesConsumer::new(interactive, batch, prefetch)))
+    }
+
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        let batch = self.batch.depth().await?;
+        let interactive = self.interactive.depth().await?;
+        Ok(batch.zip(interactive).map(|(b, i)| b + i))
+    }
+
+    async fn consumers(&self) -> Result<Option<u32>, QueueError> {
+        self.batch.consumers().await
+    }
+}
+
+/// Deliveries of one lane, as its forwarding task hands them over.
+type Feed = mpsc::Receiver<Result<Box<dyn Delivery>, QueueError>>;
+
+/// Both lanes' consumers, each drained by a task of its own into a
+/// channel of one (so dropping a `next` call never loses a delivery), and
+/// a semaphore of `prefetch` permits that each handed-out delivery holds
+/// until it is settled or dropped.
+struct LanesConsumer {
+    interactive: Option<Feed>,
+    batch: Option<Feed>,
+    permits: Arc<Semaphore>,
+    tasks: [JoinHandle<()>; 2],
+}
+
+impl LanesConsumer {
+    fn new(interactive: Box<dyn Consumer>, batch: Box<dyn Consumer>, prefetch: u16) -> Self {
+        let (interactive_task, interactive_feed) = forward(interactive);
+        let (batch_task, batch_feed) = forward(batch);
+        LanesConsumer {
+            interactive: Some(interactive_feed),
+            batch: Some(batch_feed),
+            permits: Arc::new(Semaphore::new(usize::from(prefetch.max(1)))),
+            tasks: [interactive_task, batch_task],
+        }
+    }
+}
+
+/// A task taking `consumer`'s deliveries into a channel of one.
+fn forward(mut consumer: Box<dyn Consumer>) -> (JoinHandle<()>, Feed) {
+    let (tx, rx) = mpsc::channel(1);
+    let task = tokio::spawn(async move {
+        while let Some(delivery) = consumer.next().await {
+            if tx.send(delivery).await.is_err() {
+                // The consumer of both lanes is gone; an unsettled
+                // delivery dropped here goes back to its queue.
+                break;
+            }
+        }
+    });
+    (task, rx)
+}
+
+impl Drop for LanesConsumer {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// The next item of `feed`, or never once it is closed.
+async fn recv(feed: &mut Option<Feed>) -> Option<Result<Box<dyn Delivery>, QueueError>> {
+    match feed {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[async_trait]
+impl Consumer for LanesConsumer {
+    async fn next(&mut self) -> Option<Result<Box<dyn Delivery>, QueueError>> {
+        let permit = Arc::clone(&self.permits).acquire_owned().await.ok()?;
+        loop {
+            if self.interactive.is_none() && self.batch.is_none() {
+                return None;
+            }
+            // `biased`: a ready interactive delivery goes first.
+            let (item, closed) = tokio::select! {
+                biased;
+                item = recv(&mut self.interactive) => (item, &mut self.interactive),
+                item = recv(&mut self.batch) => (item, &mut self.batch),
+            };
+            match item {
+                Some(Ok(delivery)) => {
+                    return Some(Ok(Box::new(Permitted {
+                        inner: delivery,
+                        _permit: permit,
+                    })));
+                }
+                Some(Err(e)) => return Some(Err(e)),
+                None => *closed = None,
+            }
+        }
+    }
+}
+
+/// A delivery holding one of its consumer's permits until settled.
+struct Permitted {
+    inner: Box<dyn Delivery>,
+    _permit: OwnedSemaphorePermit,
+}
+
+#[async_trait]
+impl Delivery for Permitted {
+    fn payload(&self) -> &[u8] {
+        self.inner.payload()
+    }
+
+    fn redelivered(&self) -> bool {
+        self.inner.redelivered()
+    }
+
+    fn deliveries_left(&self) -> Option<u32> {
+        self.inner.deliveries_left()
+    }
+
+    fn reply_address(&self) -> ReplyAddress {
+        self.inner.reply_address()
+    }
+
+    fn header(&self, name: &str) -> Option<String> {
+        self.inner.header(name)
+    }
+
+    async fn ack(self: Box<Self>) -> Result<(), QueueError> {
+        self.inner.ack().await
+    }
+
+    async fn requeue(self: Box<Self>) -> Result<(), QueueError> {
+        self.inner.requeue().await
+    }
+
+    async fn dead_letter(self: Box<Self>, reason: &str) -> Result<(), QueueError> {
+        self.inner.dead_letter(reason).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::MemoryQueue;
+    use pretty_assertions::assert_eq;
+
+    fn lanes() -> Lanes {
+        Lanes::new(Arc::new(MemoryQueue::new()), Arc::new(MemoryQueue::new()))
+    }
+
+    #[tokio::test]
+    async fn an_interactive_message_is_served_before_queued_batch_ones() {
+        let q = lanes();
+        for i in 0..5_u8 {
+            q.publish(vec![i], None).await.unwrap();
+        }
+        q.publish_to(Priority::Interactive, b"now".to_vec(), None)
+            .await
+            .unwrap();
+        assert_eq!(q.depth().await.unwrap(), Some(6));
+        let mut consumer = q.consume(1).await.unwrap();
+        // Let both forwarders take their first message.
+        tokio::task::yield_now().await;
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            let d = consumer.next().await.unwrap().unwrap();
+            order.push(d.payload().to_vec());
+            d.ack().await.unwrap();
+        }
+        assert_eq!(order[0], b"now".to_vec(), "{order:?}");
+        assert_eq!(&order[1..], &[vec![0], vec![1], vec![2], vec![3], vec![4]]);
+    }
+
+    #[tokio::test]
+    async fn a_consumer_holds_at_most_its_prefetch_over_both_lanes() {
+        let q = lanes();
+        q.publish(b"b".to_vec(), None).await.unwrap();
+        q.publish_to(Priority::Interactive, b"i".to_vec(), None)
+            .await
+            .unwrap();
+        let mut consumer = q.consume(1).await.unwrap();
+        let first = consumer.next().await.unwrap().unwrap();
+        let second = tokio::time::timeout(Duration::from_millis(50), consumer.next()).await;
+        assert!(second.is_err(), "a second delivery while one is unsettled");
+        drop(first);
+        let again = consumer.next().await.unwrap().unwrap();
+        assert!(!again.payload().is_empty());
+    }
+}
