@@ -18,8 +18,8 @@ use crate::support::{distributed, fleet, replay_model, scenario, spec, task};
 const LATENCY: Duration = Duration::from_millis(300);
 /// The run's time: a few of the subagent's calls.
 const TIMEOUT_SECS: u64 = 2;
-/// How long the subagent's cancellation may take to be reported once
-/// the parent ended.
+/// How long an end the test waits for (a subagent's cancellation, a
+/// parked run's timeout) may take to show in the store.
 const REPORT_LIMIT: Duration = Duration::from_secs(30);
 
 /// The parent delegates at once; the subagent lists files forever.
@@ -32,6 +32,25 @@ fn endless_subagent() -> Script {
         .call(When::input("^Dig forever$"), [Call::ls("/")])
         .build();
     Script::from_yaml(&script).unwrap()
+}
+
+/// What `read` yields first, read every 100 ms for at most
+/// [`REPORT_LIMIT`]; panics naming `what` after that.
+async fn eventually<T, F, Fut>(what: &str, mut read: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    tokio::time::timeout(REPORT_LIMIT, async {
+        loop {
+            if let Some(value) = read().await {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("not in {REPORT_LIMIT:?}: {what}"))
 }
 
 async fn server() -> ScriptedServer {
@@ -76,21 +95,15 @@ async fn a_run_past_its_deadline_times_out(fleet: &mut Fleet) {
     assert!(record.updated_at >= deadline, "ended before its deadline");
     // The subagent learns its parent's deadline passed and ends cancelled,
     // reporting to the parent like any ended subagent.
-    let child = tokio::time::timeout(REPORT_LIMIT, async {
-        loop {
-            let results = fleet
-                .store
-                .child_results(&run.thread_id, &run.run_id)
-                .await
-                .unwrap();
-            if let Some(child) = results.into_iter().next() {
-                return child;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+    let child = eventually("the subagent reported its end", || async {
+        let results = fleet
+            .store
+            .child_results(&run.thread_id, &run.run_id)
+            .await
+            .unwrap();
+        results.into_iter().next()
     })
-    .await
-    .expect("the subagent reported its end");
+    .await;
     assert_eq!(child.status, RunStatus::Cancelled, "{child:?}");
     assert!(
         child.output.contains("passed its deadline"),
@@ -201,22 +214,16 @@ scenario!(
             .review
             .clone()
             .expect("the subagent waits for a review");
-        let ended = tokio::time::timeout(REPORT_LIMIT, async {
-            loop {
-                let record = fleet
-                    .store
-                    .get_run(&run.thread_id, &run.run_id)
-                    .await
-                    .unwrap()
-                    .unwrap();
-                if record.status.is_terminal() {
-                    return record;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+        let ended = eventually("the parked run ended", || async {
+            let record = fleet
+                .store
+                .get_run(&run.thread_id, &run.run_id)
+                .await
+                .unwrap()
+                .unwrap();
+            record.status.is_terminal().then_some(record)
         })
-        .await
-        .expect("the parked run ended");
+        .await;
         assert_eq!(ended.status, RunStatus::Timeout, "{ended:?}");
         assert!(
             fleet

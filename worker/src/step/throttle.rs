@@ -88,7 +88,13 @@ impl StepRunner {
             ..envelope
         };
         let published = match serde_json::to_vec(&deferred) {
-            Ok(payload) => self.queue.publish(payload, Some(delay)).await.is_ok(),
+            // Back on the run's own lane: an interactive step stays ahead
+            // of batch steps when it returns.
+            Ok(payload) => self
+                .queue
+                .publish_to(job.priority, payload, Some(delay))
+                .await
+                .is_ok(),
             Err(_) => false,
         };
         let settled = if published {
