@@ -250,8 +250,9 @@ impl Intake {
         let run_id = batch_run_id(batch_id, &task.id);
         if let Some(run) = self.store.find_run(&run_id).await? {
             if run.status == RunStatus::Pending {
-                // Entered before (idempotent), or created by an intake
-                // that stopped before it could enter it.
+                // Entered before (held: the intake that entered it, or the
+                // sweep, starts it), or created by an intake that stopped
+                // before it could enter it (entered and started now).
                 self.enter(&run, batch_id).await?;
             }
             return Ok(run);

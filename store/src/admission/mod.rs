@@ -59,7 +59,9 @@ pub trait Admission: Send + Sync + 'static {
     /// Enters `run_id` into batch `batch_id`, whose window becomes
     /// `window`: admitted if the window has room and nobody waits, else
     /// at the back of the line. Idempotent: a run entered before keeps its
-    /// place, and is [`Entered::Start`] again only while unstarted.
+    /// place and is [`Entered::Hold`]: the intake that entered it
+    /// publishes it (two submits of one batch at once must not both),
+    /// and one left unstarted is the sweep's to start.
     async fn enter_admission(
         &self,
         batch_id: &str,

@@ -25,11 +25,7 @@ impl Window {
     pub(crate) fn enter(&mut self, run: &str, size: u32) -> Entered {
         self.size = size;
         if self.members.contains(run) {
-            return if self.unstarted.contains(run) {
-                Entered::Start
-            } else {
-                Entered::Hold
-            };
+            return Entered::Hold;
         }
         self.members.insert(run.to_owned());
         if self.waiting.is_empty() && self.has_room() {

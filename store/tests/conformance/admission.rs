@@ -14,8 +14,10 @@ pub async fn admission_window(store: Arc<dyn Admission>) {
     }
     use Entered::{Hold, Start};
     assert_eq!(entered, [Start, Start, Hold, Hold, Hold]);
-    // Unstarted runs start again; waiting ones hold.
-    assert_eq!(store.enter_admission(batch, "r0", 2).await.unwrap(), Start);
+    // A run entered before holds, started or not: another intake (a
+    // concurrent submit of the same batch) publishes it, and a stranded
+    // one is the sweep's to start again.
+    assert_eq!(store.enter_admission(batch, "r0", 2).await.unwrap(), Hold);
     store.admission_started(batch, &ids[..2]).await.unwrap();
     assert_eq!(store.enter_admission(batch, "r0", 2).await.unwrap(), Hold);
     assert_eq!(store.enter_admission(batch, "r3", 2).await.unwrap(), Hold);
