@@ -245,6 +245,7 @@ mod tests {
                 "runs",
                 "spec_versions",
                 "specs",
+                "spend",
                 "threads"
             ]
         );
