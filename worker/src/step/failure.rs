@@ -141,16 +141,33 @@ impl StepRunner {
             &EventScope::of_job(&job.run_id, &job.thread_id),
             &Event::Retried { code: error.code() },
         );
-        // The queue wait of the retry starts when its backoff ends.
+        let retry = Envelope {
+            attempt,
+            ..envelope
+        };
+        self.publish_again(delivery, retry, job, delay, "retried")
+            .await;
+    }
+
+    /// Publishes `envelope` again on its run's lane, due after `delay`
+    /// (its queue wait starting then), and acks `delivery`; hands the
+    /// delivery back when the publish failed, so the step is never lost.
+    pub(super) async fn publish_again(
+        &self,
+        delivery: Box<dyn Delivery>,
+        envelope: Envelope,
+        job: &StepJob,
+        delay: std::time::Duration,
+        what: &str,
+    ) {
         let due = chrono::Duration::from_std(delay)
             .ok()
             .map(|d| Utc::now() + d);
-        let retry = Envelope {
-            attempt,
+        let again = Envelope {
             published_at: due,
             ..envelope
         };
-        let republished = match serde_json::to_vec(&retry) {
+        let republished = match serde_json::to_vec(&again) {
             Ok(payload) => self
                 .queue
                 .publish_to(job.priority, payload, Some(delay))
@@ -164,7 +181,7 @@ impl StepRunner {
             delivery.requeue().await
         };
         if let Err(e) = settled {
-            warn!(run = %job.run_id, error = %e, "settling a retried step failed");
+            warn!(run = %job.run_id, error = %e, "settling a {what} step failed");
         }
     }
 

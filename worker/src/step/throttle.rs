@@ -18,11 +18,10 @@
 
 use std::time::Duration;
 
-use chrono::Utc;
 use deepfleet_model::{ErrorKind, ModelError};
 use deepfleet_proto::{Envelope, StepJob};
 use deepfleet_queue::Delivery;
-use tracing::{debug, warn};
+use tracing::debug;
 
 use crate::error::StepError;
 use crate::events::{Event, EventScope};
@@ -80,31 +79,10 @@ impl StepRunner {
             &EventScope::of_job(&job.run_id, &job.thread_id),
             &Event::RateLimitWait { wait: delay },
         );
-        let due = chrono::Duration::from_std(delay)
-            .ok()
-            .map(|d| Utc::now() + d);
-        let deferred = Envelope {
-            published_at: due,
-            ..envelope
-        };
-        let published = match serde_json::to_vec(&deferred) {
-            // Back on the run's own lane: an interactive step stays ahead
-            // of batch steps when it returns.
-            Ok(payload) => self
-                .queue
-                .publish_to(job.priority, payload, Some(delay))
-                .await
-                .is_ok(),
-            Err(_) => false,
-        };
-        let settled = if published {
-            delivery.ack().await
-        } else {
-            delivery.requeue().await
-        };
-        if let Err(e) = settled {
-            warn!(run = %job.run_id, error = %e, "settling a deferred step failed");
-        }
+        // Back on the run's own lane: an interactive step stays ahead of
+        // batch steps when it returns.
+        self.publish_again(delivery, envelope, job, delay, "deferred")
+            .await;
     }
 }
 
