@@ -123,6 +123,24 @@ impl Keys {
         format!("{}:spend:{{{account}}}", self.prefix)
     }
 
+    /// Set: the runs holding a slot of a concurrency pool
+    /// ([`crate::ConcurrencyLimit`]): the tenant's own
+    /// (`slots:{tenant}`) or one of its assistants'
+    /// (`slots:{tenant}:agent:NAME`). Tagged by the tenant, so one script
+    /// takes a run's slots in all its pools at once.
+    pub fn concurrency_slots(&self, tenant: &str, agent: Option<&str>) -> String {
+        match agent {
+            Some(agent) => format!("{}:slots:{{{tenant}}}:agent:{agent}", self.prefix),
+            None => format!("{}:slots:{{{tenant}}}", self.prefix),
+        }
+    }
+
+    /// Set: the names ([`crate::SlotPool::name`]) of the pools that may
+    /// have holders, which the slot sweep walks.
+    pub fn concurrency_pools(&self) -> String {
+        format!("{}:slots:pools", self.prefix)
+    }
+
     /// Hash: a batch's counters.
     pub fn batch(&self, batch: &str) -> String {
         format!("{}:batch:{{{batch}}}", self.prefix)

@@ -11,6 +11,7 @@ pub mod api;
 pub mod batch;
 pub mod caller_usage;
 pub mod checkpoint;
+pub mod concurrency;
 pub mod cost;
 pub mod error;
 pub mod harness;
@@ -45,6 +46,7 @@ pub use checkpoint::{
     ChildRun, ContextCursor, Encoding, EvictedMessage, FileData, LoggedMessage, PendingCall,
     PendingTools, SummaryEvent,
 };
+pub use concurrency::{ConcurrencyLimit, SlotPool};
 pub use cost::{Budget, Price, Prices};
 pub use error::ErrorCode;
 pub use hitl::{

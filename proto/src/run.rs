@@ -7,6 +7,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::caller_usage::{CallUsage, UsageByCaller};
+use crate::concurrency::ConcurrencyLimit;
 use crate::cost::Budget;
 use crate::error::ErrorCode;
 use crate::message::Usage;
@@ -174,6 +175,11 @@ pub struct RunRecord {
     /// its subagents inherit them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub budgets: Vec<Budget>,
+    /// The concurrency limits whose pools the run takes a slot of while
+    /// in flight (its tenant's, its assistant's); empty for subagents,
+    /// which work under their parent's slots.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub concurrency: Vec<ConcurrencyLimit>,
     /// Seconds the run may take from its first step on; `None` for a
     /// subagent, which lives within its parent's deadline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +245,7 @@ impl RunRecord {
             cost_nano_usd: 0,
             own_cost_nano_usd: 0,
             budgets: Vec::new(),
+            concurrency: Vec::new(),
             timeout_secs: None,
             deadline: None,
             expire_after_secs: None,

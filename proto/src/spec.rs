@@ -178,6 +178,12 @@ pub struct Limits {
     /// abandoned and retried, as a crashed one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_timeout_secs: Option<u64>,
+    /// How many runs of this agent one tenant may have in flight at
+    /// once across the fleet (its subagents run under their parent's
+    /// place); past it a run's steps wait for a place. Unset: no limit
+    /// beyond the tenant's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrent_runs: Option<u32>,
 }
 
 /// The deepest `limits.max_subagent_depth` a spec may set.
@@ -196,6 +202,7 @@ impl Default for Limits {
             max_total_runs: 100,
             run_timeout_secs: None,
             step_timeout_secs: None,
+            max_concurrent_runs: None,
         }
     }
 }
@@ -245,6 +252,12 @@ impl Limits {
             if secs == Some(0) {
                 return Err(SpecError::field(field, "must be at least 1 second"));
             }
+        }
+        if self.max_concurrent_runs == Some(0) {
+            return Err(SpecError::field(
+                "limits.max_concurrent_runs",
+                "must be at least 1",
+            ));
         }
         Ok(())
     }
@@ -584,6 +597,19 @@ mod tests {
             let src = format!("name: a\nmodel: openai:x\nlimits: {{{field}: 30}}\n");
             assert!(AgentSpec::from_yaml(&src).is_ok());
         }
+        let src = "name: a\nmodel: openai:x\nlimits: {max_concurrent_runs: 0}\n";
+        assert_eq!(
+            AgentSpec::from_yaml(src).unwrap_err().field,
+            "limits.max_concurrent_runs"
+        );
+        let src = "name: a\nmodel: openai:x\nlimits: {max_concurrent_runs: 4}\n";
+        assert_eq!(
+            AgentSpec::from_yaml(src)
+                .unwrap()
+                .limits
+                .max_concurrent_runs,
+            Some(4)
+        );
     }
 
     #[test]

@@ -10,7 +10,10 @@
 //! - publishes again the first step of an admitted run that stayed
 //!   unstarted for [`UNSTARTED_GRACE`] (its publisher died between
 //!   admitting and publishing; a duplicate is fenced by the worker);
-//! - tops the window up from the waiting runs (a window that grew).
+//! - tops the window up from the waiting runs (a window that grew);
+//!
+//! and, once per round, gives back the concurrency slots of runs that
+//! ended without their follow-up ([`crate::slot_sweep`]).
 //!
 //! Every scheduler instance, and embedded mode's batch, may run it: each
 //! operation is atomic in the store and idempotent.
@@ -59,6 +62,7 @@ impl AdmissionSweep {
         for batch in self.store.admission_batches().await? {
             started += self.sweep_batch(&batch, &mut seen).await?;
         }
+        crate::slot_sweep::release_ended(self.store.as_ref()).await?;
         *self.unstarted_since.lock().await = seen;
         Ok(started)
     }

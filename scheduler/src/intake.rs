@@ -44,6 +44,8 @@ pub struct Intake {
     /// What the runs of a batch this intake submits may spend in all, in
     /// nano-dollars.
     batch_budget: Option<u64>,
+    /// The tenant the task-line runs it creates belong to.
+    tenant: TenantId,
 }
 
 impl Intake {
@@ -60,6 +62,7 @@ impl Intake {
             priority: Priority::Batch,
             bounds: RunBounds::default(),
             batch_budget: None,
+            tenant: TenantId::default(),
         }
     }
 
@@ -76,6 +79,14 @@ impl Intake {
     /// admits the next (at least 1).
     pub fn with_admission_window(mut self, window: u32) -> Self {
         self.window = Some(window.max(1));
+        self
+    }
+
+    /// Makes the task-line runs this intake creates `tenant`'s (the
+    /// default tenant's unless told): its retention, budget and
+    /// concurrency limit apply, and its agents' `/memories/` are its.
+    pub fn with_tenant(mut self, tenant: TenantId) -> Self {
+        self.tenant = tenant;
         self
     }
 
@@ -293,8 +304,8 @@ impl Intake {
             batch_id: batch_id.map(str::to_owned),
             task_id: Some(task.id.clone()),
             context,
-            // Task lines run as the default tenant.
-            expire_after_secs: self.retention.expire_after_secs(&TenantId::default()),
+            tenant: self.tenant.clone(),
+            expire_after_secs: self.retention.expire_after_secs(&self.tenant),
             spec_version: Some(version),
             priority: self.priority,
             ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)

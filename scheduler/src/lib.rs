@@ -20,6 +20,7 @@ pub mod resume;
 pub mod retention;
 pub mod run_bounds;
 mod runtime_context;
+pub mod slot_sweep;
 pub mod submissions;
 mod task_batches;
 

@@ -1,14 +1,17 @@
-//! What bounds a new run besides its spec: its deadline and the budgets
-//! it spends from. The scheduler fixes both on the run's record when the
-//! run is created ([`deepfleet_proto::RunRecord::timeout_secs`],
-//! [`deepfleet_proto::RunRecord::budgets`]); workers enforce them before
-//! every step, and subagents inherit them.
+//! What bounds a new run besides its spec: its deadline, the budgets it
+//! spends from and the concurrency limits it counts against. The
+//! scheduler fixes them on the run's record when the run is created
+//! ([`deepfleet_proto::RunRecord::timeout_secs`],
+//! [`deepfleet_proto::RunRecord::budgets`],
+//! [`deepfleet_proto::RunRecord::concurrency`]); workers enforce them
+//! before every step. Subagents inherit the deadline and the budgets, and
+//! work under their parent's concurrency slots.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::run::DEFAULT_RUN_TIMEOUT_SECS;
-use deepfleet_proto::{AgentSpec, Budget, RunRecord, TenantId};
+use deepfleet_proto::{AgentSpec, Budget, ConcurrencyLimit, RunRecord, TenantId};
 
 /// The fleet's bounds of new runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +21,11 @@ pub struct RunBounds {
     /// What each tenant may spend per UTC day, in nano-dollars; a tenant
     /// not listed has no daily budget.
     pub tenant_daily_nano_usd: BTreeMap<TenantId, u64>,
+    /// How many runs a tenant not in `tenant_concurrency` may have in
+    /// flight at once; `None`: no limit.
+    pub default_tenant_concurrency: Option<u32>,
+    /// How many runs each listed tenant may have in flight at once.
+    pub tenant_concurrency: BTreeMap<TenantId, u32>,
 }
 
 impl Default for RunBounds {
@@ -25,15 +33,19 @@ impl Default for RunBounds {
         RunBounds {
             run_timeout_secs: DEFAULT_RUN_TIMEOUT_SECS,
             tenant_daily_nano_usd: BTreeMap::new(),
+            default_tenant_concurrency: None,
+            tenant_concurrency: BTreeMap::new(),
         }
     }
 }
 
 impl RunBounds {
-    /// Fixes `run`'s deadline allowance and budgets, created at `now`
-    /// for `spec`: the request's timeout (a task line's or an API
-    /// request's) over the spec's over the fleet's; the tenant's budget
-    /// for today, and `batch`'s when given.
+    /// Fixes `run`'s deadline allowance, budgets and concurrency limits,
+    /// created at `now` for `spec`: the request's timeout (a task line's
+    /// or an API request's) over the spec's over the fleet's; the
+    /// tenant's budget for today, and `batch`'s when given; the tenant's
+    /// limit of runs in flight, and the spec's
+    /// (`limits.max_concurrent_runs`, counted per tenant).
     pub fn apply(
         &self,
         run: &mut RunRecord,
@@ -54,6 +66,20 @@ impl RunBounds {
             run.budgets
                 .push(Budget::tenant_day(run.tenant.as_str(), &day, limit));
         }
+        let tenant_limit = self
+            .tenant_concurrency
+            .get(&run.tenant)
+            .copied()
+            .or(self.default_tenant_concurrency);
+        run.concurrency = tenant_limit
+            .map(|limit| ConcurrencyLimit::tenant(run.tenant.clone(), limit))
+            .into_iter()
+            .chain(
+                spec.limits
+                    .max_concurrent_runs
+                    .map(|limit| ConcurrencyLimit::agent(run.tenant.clone(), &spec.name, limit)),
+            )
+            .collect();
     }
 }
 
@@ -105,5 +131,50 @@ mod tests {
         let mut other = RunRecord::new("r2", "t2", "a", now);
         bounds.apply(&mut other, &plain, None, None, now);
         assert!(other.budgets.is_empty());
+    }
+
+    #[test]
+    fn a_run_counts_against_its_tenants_limit_and_its_specs() {
+        let acme = TenantId::new("acme").unwrap();
+        let bounds = RunBounds {
+            default_tenant_concurrency: Some(10),
+            tenant_concurrency: BTreeMap::from([(acme.clone(), 3)]),
+            ..RunBounds::default()
+        };
+        let now = Utc::now();
+        let limited = spec("name: a\nmodel: openai:x\nlimits: {max_concurrent_runs: 2}\n");
+        let mut run = RunRecord {
+            tenant: acme.clone(),
+            ..RunRecord::new("r", "t", "a", now)
+        };
+        bounds.apply(&mut run, &limited, None, None, now);
+        assert_eq!(
+            run.concurrency,
+            vec![
+                ConcurrencyLimit::tenant(acme.clone(), 3),
+                ConcurrencyLimit::agent(acme, "a", 2)
+            ]
+        );
+        let mut other = RunRecord::new("r2", "t2", "a", now);
+        bounds.apply(
+            &mut other,
+            &spec("name: a\nmodel: openai:x\n"),
+            None,
+            None,
+            now,
+        );
+        assert_eq!(
+            other.concurrency,
+            vec![ConcurrencyLimit::tenant(TenantId::default(), 10)]
+        );
+        let mut free = RunRecord::new("r3", "t3", "a", now);
+        RunBounds::default().apply(
+            &mut free,
+            &spec("name: a\nmodel: openai:x\n"),
+            None,
+            None,
+            now,
+        );
+        assert!(free.concurrency.is_empty());
     }
 }

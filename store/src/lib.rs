@@ -40,6 +40,7 @@ pub mod retention;
 pub mod run_streams;
 pub mod runs;
 pub mod sealed;
+pub mod slots;
 pub mod specs;
 pub mod spend;
 
@@ -57,6 +58,7 @@ pub use run_streams::{
     RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams,
 };
 pub use runs::{Runs, ThreadSeed};
+pub use slots::Slots;
 pub use specs::Specs;
 pub use spend::Spend;
 
@@ -97,6 +99,7 @@ pub trait Store:
     + Batches
     + Retention
     + Spend
+    + Slots
 {
 }
 
@@ -113,5 +116,6 @@ impl<T> Store for T where
         + Batches
         + Retention
         + Spend
+        + Slots
 {
 }

@@ -27,5 +27,6 @@ pub use crate::records::Records;
 pub use crate::retention::Retention;
 pub use crate::run_streams::RunStreams;
 pub use crate::runs::Runs;
+pub use crate::slots::Slots;
 pub use crate::specs::Specs;
 pub use crate::spend::Spend;

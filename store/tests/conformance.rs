@@ -102,6 +102,8 @@ mod retention;
 mod run_streams;
 #[path = "conformance/runs.rs"]
 mod runs;
+#[path = "conformance/slots.rs"]
+mod slots;
 #[path = "conformance/specs.rs"]
 mod specs;
 #[path = "conformance/spend.rs"]

@@ -64,6 +64,11 @@ pub enum StepError {
         .0.as_secs_f64()
     )]
     TimedOut(std::time::Duration),
+    /// The run's tenant or assistant has as many runs in flight as its
+    /// concurrency limit allows: the step waits on the queue for a place
+    /// (deferred, not failed).
+    #[error("no free place in concurrency pool `{}`", .0.name())]
+    AwaitingSlot(deepfleet_proto::SlotPool),
 }
 
 impl StepError {
@@ -73,7 +78,10 @@ impl StepError {
             StepError::Model(e) => e.is_retryable(),
             StepError::Store(e) => e.is_retryable(),
             StepError::Queue(e) => e.is_retryable(),
-            StepError::Tool { .. } | StepError::TimedOut(_) | StepError::LastDelivery => true,
+            StepError::Tool { .. }
+            | StepError::TimedOut(_)
+            | StepError::LastDelivery
+            | StepError::AwaitingSlot(_) => true,
             StepError::Agent { .. }
             | StepError::Inconsistent(_)
             | StepError::InvalidRequest(_)
@@ -106,6 +114,7 @@ impl StepError {
             // Lost workers, like a lost store or broker: the run ends
             // `attempts_exhausted` only once no attempt is left.
             StepError::LastDelivery
+            | StepError::AwaitingSlot(_)
             | StepError::Store(_)
             | StepError::Queue(_)
             | StepError::Inconsistent(_)

@@ -187,6 +187,11 @@ pub enum Event {
         /// How long.
         wait: Duration,
     },
+    /// A step was deferred: its run's concurrency pool was full.
+    SlotWait {
+        /// The full pool.
+        pool: deepfleet_proto::SlotPool,
+    },
 }
 
 /// Receives events. Implementations must be cheap and must not block:

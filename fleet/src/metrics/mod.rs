@@ -61,6 +61,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "deepfleet_rate_limiter_wait_seconds",
     "deepfleet_rate_limited_calls_total",
     "deepfleet_rate_limiter_remaining",
+    "deepfleet_concurrency_waits_total",
     "deepfleet_queue_depth",
     "deepfleet_queue_consumers",
 ];
@@ -111,6 +112,7 @@ pub struct Metrics {
     rate_limiter_wait: Histogram,
     rate_limited_calls: IntCounterVec,
     rate_limiter_remaining: GaugeVec,
+    concurrency_waits: IntCounterVec,
     queue_depth: IntGauge,
     queue_consumers: IntGauge,
 }
@@ -245,6 +247,12 @@ impl Metrics {
                 "deepfleet_rate_limiter_remaining",
                 "What the fleet-wide rate limiter thinks is left per minute, by provider, account (a hash of the key), model and dimension (requests, tokens, input_tokens, output_tokens); below zero: promised to deferred calls.",
                 &["provider", "account", "model", "dimension"],
+            )?,
+            concurrency_waits: counter(
+                r,
+                "deepfleet_concurrency_waits_total",
+                "Steps deferred because their run's concurrency pool was full, by tenant and pool (tenant: the tenant's own limit; assistant: one of its assistants').",
+                &["tenant", "pool"],
             )?,
             queue_depth: gauge(
                 r,

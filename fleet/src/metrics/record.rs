@@ -124,6 +124,15 @@ impl Metrics {
         self.rate_limiter_wait.observe(wait.as_secs_f64());
     }
 
+    /// A step deferred because a concurrency pool of `tenant`'s was full:
+    /// one of its assistants' (`assistant`) or its own.
+    pub fn concurrency_wait(&self, tenant: &str, assistant: bool) {
+        let pool = if assistant { "assistant" } else { "tenant" };
+        self.concurrency_waits
+            .with_label_values(&[tenant, pool])
+            .inc();
+    }
+
     /// A model call attempt the provider answered with a 429.
     pub fn rate_limited_call(&self, provider: &str, model: &str) {
         self.rate_limited_calls

@@ -27,6 +27,7 @@ fn record_all(m: &Metrics) {
     m.rate_limit_wait(second);
     m.rate_limited_call("openai", "gpt-4.1");
     m.rate_limiter_remaining("openai", "0123456789abcdef", "gpt-4.1", "requests", 12.5);
+    m.concurrency_wait("acme", false);
     m.set_queue_depth(7);
     m.set_queue_consumers(1);
 }

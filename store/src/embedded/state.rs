@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub(crate) expiries: Expiries,
     /// Spend accounts by name.
     pub(crate) spend: HashMap<String, SpendAccount>,
+    /// Concurrency slot pools by name: the runs holding their slots.
+    pub(crate) slots: HashMap<String, BTreeSet<String>>,
 }
 
 /// One spend account: each run's highest report and their total.
@@ -243,6 +245,7 @@ mod tests {
                 "record_indexes",
                 "records",
                 "runs",
+                "slots",
                 "spec_versions",
                 "specs",
                 "spend",

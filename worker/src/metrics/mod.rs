@@ -56,6 +56,9 @@ impl EventSink for Metrics {
                 self.cost(model, &scope.agent, &scope.tenant, *nano_usd);
             }
             Event::RateLimitWait { wait } => self.rate_limit_wait(*wait),
+            Event::SlotWait { pool } => {
+                self.concurrency_wait(pool.tenant.as_str(), pool.agent.is_some());
+            }
         }
     }
 }

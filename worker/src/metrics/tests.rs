@@ -113,8 +113,24 @@ fn emit_all(m: &Metrics) {
             wait: Duration::from_millis(250),
         },
     );
+    m.emit(
+        &main,
+        &Event::SlotWait {
+            pool: deepfleet_proto::SlotPool::parse("acme/research").unwrap(),
+        },
+    );
     m.set_queue_depth(7);
     m.set_queue_consumers(1);
+}
+
+#[test]
+fn slot_waits_count_by_tenant_and_pool() {
+    let m = Metrics::new().unwrap();
+    emit_all(&m);
+    assert_eq!(
+        m.samples("deepfleet_concurrency_waits_total").unwrap(),
+        vec![r#"deepfleet_concurrency_waits_total{pool="assistant",tenant="acme"} 1"#]
+    );
 }
 
 #[test]

@@ -74,6 +74,10 @@ pub enum FollowUp {
     /// Check the run, parked at this step, at its deadline
     /// (`step::deadline_check`).
     DeadlineCheck(u64),
+    /// Give back this ended (or parked) top-level run's concurrency
+    /// slots ([`deepfleet_proto::RunRecord::concurrency`]); before the
+    /// admission's next run, so that run finds the place free.
+    ReleaseSlots,
     /// Admit the batch's next waiting run in this ended (or parked)
     /// top-level run's place in the admission window, and publish its
     /// first step ([`deepfleet_store::Admission::admit_after`]: the same
@@ -83,6 +87,12 @@ pub enum FollowUp {
     /// batch to expire after the run's retention; always the last
     /// follow-up, so everything before it still finds what it reads.
     Expire(std::time::Duration),
+}
+
+/// Whether `run` takes concurrency slots: a top-level run under limits
+/// (its subagents work under its slots).
+pub fn holds_slots(run: &RunRecord) -> bool {
+    run.parent.is_none() && !run.concurrency.is_empty()
 }
 
 /// The follow-ups of a run whose thread is now at `step`.
@@ -119,6 +129,9 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
                 .iter()
                 .map(|b| FollowUp::BatchDone(b.clone()))
                 .collect();
+            if holds_slots(run) {
+                out.push(FollowUp::ReleaseSlots);
+            }
             if let Some(batch) = run.batch_id.as_ref().filter(|_| run.parent.is_none()) {
                 out.push(FollowUp::Admit(batch.clone()));
             }
@@ -128,6 +141,9 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
             let mut out = Vec::new();
             if let Some(parent) = &run.parent {
                 out.push(FollowUp::Report(parent.clone()));
+            }
+            if holds_slots(run) {
+                out.push(FollowUp::ReleaseSlots);
             }
             // Subagent runs carry their batch only for interrupts.
             if let Some(batch) = run.batch_id.as_ref().filter(|_| run.parent.is_none()) {
@@ -268,6 +284,36 @@ mod tests {
             follow_ups(&child, 4, None),
             vec![FollowUp::Report(child.parent.clone().unwrap())]
         );
+    }
+
+    #[test]
+    fn a_limited_top_level_run_gives_its_slots_back_before_the_next_is_admitted() {
+        let mut limited = run(RunStatus::Success);
+        limited.concurrency = vec![deepfleet_proto::ConcurrencyLimit::tenant(
+            deepfleet_proto::TenantId::default(),
+            2,
+        )];
+        let released = vec![
+            FollowUp::ReleaseSlots,
+            FollowUp::BatchDone("b".into()),
+            FollowUp::Admit("b".into()),
+        ];
+        assert_eq!(follow_ups(&limited, 4, None), released);
+        limited.status = RunStatus::Interrupted;
+        assert_eq!(
+            follow_ups(&limited, 4, None),
+            vec![
+                FollowUp::BatchDone("b".into()),
+                FollowUp::ReleaseSlots,
+                FollowUp::Admit("b".into())
+            ],
+            "a run waiting for a human holds no place"
+        );
+        // Parked on its subagents, it keeps its place: they work under it.
+        limited.status = RunStatus::Waiting;
+        assert_eq!(follow_ups(&limited, 4, None), vec![]);
+        limited.status = RunStatus::Running;
+        assert_eq!(follow_ups(&limited, 4, None), vec![FollowUp::Step(job(4))]);
     }
 
     #[test]

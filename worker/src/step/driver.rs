@@ -30,6 +30,7 @@ use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
 use crate::step::halt::{self, Halt};
 use crate::step::retry::RetryConfig;
+use crate::step::slots;
 use crate::step::spend;
 use crate::step::time_limits::TimeLimits;
 
@@ -386,6 +387,8 @@ impl StepRunner {
         })?;
         let agent = self.agents.get(&spec, &run, &self.providers)?;
         let context = self.open_context(&run)?;
+        // Before its clock starts: a run waiting for a place has not begun.
+        slots::take(self.store.as_ref(), &run).await?;
         run.start_clock(Utc::now());
         let started = Instant::now();
         let span = step_span(&mut run, &checkpoint, traceparent);

@@ -45,6 +45,10 @@ pub async fn publish(
             FollowUp::DeadlineCheck(step) => {
                 schedule_deadline_check(queue, run, step, Utc::now()).await?;
             }
+            FollowUp::ReleaseSlots => {
+                let pools: Vec<_> = run.concurrency.iter().map(|l| l.pool.clone()).collect();
+                store.release_slots(&run.run_id, &pools).await?;
+            }
             FollowUp::Admit(batch) => {
                 if let Some(next) = store.admit_after(&batch, &run.run_id).await? {
                     start_admitted::<StepError>(queue, store, &batch, &[next]).await?;

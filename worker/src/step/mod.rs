@@ -23,9 +23,11 @@
 //! - [`model_call`]: the step's model call through the middleware;
 //! - [`resume`]: completing a turn parked on its subagents;
 //! - [`run_budget`]: the runs a run may still start below it (pure);
+//! - `slots`: taking a run's concurrency slots before its step;
 //! - [`spans`]: trace spans of model and tool calls;
 //! - [`spend`]: what a run spends from its budgets' accounts;
-//! - `throttle`: deferring a step the rate limiter has no capacity for;
+//! - `throttle`: deferring a step the rate limiter has no capacity for,
+//!   or whose concurrency pool is full;
 //! - [`time_limits`]: how long a step and a tool call may take;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
@@ -49,6 +51,7 @@ pub mod model_call;
 pub mod resume;
 mod retry;
 pub mod run_budget;
+mod slots;
 pub mod spans;
 pub mod spend;
 mod throttle;

@@ -1,4 +1,5 @@
-//! Deferring a step the rate limiter has no capacity for yet.
+//! Deferring a step that must wait: for the rate limiter's capacity, or
+//! for a place in its run's concurrency pool (`slots`).
 //!
 //! A wait the model transport may await in place (up to the limiter's
 //! `max_wait_ms`) is awaited there. A longer one comes back from the
@@ -15,11 +16,15 @@
 //! queue rounds it up to (the broker's buckets grow at most threefold)
 //! the message comes back no later than its slot; each return awaits or
 //! defers again what is left.
+//!
+//! A full concurrency pool says nothing of when a place frees, so such a
+//! step comes back after [`SLOT_RECHECK`] and tries again; it holds
+//! nothing meanwhile.
 
 use std::time::Duration;
 
 use deepfleet_model::{ErrorKind, ModelError};
-use deepfleet_proto::{Envelope, StepJob};
+use deepfleet_proto::{Envelope, SlotPool, StepJob};
 use deepfleet_queue::Delivery;
 use tracing::debug;
 
@@ -30,15 +35,29 @@ use crate::step::driver::StepRunner;
 /// The shortest deferral: below it the step awaits in place.
 const MIN_DELAY: Duration = Duration::from_millis(100);
 
-/// The wait a step failing with `error` must defer for, when the rate
-/// limiter deferred its model call.
-fn deferral(error: &StepError) -> Option<Duration> {
+/// How often a step waiting for a place in a full concurrency pool looks
+/// again: one of the broker's delay buckets, short beside a run's time.
+const SLOT_RECHECK: Duration = Duration::from_millis(500);
+
+/// Why a step is deferred, and for how long.
+#[derive(Debug, PartialEq, Eq)]
+enum Deferral {
+    /// The rate limiter has capacity for its model call this far away.
+    Capacity(Duration),
+    /// Its run's pool is full.
+    Slot(SlotPool),
+}
+
+/// Why a step failing with `error` must be deferred, if it must: the rate
+/// limiter deferred its model call, or its run found a pool full.
+fn deferral(error: &StepError) -> Option<Deferral> {
     match error {
         StepError::Model(ModelError {
             kind: ErrorKind::AwaitingCapacity,
             retry_after,
             ..
-        }) => Some(retry_after.unwrap_or(MIN_DELAY)),
+        }) => Some(Deferral::Capacity(retry_after.unwrap_or(MIN_DELAY))),
+        StepError::AwaitingSlot(pool) => Some(Deferral::Slot(pool.clone())),
         _ => None,
     }
 }
@@ -50,7 +69,8 @@ pub(super) fn delay_for(wait: Duration) -> Duration {
 
 impl StepRunner {
     /// A step failed with `error`: deferred when the rate limiter had no
-    /// capacity for it yet, else handled as a failure.
+    /// capacity for it yet or its pool no place, else handled as a
+    /// failure.
     pub(super) async fn defer_or_fail(
         &self,
         delivery: Box<dyn Delivery>,
@@ -58,30 +78,25 @@ impl StepRunner {
         job: StepJob,
         error: StepError,
     ) {
-        match deferral(&error) {
-            Some(wait) => self.defer(delivery, envelope, &job, wait).await,
-            None => self.failed(delivery, envelope, job, error).await,
-        }
-    }
-
-    /// Publishes `envelope` again, delayed towards its slot `wait` away,
-    /// and acks `delivery` (hands it back when the publish failed).
-    async fn defer(
-        &self,
-        delivery: Box<dyn Delivery>,
-        envelope: Envelope,
-        job: &StepJob,
-        wait: Duration,
-    ) {
-        let delay = delay_for(wait);
-        debug!(run = %job.run_id, step = job.step, ?wait, ?delay, "no model capacity yet; deferring the step");
-        self.events.emit(
-            &EventScope::of_job(&job.run_id, &job.thread_id),
-            &Event::RateLimitWait { wait: delay },
-        );
+        let scope = EventScope::of_job(&job.run_id, &job.thread_id);
+        let delay = match deferral(&error) {
+            Some(Deferral::Capacity(wait)) => {
+                let delay = delay_for(wait);
+                debug!(run = %job.run_id, step = job.step, ?wait, ?delay, "no model capacity yet; deferring the step");
+                self.events
+                    .emit(&scope, &Event::RateLimitWait { wait: delay });
+                delay
+            }
+            Some(Deferral::Slot(pool)) => {
+                debug!(run = %job.run_id, step = job.step, pool = %pool.name(), "concurrency pool full; deferring the step");
+                self.events.emit(&scope, &Event::SlotWait { pool });
+                SLOT_RECHECK
+            }
+            None => return self.failed(delivery, envelope, job, error).await,
+        };
         // Back on the run's own lane: an interactive step stays ahead of
         // batch steps when it returns.
-        self.publish_again(delivery, envelope, job, delay, "deferred")
+        self.publish_again(delivery, envelope, &job, delay, "deferred")
             .await;
     }
 }
@@ -92,14 +107,19 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     #[test]
-    fn only_a_capacity_wait_defers() {
+    fn only_a_capacity_or_slot_wait_defers() {
         let waiting = ModelError {
             retry_after: Some(Duration::from_secs(30)),
             ..ModelError::new(ErrorKind::AwaitingCapacity, "later")
         };
         assert_eq!(
             deferral(&StepError::Model(waiting)),
-            Some(Duration::from_secs(30))
+            Some(Deferral::Capacity(Duration::from_secs(30)))
+        );
+        let pool = deepfleet_proto::SlotPool::parse("acme/research").unwrap();
+        assert_eq!(
+            deferral(&StepError::AwaitingSlot(pool.clone())),
+            Some(Deferral::Slot(pool))
         );
         let limited = ModelError {
             retry_after: Some(Duration::from_secs(30)),
