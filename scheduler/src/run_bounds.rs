@@ -24,7 +24,8 @@ pub struct RunBounds {
     /// How many runs a tenant not in `tenant_concurrency` may have in
     /// flight at once; `None`: no limit.
     pub default_tenant_concurrency: Option<u32>,
-    /// How many runs each listed tenant may have in flight at once.
+    /// How many runs each listed tenant may have in flight at once; `0`:
+    /// no limit for that tenant.
     pub tenant_concurrency: BTreeMap<TenantId, u32>,
 }
 
@@ -66,11 +67,11 @@ impl RunBounds {
             run.budgets
                 .push(Budget::tenant_day(run.tenant.as_str(), &day, limit));
         }
-        let tenant_limit = self
-            .tenant_concurrency
-            .get(&run.tenant)
-            .copied()
-            .or(self.default_tenant_concurrency);
+        let tenant_limit = match self.tenant_concurrency.get(&run.tenant) {
+            Some(0) => None,
+            Some(limit) => Some(*limit),
+            None => self.default_tenant_concurrency,
+        };
         run.concurrency = tenant_limit
             .map(|limit| ConcurrencyLimit::tenant(run.tenant.clone(), limit))
             .into_iter()
@@ -136,9 +137,10 @@ mod tests {
     #[test]
     fn a_run_counts_against_its_tenants_limit_and_its_specs() {
         let acme = TenantId::new("acme").unwrap();
+        let free = TenantId::new("free").unwrap();
         let bounds = RunBounds {
             default_tenant_concurrency: Some(10),
-            tenant_concurrency: BTreeMap::from([(acme.clone(), 3)]),
+            tenant_concurrency: BTreeMap::from([(acme.clone(), 3), (free.clone(), 0)]),
             ..RunBounds::default()
         };
         let now = Utc::now();

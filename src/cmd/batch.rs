@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use deepfleet_proto::{AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine};
+use deepfleet_proto::{
+    AgentSpec, InputLimits, PendingReview, ResultLine, RunRecord, TaskLine, TenantId,
+};
 use deepfleet_queue::Queue;
 use deepfleet_scheduler::{
     AdmissionSweep, BatchFollower, Intake, RetentionPolicy, RunBounds, TaskBatches,
@@ -64,6 +66,8 @@ pub struct BatchPlan<'a> {
     pub bounds: RunBounds,
     /// What its runs may spend in all, in nano-dollars (`--budget-usd`).
     pub budget_nano_usd: Option<u64>,
+    /// The tenant its runs belong to (`--tenant`).
+    pub tenant: TenantId,
 }
 
 /// Embedded mode's part of a batch: the worker that executes its steps
@@ -96,7 +100,8 @@ pub async fn run_batch(
     .await?
     .with_limits(plan.limits)
     .with_bounds(plan.bounds.clone())
-    .with_batch_budget(plan.budget_nano_usd);
+    .with_batch_budget(plan.budget_nano_usd)
+    .with_tenant(plan.tenant.clone());
     let intake = plan
         .window
         .map_or(intake.clone(), |w| intake.with_admission_window(w));

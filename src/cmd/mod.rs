@@ -110,8 +110,9 @@ pub fn cors_layer(settings: &Settings) -> anyhow::Result<tower_http::cors::CorsL
 }
 
 /// The bounds of new runs the settings configure: `[limits]
-/// run_timeout_secs` and `[costs] tenant_daily_usd`; a tenant id that is
-/// not one, or a budget that is no amount, is an error naming it.
+/// run_timeout_secs`, `[costs] tenant_daily_usd` and `[admission]`'s
+/// tenant concurrency; a tenant id that is not one, or a budget that is
+/// no amount, is an error naming it.
 pub fn run_bounds(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::RunBounds> {
     let tenant_daily_nano_usd = settings
         .costs
@@ -126,9 +127,21 @@ pub fn run_bounds(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::Ru
             ))
         })
         .collect::<anyhow::Result<_>>()?;
+    let admission = &settings.admission;
+    let tenant_concurrency = admission
+        .tenants
+        .iter()
+        .map(|(id, limit)| {
+            let tenant = deepfleet_proto::TenantId::new(id.clone())
+                .map_err(|e| anyhow::anyhow!("admission.tenants.{id}: {e}"))?;
+            Ok((tenant, *limit))
+        })
+        .collect::<anyhow::Result<_>>()?;
     Ok(deepfleet_scheduler::RunBounds {
         run_timeout_secs: settings.limits.run_timeout_secs,
         tenant_daily_nano_usd,
+        default_tenant_concurrency: Some(admission.tenant_concurrency).filter(|l| *l > 0),
+        tenant_concurrency,
     })
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use deepfleet_fleet::Metrics;
-use deepfleet_proto::TaskLine;
+use deepfleet_proto::{TaskLine, TenantId};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -62,6 +62,11 @@ pub struct RunArgs {
     /// prices); once spent, its open runs end `budget_exceeded`.
     #[arg(long)]
     budget_usd: Option<f64>,
+    /// The tenant the batch's runs belong to: its retention, daily
+    /// budget and concurrency limit (`[admission.tenants]`) apply, and
+    /// its agents' `/memories/` are its. Default: the default tenant.
+    #[arg(long, default_value_t = TenantId::default())]
+    tenant: TenantId,
 }
 
 pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -123,6 +128,7 @@ pub async fn run(args: RunArgs, settings: Settings) -> anyhow::Result<ExitCode> 
             .budget_usd
             .map(|usd| super::budget_nano_usd(usd, "--budget-usd"))
             .transpose()?,
+        tenant: args.tenant,
     };
     let in_process = InProcess {
         worker,

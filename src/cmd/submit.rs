@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
-use deepfleet_proto::TaskLine;
+use deepfleet_proto::{TaskLine, TenantId};
 use tokio_util::sync::CancellationToken;
 
 use super::batch::BatchPlan;
@@ -64,6 +64,11 @@ pub struct SubmitArgs {
     /// `[costs]` prices); once spent, its open runs end `budget_exceeded`.
     #[arg(long)]
     budget_usd: Option<f64>,
+    /// The tenant the batch's runs belong to: its retention, daily
+    /// budget and concurrency limit (`[admission.tenants]`) apply, and
+    /// its agents' `/memories/` are its. Default: the default tenant.
+    #[arg(long, default_value_t = TenantId::default())]
+    tenant: TenantId,
 }
 
 pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCode> {
@@ -94,7 +99,8 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
             .await?
             .with_limits(settings.limits.input())
             .with_bounds(bounds)
-            .with_batch_budget(budget);
+            .with_batch_budget(budget)
+            .with_tenant(args.tenant.clone());
         let intake = match window(args.window, &settings) {
             Some(w) => intake.with_admission_window(w),
             None => intake,
@@ -130,6 +136,7 @@ pub async fn run(args: SubmitArgs, settings: Settings) -> anyhow::Result<ExitCod
         window: window(args.window, &settings),
         bounds,
         budget_nano_usd: budget,
+        tenant: args.tenant,
     };
     super::batch::run_batch(queue, store, plan, key, None).await
 }

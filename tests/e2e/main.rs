@@ -19,6 +19,7 @@ mod budgets;
 mod call_ids;
 mod coder;
 mod compression;
+mod concurrency;
 mod crash;
 mod deadlines;
 mod dev_server;
