@@ -165,16 +165,8 @@ fn unique(what: &str) -> String {
 
 /// Deletes the queues a test's processes declared under `base`.
 fn delete_queues(base: &str) {
-    use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async {
-        for name in [base.to_owned(), format!("{base}.submissions")] {
-            if let Ok(queue) = AmqpQueue::connect(AmqpConfig::new(AMQP, name)).await {
-                let _ = queue.delete_all().await;
-                let _ = queue.close().await;
-            }
-        }
-    });
+    runtime.block_on(deepfleet_testkit::fleet::delete_queues(AMQP, base));
 }
 
 #[test]

@@ -16,10 +16,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_testkit::fleet::services::{self, Service};
-use deepfleet_testkit::fleet::{AMQP_URL, FleetBuilder, REDIS_URL};
+use deepfleet_testkit::fleet::{AMQP_URL, FleetBuilder, REDIS_URL, delete_queues};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
@@ -329,16 +328,6 @@ async fn fails_fast(command: &str, queue: &str, store: &str, shown: &str, base: 
     stderr.into_owned()
 }
 
-/// Removes what a command declared on the broker under `base`.
-async fn delete_queues(base: &str) {
-    for name in [base.to_owned(), format!("{base}.submissions")] {
-        if let Ok(queue) = AmqpQueue::connect(AmqpConfig::new(AMQP_URL, name)).await {
-            let _ = queue.delete_all().await;
-            let _ = queue.close().await;
-        }
-    }
-}
-
 const COMMANDS: [&str; 3] = ["worker", "scheduler", "submit"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,7 +352,7 @@ async fn a_closed_redis_port_fails_fast_naming_the_url_without_its_password() {
     for command in COMMANDS {
         let base = format!("first-run.{}", uuid::Uuid::new_v4());
         fails_fast(command, AMQP_URL, &store, &shown, &base).await;
-        delete_queues(&base).await;
+        delete_queues(AMQP_URL, &base).await;
     }
 }
 
@@ -386,6 +375,6 @@ async fn silent_servers_fail_after_the_connect_timeout() {
     let shown = format!("redis://:***@127.0.0.1:{port}");
     let redis = fails_fast("worker", AMQP_URL, &store, &shown, &base).await;
     assert!(redis.contains(&within), "{redis}");
-    delete_queues(&base).await;
+    delete_queues(AMQP_URL, &base).await;
     drop(silent);
 }

@@ -82,18 +82,10 @@ struct Queues(String);
 
 impl Drop for Queues {
     fn drop(&mut self) {
-        use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
         let Ok(runtime) = tokio::runtime::Runtime::new() else {
             return;
         };
-        runtime.block_on(async {
-            for name in [self.0.clone(), format!("{}.submissions", self.0)] {
-                if let Ok(queue) = AmqpQueue::connect(AmqpConfig::new(AMQP, name)).await {
-                    let _ = queue.delete_all().await;
-                    let _ = queue.close().await;
-                }
-            }
-        });
+        runtime.block_on(deepfleet_testkit::fleet::delete_queues(AMQP, &self.0));
     }
 }
 

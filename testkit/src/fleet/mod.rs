@@ -10,12 +10,14 @@
 //! fails before that (on drop), and its worker processes die with it.
 
 mod batch;
+mod broker;
 mod builder;
 mod handle;
 pub mod services;
 mod workers;
 
 pub use batch::{Batch, task};
+pub use broker::delete_queues;
 pub use builder::FleetBuilder;
 pub use handle::Fleet;
 pub use services::{AMQP_URL, REDIS_URL, Service, ServiceMissing};
