@@ -9,17 +9,22 @@
 //! - (b) how long after its submission an interactive run's first model
 //!   call comes while a 2,000-run batch runs, against one step's time
 //!   (the median time between a batch run's two model calls), 20 tries;
-//! - (c) two equal batches started together: their results at every
-//!   quarter of the way.
+//! - (c) two tenants' equal batches started together: their results at
+//!   every quarter of the way;
+//! - (d) a crowded fleet: one tenant's [`CROWD_BATCHES`] batches against
+//!   another tenant's one small batch, with each tenant limited to half
+//!   the fleet (`admission.tenant_concurrency`) and without limits: the
+//!   small tenant's results against the big one's at every quarter of its
+//!   batch.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
-use deepfleet_proto::{AgentSpec, Priority, TaskLine};
+use deepfleet_proto::{AgentSpec, Priority, TaskLine, TenantId};
 use deepfleet_replay::{ReplayEngine, Script};
-use deepfleet_scheduler::BatchFollower;
+use deepfleet_scheduler::{BatchFollower, Intake, RunBounds};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::fleet::{Fleet, task};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
@@ -31,6 +36,8 @@ pub const LATENCY: Duration = Duration::from_millis(100);
 pub const CONCURRENCY: u16 = 20;
 /// How long one batch may take.
 const LIMIT: Duration = Duration::from_secs(900);
+/// (d): how many batches the big tenant runs at once.
+pub const CROWD_BATCHES: usize = 4;
 
 /// Sizes of item 10.
 pub struct Plan {
@@ -38,11 +45,14 @@ pub struct Plan {
     pub interactive_batch: usize,
     pub interactive_tries: usize,
     pub fair_runs: usize,
+    /// (d): runs of each of the big tenant's batches; the small tenant's
+    /// one batch has a tenth of their sum.
+    pub crowd_runs: usize,
 }
 
 /// What item 10 measured.
 pub struct Numbers {
-    pub plan_runs: (usize, usize, usize),
+    pub plan_runs: (usize, usize, usize, usize),
     /// (a): the first 10 % of results, and all of them.
     pub first_tenth: Duration,
     pub total: Duration,
@@ -55,6 +65,11 @@ pub struct Numbers {
     /// (c): results of each batch when a quarter, half, three quarters
     /// and all of both were in.
     pub quarters: Vec<(usize, usize)>,
+    /// (d), with the tenants limited: (small tenant's, big tenant's)
+    /// results at every quarter of the small tenant's batch.
+    pub crowded: Vec<(usize, usize)>,
+    /// (d) without limits.
+    pub crowded_unlimited: Vec<(usize, usize)>,
 }
 
 fn spec() -> anyhow::Result<AgentSpec> {
@@ -114,11 +129,14 @@ pub async fn measure(plan: &Plan) -> anyhow::Result<Numbers> {
     let (interactive_waits, step_time) =
         interactive(plan.interactive_batch, plan.interactive_tries).await?;
     let quarters = fairness(plan.fair_runs).await?;
+    let crowded = crowding(plan.crowd_runs, true).await?;
+    let crowded_unlimited = crowding(plan.crowd_runs, false).await?;
     Ok(Numbers {
         plan_runs: (
             plan.first_tenth_runs,
             plan.interactive_batch,
             plan.fair_runs,
+            plan.crowd_runs,
         ),
         first_tenth,
         total,
@@ -126,6 +144,8 @@ pub async fn measure(plan: &Plan) -> anyhow::Result<Numbers> {
         interactive_waits,
         step_time,
         quarters,
+        crowded,
+        crowded_unlimited,
     })
 }
 
@@ -225,33 +245,60 @@ async fn interactive(runs: usize, tries: usize) -> anyhow::Result<(Vec<Duration>
     Ok((waits, Duration::from_secs_f64(step)))
 }
 
-async fn fairness(runs: usize) -> anyhow::Result<Vec<(usize, usize)>> {
-    let server = server().await?;
-    let fleet = fleet(&server)?;
-    let spec = spec()?;
-    let intake = fleet
+/// Each tenant limited to half the fleet, as `[admission.tenants]` would.
+fn halves(tenants: &[&str]) -> RunBounds {
+    RunBounds {
+        tenant_concurrency: tenants
+            .iter()
+            .filter_map(|t| TenantId::new((*t).to_owned()).ok())
+            .map(|t| (t, u32::from(CONCURRENCY / 2)))
+            .collect(),
+        ..RunBounds::default()
+    }
+}
+
+/// An intake of `tenant`'s batches on `fleet` under `bounds`.
+fn tenant_intake(fleet: &Fleet, tenant: &str, bounds: &RunBounds) -> anyhow::Result<Intake> {
+    Ok(fleet
         .intake()?
-        .with_admission_window(u32::from(CONCURRENCY));
-    intake.register(&spec).await?;
-    let batches = ["fair-a", "fair-b"].map(|b| format!("{b}-{}", uuid::Uuid::new_v4()));
-    let mut followers = batches
-        .clone()
-        .map(|b| BatchFollower::new(fleet.store.clone(), b));
-    let lists = [tasks("x", runs), tasks("y", runs)];
-    // Both batches are submitted task by task in turn: started together.
-    for (x, y) in lists[0].iter().zip(&lists[1]) {
-        for (k, task) in [x, y].into_iter().enumerate() {
-            let run = intake
-                .submit_to_batch(&spec.name, task, &batches[k])
-                .await?;
-            followers[k].track(&run);
+        .with_admission_window(u32::from(CONCURRENCY))
+        .with_tenant(TenantId::new(tenant.to_owned())?)
+        .with_bounds(bounds.clone()))
+}
+
+/// Submits the batches of `lists` (batch `k` through `intakes[k]`) task by
+/// task in turn, so they start together; a follower of each.
+async fn submit_together(
+    fleet: &Fleet,
+    spec: &AgentSpec,
+    intakes: &[Intake],
+    lists: &[Vec<TaskLine>],
+) -> anyhow::Result<Vec<BatchFollower>> {
+    let mut followers: Vec<BatchFollower> = lists
+        .iter()
+        .map(|_| BatchFollower::new(fleet.store.clone(), uuid::Uuid::new_v4().to_string()))
+        .collect();
+    let longest = lists.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        for (k, list) in lists.iter().enumerate() {
+            if let Some(task) = list.get(i) {
+                let batch = followers[k].batch_id().to_owned();
+                let run = intakes[k].submit_to_batch(&spec.name, task, &batch).await?;
+                followers[k].track(&run);
+            }
         }
     }
+    Ok(followers)
+}
+
+/// Polls `followers` until every run ended; `on_line(k)` is told of each
+/// result of follower `k` as it comes.
+async fn drain(
+    followers: &mut [BatchFollower],
+    mut on_line: impl FnMut(usize),
+) -> anyhow::Result<()> {
     let deadline = Instant::now() + LIMIT;
-    let mut done = [0_usize; 2];
-    let mut quarters = Vec::new();
-    let total = 2 * runs;
-    while done.iter().sum::<usize>() < total {
+    while followers.iter().any(|f| f.remaining() > 0) {
         ensure!(
             Instant::now() < deadline,
             "the batches did not finish in time"
@@ -260,17 +307,80 @@ async fn fairness(runs: usize) -> anyhow::Result<Vec<(usize, usize)>> {
         for (k, follower) in followers.iter_mut().enumerate() {
             for _ in follower.poll().await? {
                 polled = true;
-                done[k] += 1;
-                let sum = done[0] + done[1];
-                if sum * 4 % total == 0 {
-                    quarters.push((done[0], done[1]));
-                }
+                on_line(k);
             }
         }
         if !polled {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
+    Ok(())
+}
+
+/// (c): two tenants' batches of `runs`, each tenant limited to half the
+/// fleet; results of each when a quarter, half, ... of all were in.
+async fn fairness(runs: usize) -> anyhow::Result<Vec<(usize, usize)>> {
+    let server = server().await?;
+    let fleet = fleet(&server)?;
+    let spec = spec()?;
+    let tenants = ["alpha", "beta"];
+    let bounds = halves(&tenants);
+    let intakes = tenants
+        .iter()
+        .map(|t| tenant_intake(&fleet, t, &bounds))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    intakes[0].register(&spec).await?;
+    let lists = [tasks("x", runs), tasks("y", runs)];
+    let mut followers = submit_together(&fleet, &spec, &intakes, &lists).await?;
+    let mut done = [0_usize; 2];
+    let mut quarters = Vec::new();
+    let total = 2 * runs;
+    drain(&mut followers, |k| {
+        done[k] += 1;
+        if (done[0] + done[1]) * 4 % total == 0 {
+            quarters.push((done[0], done[1]));
+        }
+    })
+    .await?;
+    fleet.shutdown().await?;
+    Ok(quarters)
+}
+
+/// (d): tenant `big` runs [`CROWD_BATCHES`] batches of `runs`, tenant
+/// `small` one of a tenth of their sum, all started together; `limited`
+/// holds each tenant to half the fleet. Returns (small's results, big's
+/// results) at every quarter of small's batch.
+async fn crowding(runs: usize, limited: bool) -> anyhow::Result<Vec<(usize, usize)>> {
+    let server = server().await?;
+    let fleet = fleet(&server)?;
+    let spec = spec()?;
+    let bounds = if limited {
+        halves(&["big", "small"])
+    } else {
+        RunBounds::default()
+    };
+    let small_runs = (CROWD_BATCHES * runs / 10).max(4);
+    let mut intakes = vec![tenant_intake(&fleet, "small", &bounds)?];
+    let mut lists = vec![tasks("s", small_runs)];
+    for b in 0..CROWD_BATCHES {
+        intakes.push(tenant_intake(&fleet, "big", &bounds)?);
+        lists.push(tasks(&format!("b{b}-"), runs));
+    }
+    intakes[0].register(&spec).await?;
+    let mut followers = submit_together(&fleet, &spec, &intakes, &lists).await?;
+    let (mut small, mut big) = (0_usize, 0_usize);
+    let mut quarters = Vec::new();
+    drain(&mut followers, |k| {
+        if k == 0 {
+            small += 1;
+            if small * 4 % small_runs == 0 {
+                quarters.push((small, big));
+            }
+        } else {
+            big += 1;
+        }
+    })
+    .await?;
     fleet.shutdown().await?;
     Ok(quarters)
 }
@@ -354,16 +464,49 @@ fn render_numbers(n: &Numbers) -> String {
         .fold(0.0_f64, f64::max);
     let shown: Vec<String> = n.quarters.iter().map(|(a, b)| format!("{a}/{b}")).collect();
     out.push_str(&format!(
-        "| (c) two {}-run batches started together: results of each at every quarter | {} (largest gap {:.1} %) | within 10 % | {} |\n\n",
+        "| (c) two tenants' {}-run batches started together: results of each at every quarter | {} (largest gap {:.1} %) | within 10 % | {} |\n",
         n.plan_runs.2,
         shown.join(", "),
         worst * 100.0,
         verdict(worst <= 0.10)
     ));
-    out.push_str(
-        "(c) is two batches of one tenant: task-line batches run as the default tenant, \
-         and per-tenant limits are not built yet; each batch's window bounds its share of \
-         the fleet, and the FIFO queue shares the workers between the windows.\n\n",
-    );
+    let small_runs = (CROWD_BATCHES * n.plan_runs.3 / 10).max(4);
+    // The last quarter holds the small batch's tail, when fewer of its
+    // runs are left than its limit lets in flight: no limit keeps pace
+    // then, so the claim is the first three quarters.
+    let crowd_gap = |quarters: &[(usize, usize)]| {
+        quarters
+            .iter()
+            .take(3)
+            .map(|(small, big)| 1.0 - *small as f64 / (*big).max(1) as f64)
+            .fold(0.0_f64, f64::max)
+    };
+    let shown = |quarters: &[(usize, usize)]| {
+        quarters
+            .iter()
+            .map(|(small, big)| format!("{small}/{big}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let limited_gap = crowd_gap(&n.crowded);
+    out.push_str(&format!(
+        "| (d) a tenant's {CROWD_BATCHES} batches of {} runs against another tenant's one of {small_runs}, each tenant limited to half the fleet: the small tenant's results / the big one's at every quarter of its batch | {} (small tenant behind by at most {:.1} % over the first three); without limits: {} | the small tenant keeps pace (within 10 %) until its batch's tail | {} |\n\n",
+        n.plan_runs.3,
+        shown(&n.crowded),
+        limited_gap * 100.0,
+        shown(&n.crowded_unlimited),
+        verdict(limited_gap <= 0.10)
+    ));
+    out.push_str(&format!(
+        "(c) and (d) give each tenant half the fleet ({} of its {CONCURRENCY} steps) with \
+         `admission.tenant_concurrency`-style limits: a tenant's runs beyond its limit wait \
+         on the queue for a place, whatever its batches' windows. Without the limits, (d)'s \
+         big tenant holds a window per batch, so its {CROWD_BATCHES} batches take \
+         {CROWD_BATCHES} of every {} places and the small tenant gets a fifth of the fleet. \
+         The last quarter of (d) is the small batch's tail: once fewer of its runs are left \
+         than its limit, the big tenant's share grows, as it should.\n\n",
+        CONCURRENCY / 2,
+        CROWD_BATCHES + 1
+    ));
     out
 }

@@ -110,6 +110,7 @@ impl Sizes {
                     interactive_batch: 200,
                     interactive_tries: 5,
                     fair_runs: 100,
+                    crowd_runs: 100,
                 },
             }
         } else {
@@ -137,6 +138,7 @@ impl Sizes {
                     interactive_batch: 2_000,
                     interactive_tries: 20,
                     fair_runs: 1_000,
+                    crowd_runs: 500,
                 },
             }
         }

@@ -7,7 +7,10 @@
 //! `{base}.interactive`; [`crate::memory::MemoryQueue`]s in embedded
 //! mode). A consumer of [`Lanes`] consumes both and hands out at most its
 //! prefetch of deliveries in all, taking a ready interactive delivery
-//! before a batch one whenever a slot frees.
+//! before a batch one whenever a slot frees, except that after
+//! [`INTERACTIVE_WEIGHT`] interactive deliveries in a row a ready batch
+//! one goes next: a flood of interactive runs slows batches down to a
+//! share of the workers, never to a stop.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +21,11 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 
 use crate::{Consumer, Delivery, Queue, QueueError, ReplyAddress};
+
+/// How many interactive deliveries a consumer hands out in a row while a
+/// batch delivery is ready: the lanes share the workers 8:1 when both are
+/// full, and an interactive run still starts within about one step.
+pub const INTERACTIVE_WEIGHT: u32 = 8;
 
 /// The name of the interactive lane's queue beside main queue `base`.
 pub fn interactive_name(base: &str) -> String {
@@ -90,6 +98,8 @@ struct LanesConsumer {
     batch: Option<Feed>,
     permits: Arc<Semaphore>,
     tasks: [JoinHandle<()>; 2],
+    /// Interactive deliveries handed out since the last batch one.
+    streak: u32,
 }
 
 impl LanesConsumer {
@@ -101,6 +111,7 @@ impl LanesConsumer {
             batch: Some(batch_feed),
             permits: Arc::new(Semaphore::new(usize::from(prefetch.max(1)))),
             tasks: [interactive_task, batch_task],
+            streak: 0,
         }
     }
 }
@@ -144,14 +155,25 @@ impl Consumer for LanesConsumer {
             if self.interactive.is_none() && self.batch.is_none() {
                 return None;
             }
-            // `biased`: a ready interactive delivery goes first.
-            let (item, closed) = tokio::select! {
-                biased;
-                item = recv(&mut self.interactive) => (item, &mut self.interactive),
-                item = recv(&mut self.batch) => (item, &mut self.batch),
+            // `biased`: a ready interactive delivery goes first, unless
+            // the batch lane's turn has come.
+            let batch_turn = self.streak >= INTERACTIVE_WEIGHT;
+            let (item, interactive, closed) = if batch_turn {
+                tokio::select! {
+                    biased;
+                    item = recv(&mut self.batch) => (item, false, &mut self.batch),
+                    item = recv(&mut self.interactive) => (item, true, &mut self.interactive),
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    item = recv(&mut self.interactive) => (item, true, &mut self.interactive),
+                    item = recv(&mut self.batch) => (item, false, &mut self.batch),
+                }
             };
             match item {
                 Some(Ok(delivery)) => {
+                    self.streak = if interactive { self.streak + 1 } else { 0 };
                     return Some(Ok(Box::new(Permitted {
                         inner: delivery,
                         _permit: permit,
@@ -236,6 +258,44 @@ mod tests {
         }
         assert_eq!(order[0], b"now".to_vec(), "{order:?}");
         assert_eq!(&order[1..], &[vec![0], vec![1], vec![2], vec![3], vec![4]]);
+    }
+
+    #[tokio::test]
+    async fn a_flood_of_interactive_messages_leaves_batch_ones_their_share() {
+        let q = lanes();
+        for i in 0..3_u8 {
+            q.publish(vec![i], None).await.unwrap();
+        }
+        for _ in 0..30 {
+            q.publish_to(Priority::Interactive, b"i".to_vec(), None)
+                .await
+                .unwrap();
+        }
+        let mut consumer = q.consume(1).await.unwrap();
+        tokio::task::yield_now().await;
+        let mut order = Vec::new();
+        for _ in 0..33 {
+            let d = consumer.next().await.unwrap().unwrap();
+            order.push(d.payload().to_vec());
+            d.ack().await.unwrap();
+            // Both forwarders refill before the next slot frees, as a
+            // busy worker's lanes are.
+            for _ in 0..4 {
+                tokio::task::yield_now().await;
+            }
+        }
+        let batch_at: Vec<usize> = order
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.as_slice() != b"i")
+            .map(|(at, _)| at)
+            .collect();
+        let weight = INTERACTIVE_WEIGHT as usize;
+        assert_eq!(
+            batch_at,
+            [weight, 2 * weight + 1, 3 * weight + 2],
+            "{order:?}"
+        );
     }
 
     #[tokio::test]
