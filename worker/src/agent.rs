@@ -55,6 +55,10 @@ pub struct Agent {
     pub stack: Vec<Arc<dyn Middleware>>,
     /// Tools offered to the model.
     pub tools: ToolRegistry,
+    /// Tokens the tools' names, descriptions and schemas add to every
+    /// request, counted once when the agent is built: part of what the
+    /// rate limiter is told a call will use.
+    pub tool_tokens: u64,
     /// The model's window, when known (the spec's `model_profile`, for
     /// roles on the spec's model, else the resolved model's profile);
     /// compression sizes itself by it.
@@ -168,6 +172,19 @@ impl Agent {
             stack.push(Arc::new(ToolExclusion::new(harness.excluded_tools.clone())));
         }
 
+        let tool_tokens = tools
+            .specs()
+            .iter()
+            .map(|tool| {
+                let text = [
+                    tool.name.as_str(),
+                    tool.description.as_str(),
+                    &tool.parameters.to_string(),
+                ]
+                .concat();
+                u64::from(deepfleet_fleet::tokens::count_text(&text))
+            })
+            .sum();
         let price = price(&options.prices, &model_spec, &resolved.model);
         let sandbox = tools
             .get(Execute::NAME)
@@ -180,6 +197,7 @@ impl Agent {
             model_name: resolved.model,
             stack,
             tools,
+            tool_tokens,
             profile,
             tool_timeout: options.tool_timeout,
             file_limits: options.file_limits,
@@ -468,6 +486,22 @@ mod tests {
                 "write_todos",
                 "task"
             ]
+        );
+    }
+
+    /// The rate limiter is told of the tools' schemas too: a subagent
+    /// offered one tool counts far fewer than the main agent's nine.
+    #[test]
+    fn tool_schemas_are_counted_once_per_agent() {
+        let main = agent(&spec(), &run(None, 0));
+        let critic = agent(&spec(), &run(Some("critic"), 1));
+        assert_eq!(critic.tools.names(), ["read_file"]);
+        assert!(critic.tool_tokens > 20, "{}", critic.tool_tokens);
+        assert!(
+            main.tool_tokens > 5 * critic.tool_tokens,
+            "{} against {}",
+            main.tool_tokens,
+            critic.tool_tokens
         );
     }
 

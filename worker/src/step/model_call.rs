@@ -79,8 +79,9 @@ pub async fn call_model(
 /// puts first.
 pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
     let system = agent.system_prompt(cx);
-    // Each message was counted once, when it was logged; only the system
-    // prompt (which changes with memory and files) is counted here.
+    // Each message was counted once, when it was logged, and the tools
+    // when the agent was built; only the system prompt (which changes
+    // with memory and files) is counted here.
     let counted: u64 = cx
         .history
         .iter()
@@ -88,7 +89,8 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
         .chain(cx.added.iter())
         .map(|m| u64::from(m.tokens))
         .sum();
-    let estimated = counted + u64::from(deepfleet_fleet::tokens::count_text(&system));
+    let estimated =
+        counted + agent.tool_tokens + u64::from(deepfleet_fleet::tokens::count_text(&system));
     ModelRequest {
         model: agent.model_name.clone(),
         system,
