@@ -68,10 +68,13 @@ mod tests {
                 .create_run(&run, &ThreadSeed::default())
                 .await
                 .unwrap();
-            store.take_slots(id, &[limit.clone()]).await.unwrap();
+            store
+                .take_slots(id, std::slice::from_ref(&limit))
+                .await
+                .unwrap();
         }
         store
-            .take_slots("vanished", &[limit.clone()])
+            .take_slots("vanished", std::slice::from_ref(&limit))
             .await
             .unwrap();
         assert_eq!(release_ended(&store).await.unwrap(), 2);

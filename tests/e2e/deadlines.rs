@@ -193,7 +193,7 @@ fn gated_subagent() -> String {
 // A run parked on a subagent that waits for a human takes no step of its
 // own, yet its deadline still ends it: the check it scheduled when it
 // parked finds the deadline passed, ends it `timeout` and cancels the
-// subagent.
+// subagent, which stops waiting for its human and ends `cancelled`.
 scenario!(
     a_parked_run_times_out_while_its_subagent_waits_for_a_human,
     |fleet| {
@@ -233,5 +233,16 @@ scenario!(
                 .unwrap(),
             "the waiting subagent is cancelled"
         );
+        let child = eventually("the waiting subagent ended", || async {
+            let record = fleet
+                .store
+                .get_run(&review.thread_id, &review.run_id)
+                .await
+                .unwrap()
+                .unwrap();
+            record.status.is_terminal().then_some(record)
+        })
+        .await;
+        assert_eq!(child.status, RunStatus::Cancelled, "{child:?}");
     }
 );

@@ -28,12 +28,21 @@ pub async fn a_full_pool_takes_nothing_and_a_holder_takes_again_for_free(store: 
     let r3 = [acme.clone(), other.clone()];
     assert_eq!(store.take_slots("r3", &r3).await.unwrap(), None);
     assert_eq!(
-        store.take_slots("r4", &[acme.clone()]).await.unwrap(),
+        store
+            .take_slots("r4", std::slice::from_ref(&acme))
+            .await
+            .unwrap(),
         Some(acme.pool.clone())
     );
     // Another tenant's pools are apart.
     let beta = ConcurrencyLimit::tenant(tenant("beta"), 1);
-    assert_eq!(store.take_slots("r4", &[beta.clone()]).await.unwrap(), None);
+    assert_eq!(
+        store
+            .take_slots("r4", std::slice::from_ref(&beta))
+            .await
+            .unwrap(),
+        None
+    );
     let mut pools = store.slot_pools().await.unwrap();
     pools.sort();
     let mut expected = vec![
@@ -57,7 +66,7 @@ pub async fn a_full_pool_takes_nothing_and_a_holder_takes_again_for_free(store: 
     // An emptied pool leaves the sweep's list once dropped; one with
     // holders stays.
     store
-        .release_slots("r4", &[beta.pool.clone()])
+        .release_slots("r4", std::slice::from_ref(&beta.pool))
         .await
         .unwrap();
     store.drop_slot_pool(&beta.pool).await.unwrap();

@@ -52,7 +52,12 @@ pub fn decide(
         RunStatus::Success | RunStatus::Error | RunStatus::Cancelled | RunStatus::Timeout => {
             Decision::Skip("run already finished")
         }
-        RunStatus::Interrupted => Decision::Skip("run waits for a human decision"),
+        // A cancel ends a run waiting for its human; its deadline and
+        // budgets wait with it (no step, no spend) until the human answers.
+        RunStatus::Interrupted => match halt {
+            Some(Halt::Cancelled) => Decision::Halt(Halt::Cancelled),
+            _ => Decision::Skip("run waits for a human decision"),
+        },
         RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => match halt {
             Some(halt) => Decision::Halt(halt),
             None => Decision::Execute,
@@ -335,6 +340,27 @@ mod tests {
         assert_eq!(
             decide(&job(4), &run(RunStatus::Interrupted), 4, 4, None),
             Decision::Skip("run waits for a human decision")
+        );
+        assert_eq!(
+            decide(
+                &job(4),
+                &run(RunStatus::Interrupted),
+                4,
+                4,
+                Some(Halt::Timeout)
+            ),
+            Decision::Skip("run waits for a human decision")
+        );
+        assert_eq!(
+            decide(
+                &job(4),
+                &run(RunStatus::Interrupted),
+                4,
+                4,
+                Some(Halt::Cancelled)
+            ),
+            Decision::Halt(Halt::Cancelled),
+            "a cancelled run stops waiting for its human"
         );
     }
 

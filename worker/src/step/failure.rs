@@ -3,6 +3,7 @@
 //! retrying ran out), and what a run's end must still publish.
 
 use chrono::Utc;
+use deepfleet_fleet::publish_step;
 use deepfleet_proto::{Envelope, ErrorCode, RunError, RunRecord, RunStatus, StepJob};
 use deepfleet_queue::Delivery;
 use deepfleet_store::{CommitOutcome, StepCommit};
@@ -31,6 +32,8 @@ impl StepRunner {
             for child in &pending.children {
                 self.store
                     .request_cancel(&child.thread_id, &child.run_id)
+                    .await?;
+                self.wake_if_interrupted(&child.thread_id, &child.run_id)
                     .await?;
             }
         }
@@ -63,6 +66,30 @@ impl StepRunner {
             };
             self.publish_follow_ups(committed).await?;
         }
+        Ok(())
+    }
+
+    /// Publishes a step for a cancelled subagent that waits for a human:
+    /// it has no step message out to see its cancel flag, and would stay
+    /// `interrupted` until its thread expired. Its step ends it
+    /// `cancelled` (a waiting run's only halt, see `decide`); a running
+    /// one has its message out already and gets none, so no step runs
+    /// twice at once.
+    async fn wake_if_interrupted(&self, thread_id: &str, run_id: &str) -> Result<(), StepError> {
+        let Some(child) = self.store.get_run(thread_id, run_id).await? else {
+            return Ok(());
+        };
+        if child.status != RunStatus::Interrupted {
+            return Ok(());
+        }
+        let step = self.store.load_thread(thread_id).await?.step;
+        let job = StepJob {
+            run_id: run_id.to_owned(),
+            thread_id: thread_id.to_owned(),
+            step,
+            priority: child.priority,
+        };
+        publish_step(&*self.queue, job, child.traceparent).await?;
         Ok(())
     }
 
