@@ -4,7 +4,7 @@ use std::time::Duration;
 use deepfleet_proto::{ErrorCode, RunStatus, ToolStatus, Usage};
 use pretty_assertions::assert_eq;
 
-use super::{Caller, METRIC_NAMES, Metrics};
+use super::{Caller, METRIC_NAMES, Metrics, WebhookOutcome};
 
 /// One update of every family, so each has a sample.
 fn record_all(m: &Metrics) {
@@ -29,6 +29,7 @@ fn record_all(m: &Metrics) {
     m.rate_limiter_remaining("openai", "0123456789abcdef", "gpt-4.1", "requests", 12.5);
     m.set_queue_depth(7);
     m.set_queue_consumers(1);
+    m.webhook_delivery(WebhookOutcome::Delivered);
 }
 
 #[test]
