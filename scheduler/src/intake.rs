@@ -19,6 +19,7 @@ use deepfleet_store::{Entered, Store, ThreadSeed};
 use crate::error::SchedulerError;
 use crate::retention::RetentionPolicy;
 use crate::run_bounds::RunBounds;
+use crate::webhooks::config::WebhookConfig;
 
 /// Takes runs in.
 #[derive(Clone)]
@@ -44,6 +45,8 @@ pub struct Intake {
     /// What the runs of a batch this intake submits may spend in all, in
     /// nano-dollars.
     batch_budget: Option<u64>,
+    /// Signing secrets and retries of run-completion webhooks.
+    webhooks: Arc<WebhookConfig>,
 }
 
 impl Intake {
@@ -60,7 +63,20 @@ impl Intake {
             priority: Priority::Batch,
             bounds: RunBounds::default(),
             batch_budget: None,
+            webhooks: Arc::new(WebhookConfig::default()),
         }
+    }
+
+    /// Signs and retries the webhooks of its runs as `config` says
+    /// (without it every webhook is refused: no tenant has a secret).
+    pub fn with_webhooks(mut self, config: WebhookConfig) -> Self {
+        self.webhooks = Arc::new(config);
+        self
+    }
+
+    /// The webhook configuration.
+    pub fn webhooks(&self) -> &WebhookConfig {
+        &self.webhooks
     }
 
     /// Gives the runs this intake creates `priority`: interactive runs

@@ -22,6 +22,7 @@ pub mod run_bounds;
 mod runtime_context;
 pub mod submissions;
 mod task_batches;
+pub mod webhooks;
 
 pub use admission::AdmissionSweep;
 pub use batch::{BatchFollower, result_line};
@@ -36,3 +37,4 @@ pub use run_bounds::RunBounds;
 pub use runtime_context::validate as validate_context;
 pub use submissions::SubmissionIntake;
 pub use task_batches::{TaskBatchCounts, TaskBatchMember, TaskBatches};
+pub use webhooks::{WebhookConfig, WebhookDeliverer};

@@ -29,7 +29,7 @@ use deepfleet_proto::api::{MultitaskStrategy, RunCreateParams};
 use deepfleet_proto::tenant::{CREDENTIAL_HEADER, Role, TenantId};
 use deepfleet_proto::{Submission, SubmissionInput};
 use deepfleet_queue::{Consumer, Delivery, Queue, Replies};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use crate::api::run_create::create_run;
@@ -230,7 +230,12 @@ pub fn run_create(submission: &Submission) -> RunCreateParams {
         multitask_strategy: Some(MultitaskStrategy::Enqueue),
         if_not_exists: submission.thread_id.as_ref().map(|_| "create".into()),
         priority: Some(submission.priority),
-        rest: Map::new(),
+        // Checked and recorded as the HTTP API's `webhook` is.
+        rest: submission
+            .webhook
+            .iter()
+            .map(|url| ("webhook".to_owned(), Value::String(url.clone())))
+            .collect(),
         ..RunCreateParams::default()
     }
 }
