@@ -4,7 +4,8 @@
 //! Each message is a [`Submission`]; it becomes a run exactly as
 //! `POST /threads/{thread_id}/runs` (or `/runs` without a thread) would
 //! make it, so it shows in the HTTP API, follows the same multitask rules
-//! (`enqueue`) and is answered through [`Replier`] when it ends. A
+//! (`enqueue`) and is answered through [`Replier`] when it ends (and,
+//! with a `webhook`, POSTed there: see [`crate::webhooks`]). A
 //! message that is not a valid submission, names an unknown assistant or
 //! asks to be answered on one of the fleet's own queues
 //! ([`ReservedQueues`]) starts no run: its sender is answered with a
@@ -292,6 +293,13 @@ mod tests {
         assert_eq!(body.multitask_strategy, Some(MultitaskStrategy::Enqueue));
         let fresh = run_create(&parse(br#"{"assistant_id": "a", "input": "hi"}"#).unwrap());
         assert_eq!(fresh.if_not_exists, None);
+        assert!(fresh.rest.is_empty());
+        let hooked = br#"{"assistant_id": "a", "input": "hi", "webhook": "https://h.example/x"}"#;
+        let hooked = run_create(&parse(hooked).unwrap());
+        assert_eq!(
+            hooked.rest.get("webhook"),
+            Some(&json!("https://h.example/x"))
+        );
     }
 
     /// An API over the embedded store and queue serving graph `helper`,
