@@ -53,3 +53,4 @@ mod spec_versions;
 mod streaming;
 mod subagents;
 mod tenants;
+mod webhooks;
