@@ -39,6 +39,8 @@ use crate::repo::webhooks::{AttemptRecord, DeliveryState, WebhookRecord, webhook
 /// Deliveries handled at once by one instance: a receiver that hangs
 /// until the timeout holds one slot, not the whole loop.
 const CONCURRENCY: usize = 16;
+/// Pending deliveries read from the store at once.
+const PAGE: usize = 256;
 /// How long a lease outlives the longest attempt: reading the run and
 /// recording the outcome fit in it many times over.
 const LEASE_MARGIN: Duration = Duration::from_secs(60);
@@ -84,29 +86,36 @@ impl WebhookDeliverer {
         self.state.store()
     }
 
-    /// Handles every pending delivery once: fixes the body of those whose
+    /// Goes through the pending deliveries once: fixes the body of those whose
     /// run has ended and sends those due. Returns how many attempts were
     /// made; a delivery that fails to be handled is logged and left for
     /// the next round.
     pub async fn deliver_due(&self) -> Result<usize, SchedulerError> {
-        // Read whole first: finishing a delivery unlists it.
-        let pending = webhooks(self.store())
-            .walk(WEBHOOKS, Order::Ascending)
-            .all()
-            .await?;
-        let attempts = futures::stream::iter(pending)
-            .map(|record| async move {
-                let run_id = record.run_id.clone();
-                self.handle(record).await.unwrap_or_else(|e| {
-                    warn!(error = %e, %run_id, "handling a webhook delivery; will retry");
-                    false
+        let repo = webhooks(self.store());
+        let mut walk = repo.walk(WEBHOOKS, Order::Ascending);
+        let mut attempts = 0;
+        loop {
+            // A page at a time: a due delivery carries its body, so the
+            // whole list could be large. A delivery finished meanwhile
+            // leaves the index and the ones after it move up, so a few may
+            // wait for the next round; none is lost.
+            let page = walk.take(PAGE).await?;
+            if page.is_empty() {
+                return Ok(attempts);
+            }
+            attempts += futures::stream::iter(page)
+                .map(|record| async move {
+                    let run_id = record.run_id.clone();
+                    self.handle(record).await.unwrap_or_else(|e| {
+                        warn!(error = %e, %run_id, "handling a webhook delivery; will retry");
+                        false
+                    })
                 })
-            })
-            .buffer_unordered(CONCURRENCY)
-            .filter(|attempted| futures::future::ready(*attempted))
-            .count()
-            .await;
-        Ok(attempts)
+                .buffer_unordered(CONCURRENCY)
+                .filter(|attempted| futures::future::ready(*attempted))
+                .count()
+                .await;
+        }
     }
 
     /// Runs [`WebhookDeliverer::deliver_due`] every `every` until the task

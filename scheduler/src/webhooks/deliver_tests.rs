@@ -203,3 +203,35 @@ async fn a_run_cancelled_before_it_started_is_sent_as_interrupted() {
     let sent: Value = serde_json::from_slice(&got[0].1).unwrap();
     assert_eq!(sent["status"], "interrupted");
 }
+
+#[tokio::test]
+async fn more_deliveries_than_a_page_are_all_sent_once_over_rounds() {
+    let api = api().await;
+    let (receiver, url) = receiver(200).await;
+    let deliverer = deliverer(&api, None);
+    let repo = webhooks(api.store.as_ref());
+    let count = PAGE + 44;
+    for i in 0..count {
+        let mut record =
+            WebhookRecord::waiting(&crate::api::test_support::sample_meta(), url.clone());
+        record.run_id = format!("r{i:04}");
+        record.state = DeliveryState::Due;
+        record.body = Some("{}".into());
+        repo.put(&record.run_id, &record).await.unwrap();
+    }
+    let mut sent = 0;
+    for _ in 0..3 {
+        sent += deliverer.deliver_due().await.unwrap();
+    }
+    assert_eq!(sent, count);
+    let mut ids: Vec<String> = receiver
+        .got
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(headers, _)| header(headers, "webhook-id").to_owned())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), count);
+}
