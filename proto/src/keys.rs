@@ -242,6 +242,13 @@ pub mod records {
     /// the index the reply loop reads them from (the only unscoped index:
     /// it holds only runs not answered yet).
     pub const REPLIES: &str = "replies";
+    /// Webhook deliveries of runs, by run id: pending ones (also listed in
+    /// this index, which the delivery loop reads) and, until they expire,
+    /// delivered and failed ones with their attempts.
+    pub const WEBHOOKS: &str = "webhooks";
+    /// Leases on webhook deliveries, by run id: the scheduler instance
+    /// holding one is the only one sending or recording that delivery.
+    pub const WEBHOOK_CLAIMS: &str = "webhook_claims";
     /// Follow marks of streamed runs, by run id.
     pub const FOLLOWED: &str = "followed";
     /// Headers of API batches, by batch id.

@@ -27,6 +27,7 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::submission::SubmissionRefusal>("submission_refusal"),
         one::<crate::api::RunCreateParams>("api_run_create_params"),
         one::<crate::api::Run>("api_run"),
+        one::<crate::api::RunWebhook>("api_run_webhook"),
         one::<crate::api::Thread>("api_thread"),
         one::<crate::api::ThreadCreateParams>("api_thread_create_params"),
         one::<crate::api::ThreadSearchParams>("api_thread_search_params"),

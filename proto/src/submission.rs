@@ -46,6 +46,11 @@ pub struct Submission {
     /// it); `batch` by default.
     #[serde(default, skip_serializing_if = "crate::Priority::is_batch")]
     pub priority: crate::Priority,
+    /// An `http`/`https` URL the run's Run resource is POSTed to, signed,
+    /// when it ends (as the HTTP API's `webhook`; see `docs/webhooks.md`),
+    /// beside the answer on the reply queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook: Option<String>,
 }
 
 /// A submission's input: a user message's text, or the HTTP API's input

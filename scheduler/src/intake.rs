@@ -19,6 +19,7 @@ use deepfleet_store::{Entered, Store, ThreadSeed};
 use crate::error::SchedulerError;
 use crate::retention::RetentionPolicy;
 use crate::run_bounds::RunBounds;
+use crate::webhooks::config::WebhookConfig;
 
 /// Takes runs in.
 #[derive(Clone)]
@@ -46,6 +47,8 @@ pub struct Intake {
     batch_budget: Option<u64>,
     /// The tenant the task-line runs it creates belong to.
     tenant: TenantId,
+    /// Signing secrets and retries of run-completion webhooks.
+    webhooks: Arc<WebhookConfig>,
 }
 
 impl Intake {
@@ -63,7 +66,20 @@ impl Intake {
             bounds: RunBounds::default(),
             batch_budget: None,
             tenant: TenantId::default(),
+            webhooks: Arc::new(WebhookConfig::default()),
         }
+    }
+
+    /// Signs and retries the webhooks of its runs as `config` says
+    /// (without it every webhook is refused: no tenant has a secret).
+    pub fn with_webhooks(mut self, config: WebhookConfig) -> Self {
+        self.webhooks = Arc::new(config);
+        self
+    }
+
+    /// The webhook configuration.
+    pub fn webhooks(&self) -> &WebhookConfig {
+        &self.webhooks
     }
 
     /// Gives the runs this intake creates `priority`: interactive runs

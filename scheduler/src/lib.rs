@@ -23,6 +23,7 @@ mod runtime_context;
 pub mod slot_sweep;
 pub mod submissions;
 mod task_batches;
+pub mod webhooks;
 
 pub use admission::AdmissionSweep;
 pub use batch::{BatchFollower, result_line};
@@ -37,3 +38,4 @@ pub use run_bounds::RunBounds;
 pub use runtime_context::validate as validate_context;
 pub use submissions::SubmissionIntake;
 pub use task_batches::{TaskBatchCounts, TaskBatchMember, TaskBatches};
+pub use webhooks::{WebhookConfig, WebhookDeliverer};

@@ -4,7 +4,8 @@
 //! Each message is a [`Submission`]; it becomes a run exactly as
 //! `POST /threads/{thread_id}/runs` (or `/runs` without a thread) would
 //! make it, so it shows in the HTTP API, follows the same multitask rules
-//! (`enqueue`) and is answered through [`Replier`] when it ends. A
+//! (`enqueue`) and is answered through [`Replier`] when it ends (and,
+//! with a `webhook`, POSTed there: see [`crate::webhooks`]). A
 //! message that is not a valid submission, names an unknown assistant or
 //! asks to be answered on one of the fleet's own queues
 //! ([`ReservedQueues`]) starts no run: its sender is answered with a
@@ -29,7 +30,7 @@ use deepfleet_proto::api::{MultitaskStrategy, RunCreateParams};
 use deepfleet_proto::tenant::{CREDENTIAL_HEADER, Role, TenantId};
 use deepfleet_proto::{Submission, SubmissionInput};
 use deepfleet_queue::{Consumer, Delivery, Queue, Replies};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use tracing::{info, warn};
 
 use crate::api::run_create::create_run;
@@ -230,7 +231,12 @@ pub fn run_create(submission: &Submission) -> RunCreateParams {
         multitask_strategy: Some(MultitaskStrategy::Enqueue),
         if_not_exists: submission.thread_id.as_ref().map(|_| "create".into()),
         priority: Some(submission.priority),
-        rest: Map::new(),
+        // Checked and recorded as the HTTP API's `webhook` is.
+        rest: submission
+            .webhook
+            .iter()
+            .map(|url| ("webhook".to_owned(), Value::String(url.clone())))
+            .collect(),
         ..RunCreateParams::default()
     }
 }
@@ -287,6 +293,13 @@ mod tests {
         assert_eq!(body.multitask_strategy, Some(MultitaskStrategy::Enqueue));
         let fresh = run_create(&parse(br#"{"assistant_id": "a", "input": "hi"}"#).unwrap());
         assert_eq!(fresh.if_not_exists, None);
+        assert!(fresh.rest.is_empty());
+        let hooked = br#"{"assistant_id": "a", "input": "hi", "webhook": "https://h.example/x"}"#;
+        let hooked = run_create(&parse(hooked).unwrap());
+        assert_eq!(
+            hooked.rest.get("webhook"),
+            Some(&json!("https://h.example/x"))
+        );
     }
 
     /// An API over the embedded store and queue serving graph `helper`,

@@ -21,6 +21,7 @@ pub mod names;
 mod project;
 pub mod redacted_url;
 mod retention;
+mod webhooks;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -38,6 +39,7 @@ pub use error::SettingsError;
 pub use limits::LimitsSettings;
 pub use project::{MANIFEST, RunDefaults, locate};
 pub use retention::RetentionSettings;
+pub use webhooks::WebhookSettings;
 
 /// The variable naming the configuration file, as `--config` reads it.
 pub const CONFIG_VARIABLE: &str = "DEEPFLEET_CONFIG";
@@ -80,6 +82,10 @@ pub struct Settings {
     /// Model prices and tenants' daily budgets (`[costs]`).
     #[serde(default)]
     pub costs: CostSettings,
+    /// Run-completion webhooks: signing secrets and retries
+    /// (`[webhooks]`).
+    #[serde(default)]
+    pub webhooks: WebhookSettings,
     /// Requests and tokens per minute by provider and model
     /// (`[rate_limits]`), shared by every worker of the fleet. Default:
     /// none but what the providers' headers teach.
@@ -151,6 +157,7 @@ impl std::fmt::Debug for Settings {
             .field("limits", &self.limits)
             .field("admission", &self.admission)
             .field("costs", &self.costs)
+            .field("webhooks", &self.webhooks)
             .field("rate_limits", &self.rate_limits)
             .field("otlp_endpoint", &self.otlp_endpoint)
             .field("metrics_listen", &self.metrics_listen)
@@ -252,6 +259,7 @@ impl Default for Settings {
             limits: LimitsSettings::default(),
             admission: AdmissionSettings::default(),
             costs: CostSettings::default(),
+            webhooks: WebhookSettings::default(),
             rate_limits: Default::default(),
             otlp_endpoint: None,
             metrics_listen: None,

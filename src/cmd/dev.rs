@@ -20,7 +20,7 @@ use deepfleet_queue::Queue;
 use deepfleet_queue::lanes::Lanes;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle};
+use deepfleet_scheduler::{Intake, Lifecycle, WebhookDeliverer};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -69,7 +69,8 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         .with_context_key(key.clone())
         .with_retention(super::retention(&settings)?)
         .with_bounds(super::run_bounds(&settings)?)
-        .with_limits(settings.limits.input());
+        .with_limits(settings.limits.input())
+        .with_webhooks(super::webhooks(&settings)?);
     let graphs = Graphs::default();
     let load = spec_loader(&settings);
     let agents = AgentSource::choose(args.agents, &settings)?;
@@ -96,6 +97,7 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let concurrency = args.concurrency.unwrap_or(settings.worker.concurrency);
     let worker = super::EmbeddedWorker::start(Arc::clone(&queue), runner, concurrency);
     metrics.set_queue_consumers(1);
+    let webhook_metrics = Arc::clone(&metrics);
     let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());
     info!(
         %agents,
@@ -114,6 +116,9 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
     };
+    let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
+        .context("starting webhook delivery")?;
+    tokio::spawn(deliverer.run(super::scheduler::WEBHOOKS_EVERY));
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
     let app = api::router(state)
         .layer(super::cors_layer(&settings)?)

@@ -86,6 +86,34 @@ pub fn retention(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::Ret
     ))
 }
 
+/// The webhook signing secrets and retries (`[webhooks]`); a bad tenant
+/// id or secret is an error naming its setting.
+pub fn webhooks(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::WebhookConfig> {
+    use deepfleet_scheduler::webhooks::Secret;
+    use deepfleet_scheduler::webhooks::backoff::Backoff;
+    use std::time::Duration;
+    let hooks = &settings.webhooks;
+    anyhow::ensure!(
+        hooks.max_attempts >= 1 && hooks.timeout_secs >= 1,
+        "webhooks.max_attempts and webhooks.timeout_secs must be at least 1"
+    );
+    let mut config = deepfleet_scheduler::WebhookConfig::default();
+    config.max_attempts = hooks.max_attempts;
+    config.timeout = Duration::from_secs(hooks.timeout_secs);
+    config.backoff = Backoff {
+        initial: Duration::from_millis(hooks.retry_initial_ms),
+        max: Duration::from_millis(hooks.retry_max_ms.max(hooks.retry_initial_ms)),
+    };
+    for (id, text) in &hooks.secrets {
+        let tenant = deepfleet_proto::TenantId::new(id.clone())
+            .map_err(|e| anyhow::anyhow!("webhooks.secrets.{id}: {e}"))?;
+        let secret =
+            Secret::parse(text).map_err(|e| anyhow::anyhow!("webhooks.secrets.{id}: {e}"))?;
+        config = config.with_secret(tenant, secret);
+    }
+    Ok(config)
+}
+
 /// The cross-origin policy of the HTTP API (`[api.cors]`, unset lists at
 /// the scheduler's defaults), as a layer; a bad entry is an error naming
 /// its setting.

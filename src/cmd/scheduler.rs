@@ -14,7 +14,9 @@ use deepfleet_fleet::Metrics;
 use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::AmqpQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
+use deepfleet_scheduler::{
+    Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake, WebhookDeliverer,
+};
 use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -27,6 +29,8 @@ use crate::settings::Settings;
 const STARTER_EVERY: Duration = Duration::from_millis(200);
 /// How often ended submitted runs are looked for, to answer them.
 const REPLIER_EVERY: Duration = Duration::from_millis(250);
+/// How often pending webhook deliveries are looked at.
+pub(super) const WEBHOOKS_EVERY: Duration = Duration::from_millis(500);
 /// Submissions in hand at once (each takes a few store round trips).
 const SUBMISSION_PREFETCH: u16 = 16;
 
@@ -72,7 +76,8 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let mut intake = Intake::new(Arc::clone(&store), Arc::clone(&queue))
         .with_limits(settings.limits.input())
         .with_retention(super::retention(&settings)?)
-        .with_bounds(super::run_bounds(&settings)?);
+        .with_bounds(super::run_bounds(&settings)?)
+        .with_webhooks(super::webhooks(&settings)?);
     // Without a key, runs that carry a context are refused with a clear
     // error; runs without one work.
     if let Some(key) = settings.context_key()? {
@@ -85,6 +90,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let life = Lifecycle::new(intake);
     tokio::spawn(life.clone().run_starter(STARTER_EVERY));
     let metrics = Arc::new(Metrics::new().context("creating the metrics registry")?);
+    let webhook_metrics = Arc::clone(&metrics);
     let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());
     let state = ApiState {
         life,
@@ -95,6 +101,9 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
     };
+    let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
+        .context("starting webhook delivery")?;
+    tokio::spawn(deliverer.run(WEBHOOKS_EVERY));
     let url = amqp_url.context("no queue URL for the submission queue")?;
     let submissions_name = args
         .submissions

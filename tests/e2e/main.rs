@@ -54,3 +54,4 @@ mod spec_versions;
 mod streaming;
 mod subagents;
 mod tenants;
+mod webhooks;

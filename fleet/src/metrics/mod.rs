@@ -64,6 +64,7 @@ pub const METRIC_NAMES: &[&str] = &[
     "deepfleet_concurrency_waits_total",
     "deepfleet_queue_depth",
     "deepfleet_queue_consumers",
+    "deepfleet_webhook_deliveries_total",
 ];
 
 /// Who made a model call or ran a run: summaries are their own line
@@ -85,6 +86,30 @@ impl Caller {
             Caller::Main => "main",
             Caller::Subagent => "subagent",
             Caller::Summarization => "summarization",
+        }
+    }
+}
+
+/// What became of one webhook delivery attempt (the scheduler's
+/// run-completion webhooks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebhookOutcome {
+    /// The receiver answered 2xx.
+    Delivered,
+    /// The attempt failed; another follows after a backoff.
+    Retrying,
+    /// The last attempt failed, or the delivery could not be made: given
+    /// up.
+    Failed,
+}
+
+impl WebhookOutcome {
+    /// The `outcome` label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WebhookOutcome::Delivered => "delivered",
+            WebhookOutcome::Retrying => "retrying",
+            WebhookOutcome::Failed => "failed",
         }
     }
 }
@@ -115,6 +140,7 @@ pub struct Metrics {
     concurrency_waits: IntCounterVec,
     queue_depth: IntGauge,
     queue_consumers: IntGauge,
+    webhook_deliveries: IntCounterVec,
 }
 
 impl Metrics {
@@ -263,6 +289,12 @@ impl Metrics {
                 r,
                 "deepfleet_queue_consumers",
                 "Consumers this process runs on the step queue.",
+            )?,
+            webhook_deliveries: counter(
+                r,
+                "deepfleet_webhook_deliveries_total",
+                "Run-completion webhook attempts, by outcome (delivered, retrying, failed: given up).",
+                &["outcome"],
             )?,
             registry,
         })

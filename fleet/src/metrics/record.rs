@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use deepfleet_proto::{ErrorCode, RunStatus, ToolStatus, Usage};
 
-use super::{Caller, Metrics};
+use super::{Caller, Metrics, WebhookOutcome};
 
 impl Metrics {
     /// A model call of `agent` on `model`: its usage when it succeeded
@@ -111,6 +111,13 @@ impl Metrics {
     /// A failed step published again for a later attempt.
     pub fn retried(&self, code: ErrorCode) {
         self.retries.with_label_values(&[code.as_str()]).inc();
+    }
+
+    /// A webhook delivery attempt's outcome.
+    pub fn webhook_delivery(&self, outcome: WebhookOutcome) {
+        self.webhook_deliveries
+            .with_label_values(&[outcome.as_str()])
+            .inc();
     }
 
     /// A message moved to the dead-letter queue.

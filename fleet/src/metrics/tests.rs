@@ -4,7 +4,7 @@ use std::time::Duration;
 use deepfleet_proto::{ErrorCode, RunStatus, ToolStatus, Usage};
 use pretty_assertions::assert_eq;
 
-use super::{Caller, METRIC_NAMES, Metrics};
+use super::{Caller, METRIC_NAMES, Metrics, WebhookOutcome};
 
 /// One update of every family, so each has a sample.
 fn record_all(m: &Metrics) {
@@ -30,6 +30,7 @@ fn record_all(m: &Metrics) {
     m.concurrency_wait("acme", false);
     m.set_queue_depth(7);
     m.set_queue_consumers(1);
+    m.webhook_delivery(WebhookOutcome::Delivered);
 }
 
 #[test]

@@ -172,6 +172,14 @@ app.kubernetes.io/component: {{ .component }}
 - name: DEEPFLEET__API__CORS__ALLOW_CREDENTIALS
   value: "true"
 {{- end }}
+{{- range $v.webhooks.secrets }}
+{{- /* Each tenant's webhook signing secret, from its Secret. */}}
+- name: DEEPFLEET__WEBHOOKS__SECRETS__{{ .tenant | upper }}
+  valueFrom:
+    secretKeyRef:
+      name: {{ .secretName }}
+      key: {{ .secretKey }}
+{{- end }}
 {{- end }}
 {{- with $v.config.otel.endpoint }}
 - name: OTEL_EXPORTER_OTLP_ENDPOINT

@@ -24,7 +24,7 @@ pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};
 pub use message::{MessageContent, MessageDict, ToolCallChunkDict, ToolCallDict};
 pub use run::{
     MultitaskStrategy, ResumeDecisions, Run, RunCancelQuery, RunCommand, RunCreateParams,
-    RunListQuery, RunStatus, RunStreamQuery, StreamMode,
+    RunListQuery, RunStatus, RunStreamQuery, RunWebhook, StreamMode,
 };
 pub use store_item::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,

@@ -195,6 +195,23 @@ pub struct Run {
     pub cost_usd: Option<f64>,
 }
 
+/// What a run's webhook receives when the run ends (as the Agent
+/// Server's webhooks send it): the Run resource, with the thread's values
+/// or the failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunWebhook {
+    /// The run, with its final status.
+    #[serde(flatten)]
+    pub run: Run,
+    /// The thread's values at the end (as `/wait` answers them); absent
+    /// when the run failed or the values are too large to send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Value>,
+    /// Why the run failed, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<crate::api::RunFailure>,
+}
+
 /// `GET /threads/{id}/runs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunListQuery {

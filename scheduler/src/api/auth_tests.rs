@@ -411,3 +411,25 @@ async fn a_tenant_past_its_runs_in_flight_gets_429_with_retry_after() {
         .await;
     assert_eq!(other.status, StatusCode::OK, "{}", other.text);
 }
+
+#[tokio::test]
+async fn a_webhook_needs_a_secret_for_the_callers_tenant() {
+    // The fixture's secret is the default tenant's; tenant a has none.
+    let api = two_tenants().await;
+    let mut body = run_body("1");
+    body["webhook"] = json!("https://hooks.example.com/runs");
+    let refused = api
+        .send_as(Some(A_ADMIN), "POST", "/runs", Some(body))
+        .await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.text
+    );
+    assert_eq!(
+        refused.json()["detail"],
+        "webhook: no signing secret is configured for tenant 'a' (webhooks.secrets.a), \
+         so its webhooks cannot be signed"
+    );
+}

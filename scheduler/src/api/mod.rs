@@ -40,7 +40,7 @@ pub mod threads;
 pub mod wait;
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 use std::time::Duration;
 

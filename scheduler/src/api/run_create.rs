@@ -18,6 +18,7 @@ use super::threads;
 use crate::lifecycle::multitask::Admission;
 use crate::repo::runs::{RunMeta, TIMEOUT_SECS};
 use crate::repo::threads::threads;
+use crate::repo::webhooks::{WebhookRecord, webhooks};
 
 /// Checks `body`, then creates its run on `thread_id` or (stateless) on a
 /// new temporary thread; starts or queues it per its multitask strategy.
@@ -63,6 +64,7 @@ pub async fn create_checked(
         files,
         context,
         create_missing,
+        webhook,
     } = run;
     let keep = thread_id.is_none() && keeps_its_thread(body)?;
     check_timeout(body)?;
@@ -108,6 +110,13 @@ pub async fn create_checked(
         priority,
         created_at: Utc::now(),
     };
+    // Before the run: a crash in between leaves a delivery whose run never
+    // comes (dropped by the delivery loop), never a run whose webhook is
+    // lost.
+    if let Some(url) = webhook {
+        let record = WebhookRecord::waiting(&meta, url);
+        webhooks(state.store()).put(&meta.run_id, &record).await?;
+    }
     state
         .life
         .submit(&meta, admission != Admission::Start)

@@ -56,6 +56,8 @@ pub struct NewRun {
     pub context: Option<SealedContext>,
     /// `if_not_exists: create`: a missing thread is made.
     pub create_missing: bool,
+    /// Where the run's end is POSTed, checked.
+    pub webhook: Option<String>,
 }
 
 /// Checks `tenant`'s `body` (for `thread_id`, or stateless) without
@@ -87,6 +89,7 @@ pub async fn check(
         return Ok(CheckedRun { modes, action });
     }
     let (input, files) = run_input(body, state.life.intake().limits())?;
+    let webhook = webhook_of(state, tenant, body)?;
     let (assistant, assistant_context) =
         assistants::find_for_run(state, tenant, &body.assistant_id).await?;
     let context = merged_context(&assistant, &assistant_context, body);
@@ -101,6 +104,7 @@ pub async fn check(
         files,
         context,
         create_missing,
+        webhook,
     };
     Ok(CheckedRun {
         modes,
@@ -136,6 +140,29 @@ fn run_input(
         limits.check_file(path, file.content.len())?;
     }
     Ok((messages, files))
+}
+
+/// The request's `webhook`, checked: a URL a delivery can go to and a
+/// secret for `tenant` to sign it with.
+fn webhook_of(
+    state: &ApiState,
+    tenant: &TenantId,
+    body: &RunCreateParams,
+) -> Result<Option<String>, ApiError> {
+    let url = match body.rest.get("webhook") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(url)) => url,
+        Some(other) => {
+            return Err(ApiError::unprocessable(format!(
+                "webhook must be a URL string, not {other}"
+            )));
+        }
+    };
+    let webhooks = state.life.intake().webhooks();
+    let url = webhooks
+        .check(tenant, url)
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    Ok(Some(url))
 }
 
 /// The assistant's context (`assistant_context`, its secrets opened) and

@@ -59,6 +59,16 @@ fn bad_bodies() -> Vec<(Value, StatusCode, &'static str)> {
             StatusCode::UNPROCESSABLE_ENTITY,
             "messages[0]: only human/user messages can be sent, not `ai`",
         ),
+        (
+            with("webhook", json!("ftp://hooks.example.com/x")),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "webhook: a webhook URL must be http or https (got \"ftp://hooks.example.com/x\")",
+        ),
+        (
+            with("webhook", json!(3)),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "webhook must be a URL string, not 3",
+        ),
     ]
 }
 

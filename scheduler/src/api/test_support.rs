@@ -4,6 +4,7 @@
 //! does.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body as HttpBody;
@@ -13,7 +14,7 @@ use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::hitl::{ActionRequest, DecisionType, Interrupt, ReviewConfig};
 use deepfleet_proto::{
     AgentSpec, Envelope, Job, LoggedMessage, Message, PendingTools, RunError, RunEvent, RunStatus,
-    StepJob,
+    StepJob, TenantId,
 };
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
@@ -28,6 +29,8 @@ use super::{ApiState, router};
 use crate::intake::Intake;
 use crate::lifecycle::Lifecycle;
 use crate::repo::runs::RunMeta;
+use crate::webhooks::backoff::Backoff;
+use crate::webhooks::{Secret, WebhookConfig};
 
 /// The graph the fixture serves.
 pub const GRAPH: &str = "agent";
@@ -69,6 +72,9 @@ impl Answer {
     }
 }
 
+/// The default tenant's webhook signing secret.
+pub const WEBHOOK_SECRET: &str = "test secret";
+
 /// The API serving [`GRAPH`], on fresh embedded back ends, open (no
 /// keys).
 pub async fn api() -> TestApi {
@@ -82,7 +88,18 @@ pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
     let store: Arc<dyn Store> = embedded.clone();
     let queue = Arc::new(MemoryQueue::new());
     let steps: Arc<dyn Queue> = queue.clone();
-    let intake = Intake::new(Arc::clone(&store), steps).with_context_key(ContextKey::generate());
+    // The default tenant signs webhooks, other tenants have no secret;
+    // a failed attempt may be retried at once, twice.
+    let mut webhooks = WebhookConfig::default()
+        .with_secret(TenantId::default(), Secret::parse(WEBHOOK_SECRET).unwrap());
+    webhooks.max_attempts = 3;
+    webhooks.backoff = Backoff {
+        initial: Duration::ZERO,
+        max: Duration::ZERO,
+    };
+    let intake = Intake::new(Arc::clone(&store), steps)
+        .with_context_key(ContextKey::generate())
+        .with_webhooks(webhooks);
     let spec = AgentSpec::from_yaml(&format!("name: {GRAPH}\nmodel: openai:x\n")).unwrap();
     intake.register(&spec).await.unwrap();
     let state = ApiState {

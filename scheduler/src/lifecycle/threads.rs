@@ -14,6 +14,7 @@ use crate::repo::follow_marks::follow_marks;
 use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 use crate::repo::threads::{ThreadRecord, threads};
+use crate::repo::webhooks::{DeliveryState, webhooks};
 
 /// The longest a stateless run's follower waits for the run's last event
 /// before removing its thread anyway (an append is best effort).
@@ -64,7 +65,13 @@ impl Lifecycle {
             Some(run) => run.status.is_terminal(),
             None => meta.cancelled,
         };
-        if ended {
+        // A webhook still to be made reads the run's records: the thread's
+        // expiry removes it instead, a minute after the run ended.
+        let webhook_waits = webhooks(self.store().as_ref())
+            .get(&meta.run_id)
+            .await?
+            .is_some_and(|w| w.state == DeliveryState::Waiting);
+        if ended && !webhook_waits {
             self.last_event_of(&meta.run_id).await?;
             self.delete_thread(&thread).await?;
         }

@@ -25,6 +25,7 @@ pub mod replies;
 pub mod runs;
 pub mod threads;
 pub mod walk;
+pub mod webhooks;
 
 use std::borrow::Cow;
 use std::marker::PhantomData;

@@ -45,6 +45,29 @@ impl Records for EmbeddedStore {
         Ok(true)
     }
 
+    async fn claim_record(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &Value,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        let now = Utc::now();
+        state.sweep(now);
+        if live(&state, kind, id, now) {
+            return Ok(false);
+        }
+        let records = state.records.entry(kind.to_owned()).or_default();
+        records.insert(id.to_owned(), value.clone());
+        state
+            .record_deadlines
+            .entry(kind.to_owned())
+            .or_default()
+            .insert(id.to_owned(), deadline_after(now, ttl));
+        Ok(true)
+    }
+
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
         let now = Utc::now();
         let state = self.lock();

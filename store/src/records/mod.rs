@@ -33,6 +33,20 @@ pub trait Records: Send + Sync + 'static {
     /// whether it was written (create-if-absent without a race).
     async fn insert_record(&self, kind: &str, id: &str, value: &Value) -> Result<bool, StoreError>;
 
+    /// Saves a record only if none exists under `kind` and `id`, expiring
+    /// `ttl` from now, as one step; returns whether it was written. A
+    /// lease: of several processes claiming the same id, exactly one wins,
+    /// and a claimant that dies without releasing it (deleting the record)
+    /// loses it at the deadline, never holding it for good as an insert
+    /// followed by an expiry could.
+    async fn claim_record(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &Value,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+
     /// Loads a record.
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError>;
 

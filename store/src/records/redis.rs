@@ -51,6 +51,32 @@ impl Records for RedisStore {
         Ok(set.is_some())
     }
 
+    async fn claim_record(
+        &self,
+        kind: &str,
+        id: &str,
+        value: &Value,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let key = self.keys().record(kind, id);
+        let raw = self.codec().encode(&key, value)?;
+        let bytes = raw.len() + key.len();
+        // `SET NX PX`: created and given its deadline in one command.
+        let set: Option<String> = self
+            .write(
+                "claim record",
+                bytes,
+                redis::cmd("SET")
+                    .arg(&key)
+                    .arg(raw)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(millis(ttl).max(1)),
+            )
+            .await?;
+        Ok(set.is_some())
+    }
+
     async fn get_record(&self, kind: &str, id: &str) -> Result<Option<Value>, StoreError> {
         let key = self.keys().record(kind, id);
         self.get_json("get record", &key).await

@@ -100,4 +100,25 @@ pub async fn records_expire(store: Arc<dyn Records>) {
     assert_eq!(store.get_record("runs/t1", "again").await.unwrap(), Some(v));
 }
 
-conformance!(records_by_kind, records_expire);
+pub async fn records_claim(store: Arc<dyn Records>) {
+    let (a, b) = (json!({"by": "a"}), json!({"by": "b"}));
+    let short = Duration::from_millis(150);
+    assert!(store.claim_record("claims", "x", &a, short).await.unwrap());
+    // Held: a second claimant loses, whatever its lease.
+    let long = Duration::from_secs(60);
+    assert!(!store.claim_record("claims", "x", &b, long).await.unwrap());
+    assert_eq!(
+        store.get_record("claims", "x").await.unwrap(),
+        Some(a.clone())
+    );
+    // Never released: the lease lapses at its deadline by itself.
+    tokio::time::sleep(short + PAST).await;
+    assert_eq!(store.get_record("claims", "x").await.unwrap(), None);
+    assert!(store.claim_record("claims", "x", &b, long).await.unwrap());
+    // Released: the next claim wins at once.
+    assert!(store.delete_record("claims", "x").await.unwrap());
+    assert!(store.claim_record("claims", "x", &a, long).await.unwrap());
+    assert!(store.delete_record("claims", "x").await.unwrap());
+}
+
+conformance!(records_by_kind, records_expire, records_claim);

@@ -1,0 +1,24 @@
+//! Run-completion webhooks (see `docs/webhooks.md`).
+//!
+//! A run created with a `webhook` (over HTTP or the submission queue) is
+//! accepted only with an `http`/`https` URL and a signing secret for its
+//! tenant ([`WebhookConfig::check`]); a delivery record is written with
+//! it ([`crate::repo::webhooks`]). The delivery loop of every scheduler
+//! instance ([`WebhookDeliverer`]) sends the run's Run resource when the
+//! run ends, signed as Standard Webhooks does ([`sign`]), and tries again
+//! with backoff ([`backoff`]) while the receiver fails, recording each
+//! attempt.
+
+pub mod backoff;
+pub mod config;
+mod deliver;
+pub mod error;
+mod payload;
+mod send;
+pub mod sign;
+mod target;
+
+pub use config::WebhookConfig;
+pub use deliver::WebhookDeliverer;
+pub use error::WebhookError;
+pub use sign::Secret;
