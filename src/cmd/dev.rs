@@ -20,7 +20,7 @@ use deepfleet_queue::Queue;
 use deepfleet_queue::lanes::Lanes;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle};
+use deepfleet_scheduler::{CronLoop, Intake, Lifecycle};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -34,6 +34,9 @@ use crate::settings::Settings;
 
 /// How often queued runs are checked for a free thread.
 const STARTER_EVERY: Duration = Duration::from_millis(200);
+/// How often the due crons are looked at when none is due sooner: new
+/// and changed crons fire within this of their time.
+const CRONS_EVERY: Duration = Duration::from_millis(250);
 /// How often the agents folder is checked for edits.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
@@ -114,6 +117,7 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
     };
+    tokio::spawn(CronLoop::new(state.clone(), CRONS_EVERY).run(shutdown.clone().cancelled_owned()));
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
     let app = api::router(state)
         .layer(super::cors_layer(&settings)?)

@@ -14,7 +14,7 @@ use deepfleet_fleet::Metrics;
 use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::AmqpQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
+use deepfleet_scheduler::{CronLoop, Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
 use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -25,6 +25,9 @@ use crate::settings::Settings;
 
 /// How often queued runs are checked for a free thread.
 const STARTER_EVERY: Duration = Duration::from_millis(200);
+/// How often the due crons are looked at when none is due sooner: new
+/// and changed crons fire within this of their time.
+const CRONS_EVERY: Duration = Duration::from_millis(250);
 /// How often ended submitted runs are looked for, to answer them.
 const REPLIER_EVERY: Duration = Duration::from_millis(250);
 /// Submissions in hand at once (each takes a few store round trips).
@@ -95,6 +98,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
     };
+    tokio::spawn(CronLoop::new(state.clone(), CRONS_EVERY).run(shutdown.clone().cancelled_owned()));
     let url = amqp_url.context("no queue URL for the submission queue")?;
     let submissions_name = args
         .submissions

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, DurationRound, Utc};
 use deepfleet_proto::{Role, TenantId};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
@@ -321,8 +321,8 @@ async fn two_loops_fire_each_due_time_once() {
     .await;
     let poll = Duration::from_millis(200);
     let loops = [
-        tokio::spawn(CronLoop::new(api.state.clone(), poll).run()),
-        tokio::spawn(CronLoop::new(api.state.clone(), poll).run()),
+        tokio::spawn(CronLoop::new(api.state.clone(), poll).run(std::future::pending())),
+        tokio::spawn(CronLoop::new(api.state.clone(), poll).run(std::future::pending())),
     ];
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let uri = format!("/runs/crons/{}", cron["cron_id"].as_str().unwrap());
@@ -330,6 +330,8 @@ async fn two_loops_fire_each_due_time_once() {
     for handle in loops {
         handle.abort();
     }
+    // Runs a loop claimed last are created beside it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let runs = api
         .send("GET", &format!("/threads/{thread_id}/runs?limit=100"), None)
         .await
@@ -354,4 +356,89 @@ async fn two_loops_fire_each_due_time_once() {
             .unwrap()
             .is_none()
     );
+}
+
+/// A scheduler back after an outage fires a cron's missed times once,
+/// then keeps to the schedule from the present.
+#[tokio::test]
+async fn missed_fires_fire_once_late() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let cron = create(
+        &api,
+        &format!("/threads/{thread_id}/runs/crons"),
+        cron_body("0 * * * * *"),
+    )
+    .await;
+    let cron_id = cron["cron_id"].as_str().unwrap();
+    let missed = Utc::now() - chrono::TimeDelta::minutes(10);
+    crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
+        .await
+        .unwrap();
+    let scheduler = CronLoop::new(api.state.clone(), Duration::from_secs(1));
+    let fired = scheduler.tick().await.unwrap().unwrap();
+    assert!(fired <= Utc::now(), "a pass that fired looks again at once");
+    let next = scheduler.tick().await.unwrap().unwrap();
+    assert!(next > Utc::now() && next - Utc::now() <= chrono::TimeDelta::minutes(1));
+    assert_eq!(
+        scheduler.tick().await.unwrap(),
+        Some(next),
+        "nothing more due"
+    );
+    // The run is created beside the loop.
+    let mut runs = Value::Null;
+    for _ in 0..100 {
+        runs = api
+            .send("GET", &format!("/threads/{thread_id}/runs"), None)
+            .await
+            .json();
+        if !runs.as_array().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let again = api
+        .send("GET", &format!("/threads/{thread_id}/runs"), None)
+        .await
+        .json();
+    assert_eq!(again, runs, "no second run");
+    assert_eq!(
+        time(&runs[0]["metadata"]["cron_fire_at"]),
+        missed
+            .duration_trunc(chrono::TimeDelta::microseconds(1))
+            .unwrap()
+    );
+}
+
+/// A thread's cron goes with its thread: the fire after the thread's
+/// deletion deletes the cron instead of creating a run.
+#[tokio::test]
+async fn a_deleted_threads_cron_goes_at_its_next_fire() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let cron = create(
+        &api,
+        &format!("/threads/{thread_id}/runs/crons"),
+        cron_body("0 * * * * *"),
+    )
+    .await;
+    let cron_id = cron["cron_id"].as_str().unwrap();
+    let deleted = api
+        .send("DELETE", &format!("/threads/{thread_id}"), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text);
+    let missed = Utc::now() - chrono::TimeDelta::seconds(1);
+    crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
+        .await
+        .unwrap();
+    CronLoop::new(api.state.clone(), Duration::from_secs(1))
+        .tick()
+        .await
+        .unwrap();
+    let gone = api
+        .send("GET", &format!("/runs/crons/{cron_id}"), None)
+        .await;
+    assert_eq!(gone.status, StatusCode::NOT_FOUND);
 }

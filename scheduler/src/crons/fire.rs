@@ -1,19 +1,22 @@
 //! The cron loop: claim what is due, create its runs through the same
 //! path as `POST /runs` and `POST /threads/{id}/runs`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::keys::records::CRON_DUE;
 use deepfleet_store::{IndexEntry, Order};
 use serde_json::Value;
+use tokio::sync::Mutex;
 use tracing::{debug, warn};
 
 use super::schedule::Schedule;
 use crate::api::ApiState;
 use crate::api::run_create::create_run;
-use crate::repo::crons::{CronRecord, crons};
+use crate::repo::crons::{CronRecord, crons, set_next_run};
 use crate::repo::score_at;
+use crate::repo::threads::threads;
 
 /// Due entries read per pass; more are taken on the next pass at once.
 const PAGE: u64 = 64;
@@ -32,6 +35,8 @@ pub fn fire_metadata(cron_id: &str, due: DateTime<Utc>) -> [(&'static str, Value
 pub struct CronLoop {
     state: ApiState,
     poll: Duration,
+    /// Held while a claimed fire creates its run.
+    creating: Arc<Mutex<()>>,
 }
 
 impl CronLoop {
@@ -39,12 +44,24 @@ impl CronLoop {
     /// crons at least every `poll` (it sleeps only until the next known
     /// fire time when that is sooner).
     pub fn new(state: ApiState, poll: Duration) -> Self {
-        CronLoop { state, poll }
+        CronLoop {
+            state,
+            poll,
+            creating: Arc::new(Mutex::new(())),
+        }
     }
 
-    /// Runs until the task is dropped. A store error is logged and the
-    /// loop goes on at the next poll.
-    pub async fn run(self) {
+    /// Runs until `stop` completes (a draining scheduler claims nothing
+    /// more: a claim whose run it never created would be a lost fire). A
+    /// store error is logged and the loop goes on at the next poll.
+    pub async fn run(self, stop: impl Future<Output = ()>) {
+        tokio::select! {
+            () = stop => {}
+            () = self.forever() => {}
+        }
+    }
+
+    async fn forever(&self) {
         loop {
             let wait = match self.tick().await {
                 Ok(next) => next
@@ -61,7 +78,8 @@ impl CronLoop {
 
     /// Fires every cron due now (those other schedulers claim first are
     /// theirs); returns when the earliest cron not yet due fires, or now
-    /// when more are due than one pass reads.
+    /// when this pass claimed any (their next times are read again) or
+    /// more are due than one pass reads.
     pub async fn tick(&self) -> Result<Option<DateTime<Utc>>, crate::SchedulerError> {
         let store = self.state.store();
         let now = Utc::now();
@@ -69,13 +87,16 @@ impl CronLoop {
             .index_page(CRON_DUE, Order::Ascending, 0, PAGE)
             .await?;
         let full = due.len() as u64 == PAGE;
+        let mut claimed = false;
         for entry in &due {
             if entry.score > score_at(now) {
-                return Ok(DateTime::from_timestamp_micros(entry.score));
+                let next = DateTime::from_timestamp_micros(entry.score);
+                return Ok(if claimed { Some(now) } else { next });
             }
             self.claim_and_fire(entry, now).await?;
+            claimed = true;
         }
-        Ok(full.then_some(now))
+        Ok((claimed || full).then_some(now))
     }
 
     /// Moves `entry` to its cron's next fire time; if this scheduler won
@@ -116,15 +137,37 @@ impl CronLoop {
             debug!(cron_id = %cron.cron_id, "another scheduler fired this cron");
             return Ok(());
         }
-        if cron.enabled && cron.end_time.is_none_or(|end| due <= end) {
-            self.fire(&cron, due).await;
+        if !cron.enabled || cron.end_time.is_some_and(|end| due > end) {
+            return Ok(());
         }
+        if let Some(thread_id) = &cron.thread_id
+            && threads(store)
+                .get_owned(thread_id, &cron.tenant)
+                .await?
+                .is_none()
+        {
+            // A thread's crons go with it, as the Agent Server's do.
+            debug!(cron_id = %cron.cron_id, %thread_id, "the cron's thread is gone: deleting it");
+            crons(store).delete(&cron.cron_id).await?;
+            set_next_run(store, &cron.cron_id, None).await?;
+            return Ok(());
+        }
+        // Creating a run takes a few store round trips (the first of a
+        // process much longer): the loop goes on claiming on time
+        // meanwhile. The runs are created one at a time in claim order
+        // (the lock is fair), so a slow fire is never overtaken by the
+        // next fire of its thread.
+        let this = self.clone();
+        tokio::spawn(async move {
+            let _turn = this.creating.lock().await;
+            this.fire(&cron, due).await;
+        });
         Ok(())
     }
 
     /// Creates the run of `cron` for its fire time `due`. A run refused
-    /// (its assistant or thread gone, the tenant at its run limit) is
-    /// logged: the cron fires again at its next time.
+    /// (its assistant gone, the tenant at its run limit) is logged: the
+    /// cron fires again at its next time.
     async fn fire(&self, cron: &CronRecord, due: DateTime<Utc>) {
         let mut body = cron.payload.clone();
         let metadata = body.metadata.get_or_insert_default();
