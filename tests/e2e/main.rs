@@ -20,6 +20,7 @@ mod call_ids;
 mod coder;
 mod compression;
 mod crash;
+mod crons;
 mod deadlines;
 mod dev_server;
 mod encryption;
