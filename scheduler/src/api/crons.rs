@@ -243,9 +243,22 @@ async fn cron_resource(state: &ApiState, cron: &CronRecord) -> Result<Cron, ApiE
         updated_at: cron.updated_at,
         payload,
         user_id: None,
-        next_run_date: next_run(state.store(), &cron.cron_id).await?,
+        next_run_date: next_run_date(state, cron).await?,
         metadata: cron.metadata.clone(),
         enabled: cron.enabled,
+    })
+}
+
+/// When `cron` fires next: its due index score, unless a scheduler
+/// holds it while making a run (a lease, never a whole second): then the
+/// schedule's next time from now.
+async fn next_run_date(
+    state: &ApiState,
+    cron: &CronRecord,
+) -> Result<Option<DateTime<Utc>>, ApiError> {
+    Ok(match next_run(state.store(), &cron.cron_id).await? {
+        Some(at) if at.timestamp_subsec_micros() != 0 => following(cron, Utc::now()),
+        other => other,
     })
 }
 

@@ -358,6 +358,28 @@ async fn two_loops_fire_each_due_time_once() {
     );
 }
 
+/// When `cron_id` fires next, once no fire holds it (a lease is not a
+/// whole second).
+async fn settled_next(api: &TestApi, cron_id: &str) -> Option<DateTime<Utc>> {
+    for _ in 0..100 {
+        let next = crate::repo::crons::next_run(api.store.as_ref(), cron_id)
+            .await
+            .unwrap();
+        if next.is_none_or(|at| at.timestamp_subsec_micros() == 0) {
+            return next;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("cron {cron_id} stayed leased");
+}
+
+/// A whole second `ago` before now.
+fn whole_second_ago(ago: chrono::TimeDelta) -> DateTime<Utc> {
+    (Utc::now() - ago)
+        .duration_trunc(chrono::TimeDelta::seconds(1))
+        .unwrap()
+}
+
 /// A scheduler back after an outage fires a cron's missed times once,
 /// then keeps to the schedule from the present.
 #[tokio::test]
@@ -371,45 +393,56 @@ async fn missed_fires_fire_once_late() {
     )
     .await;
     let cron_id = cron["cron_id"].as_str().unwrap();
-    let missed = Utc::now() - chrono::TimeDelta::minutes(10);
+    let missed = whole_second_ago(chrono::TimeDelta::minutes(10));
     crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
         .await
         .unwrap();
     let scheduler = CronLoop::new(api.state.clone(), Duration::from_secs(1));
-    let fired = scheduler.tick().await.unwrap().unwrap();
-    assert!(fired <= Utc::now(), "a pass that fired looks again at once");
-    let next = scheduler.tick().await.unwrap().unwrap();
+    scheduler.tick().await.unwrap();
+    let next = settled_next(&api, cron_id).await.unwrap();
     assert!(next > Utc::now() && next - Utc::now() <= chrono::TimeDelta::minutes(1));
     assert_eq!(
         scheduler.tick().await.unwrap(),
         Some(next),
         "nothing more due"
     );
-    // The run is created beside the loop.
-    let mut runs = Value::Null;
-    for _ in 0..100 {
-        runs = api
-            .send("GET", &format!("/threads/{thread_id}/runs"), None)
-            .await
-            .json();
-        if !runs.as_array().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let again = api
+    let runs = api
         .send("GET", &format!("/threads/{thread_id}/runs"), None)
         .await
         .json();
-    assert_eq!(again, runs, "no second run");
-    assert_eq!(
-        time(&runs[0]["metadata"]["cron_fire_at"]),
-        missed
-            .duration_trunc(chrono::TimeDelta::microseconds(1))
-            .unwrap()
-    );
+    assert_eq!(runs.as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(time(&runs[0]["metadata"]["cron_fire_at"]), missed);
+}
+
+/// A lease that comes due is a scheduler that died making the run: the
+/// cron is rescheduled, not fired again.
+#[tokio::test]
+async fn an_expired_lease_reschedules_without_firing() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let cron = create(
+        &api,
+        &format!("/threads/{thread_id}/runs/crons"),
+        cron_body("0 * * * * *"),
+    )
+    .await;
+    let cron_id = cron["cron_id"].as_str().unwrap();
+    let lease =
+        whole_second_ago(chrono::TimeDelta::seconds(5)) + chrono::TimeDelta::microseconds(1);
+    crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(lease))
+        .await
+        .unwrap();
+    CronLoop::new(api.state.clone(), Duration::from_secs(1))
+        .tick()
+        .await
+        .unwrap();
+    let next = settled_next(&api, cron_id).await.unwrap();
+    assert!(next > Utc::now() && next - Utc::now() <= chrono::TimeDelta::minutes(1));
+    let runs = api
+        .send("GET", &format!("/threads/{thread_id}/runs"), None)
+        .await
+        .json();
+    assert_eq!(runs, json!([]));
 }
 
 /// A thread's cron goes with its thread: the fire after the thread's
@@ -429,7 +462,7 @@ async fn a_deleted_threads_cron_goes_at_its_next_fire() {
         .send("DELETE", &format!("/threads/{thread_id}"), None)
         .await;
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text);
-    let missed = Utc::now() - chrono::TimeDelta::seconds(1);
+    let missed = whole_second_ago(chrono::TimeDelta::seconds(1));
     crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
         .await
         .unwrap();
@@ -437,6 +470,7 @@ async fn a_deleted_threads_cron_goes_at_its_next_fire() {
         .tick()
         .await
         .unwrap();
+    assert_eq!(settled_next(&api, cron_id).await, None);
     let gone = api
         .send("GET", &format!("/runs/crons/{cron_id}"), None)
         .await;

@@ -1,17 +1,28 @@
 //! The cron loop: claim what is due, create its runs through the same
 //! path as `POST /runs` and `POST /threads/{id}/runs`.
+//!
+//! A claim moves the due entry to a *lease*: a score [`LEASE`] ahead
+//! that is never a fire time (fire times are whole seconds, a lease is
+//! not). While the run is created no scheduler sees the cron due, so one
+//! cron's runs are never created by two schedulers at once (two runs
+//! admitted on one thread at the same moment is a race the run lifecycle
+//! does not settle). Once the run exists, the entry moves from the lease
+//! to the next fire time. A lease still there when it comes due is that
+//! of a scheduler that died while creating the run: its cron is
+//! rescheduled without firing again (at most once).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use deepfleet_proto::keys::records::CRON_DUE;
 use deepfleet_store::{IndexEntry, Order};
 use serde_json::Value;
-use tokio::sync::Mutex;
+use tokio::sync::Notify;
 use tracing::{debug, warn};
 
 use super::schedule::Schedule;
+use crate::SchedulerError;
 use crate::api::ApiState;
 use crate::api::run_create::create_run;
 use crate::repo::crons::{CronRecord, crons, set_next_run};
@@ -20,6 +31,14 @@ use crate::repo::threads::threads;
 
 /// Due entries read per pass; more are taken on the next pass at once.
 const PAGE: u64 = 64;
+/// How long a claimed fire may take to create its run before its cron is
+/// taken back.
+const LEASE: TimeDelta = TimeDelta::seconds(30);
+/// Fire times at most this far behind a claim are each fired, late; older
+/// ones (an outage) are skipped.
+const CATCH_UP: TimeDelta = TimeDelta::seconds(5);
+/// Microseconds in a second: fire times are whole seconds.
+const SECOND_MICROS: i64 = 1_000_000;
 
 /// Metadata every run a cron creates carries: the cron, and the fire
 /// time it was created for.
@@ -30,13 +49,26 @@ pub fn fire_metadata(cron_id: &str, due: DateTime<Utc>) -> [(&'static str, Value
     ]
 }
 
+/// The score of a lease taken at `now`: [`LEASE`] ahead, never a whole
+/// second.
+fn lease_score(now: DateTime<Utc>) -> i64 {
+    let score = score_at(now + LEASE);
+    if is_lease(score) { score } else { score + 1 }
+}
+
+/// Whether a due index score is a lease rather than a fire time.
+fn is_lease(score: i64) -> bool {
+    score.rem_euclid(SECOND_MICROS) != 0
+}
+
 /// Fires the fleet's crons from this scheduler, alongside any others.
 #[derive(Clone)]
 pub struct CronLoop {
     state: ApiState,
     poll: Duration,
-    /// Held while a claimed fire creates its run.
-    creating: Arc<Mutex<()>>,
+    /// Woken when a fire's cron has its next time, so the loop need not
+    /// wait for its poll to see it.
+    rescheduled: Arc<Notify>,
 }
 
 impl CronLoop {
@@ -47,7 +79,7 @@ impl CronLoop {
         CronLoop {
             state,
             poll,
-            creating: Arc::new(Mutex::new(())),
+            rescheduled: Arc::new(Notify::new()),
         }
     }
 
@@ -72,96 +104,123 @@ impl CronLoop {
                     self.poll
                 }
             };
-            tokio::time::sleep(wait).await;
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                () = self.rescheduled.notified() => {}
+            }
         }
     }
 
-    /// Fires every cron due now (those other schedulers claim first are
-    /// theirs); returns when the earliest cron not yet due fires, or now
-    /// when this pass claimed any (their next times are read again) or
-    /// more are due than one pass reads.
-    pub async fn tick(&self) -> Result<Option<DateTime<Utc>>, crate::SchedulerError> {
+    /// Claims every cron due now (those other schedulers claim first are
+    /// theirs) and starts creating their runs; returns when the earliest
+    /// cron not yet due fires, or now when more are due than one pass
+    /// reads.
+    pub async fn tick(&self) -> Result<Option<DateTime<Utc>>, SchedulerError> {
         let store = self.state.store();
         let now = Utc::now();
         let due = store
             .index_page(CRON_DUE, Order::Ascending, 0, PAGE)
             .await?;
         let full = due.len() as u64 == PAGE;
-        let mut claimed = false;
         for entry in &due {
             if entry.score > score_at(now) {
-                let next = DateTime::from_timestamp_micros(entry.score);
-                return Ok(if claimed { Some(now) } else { next });
+                return Ok(DateTime::from_timestamp_micros(entry.score));
             }
-            self.claim_and_fire(entry, now).await?;
-            claimed = true;
+            self.claim(entry, now).await?;
         }
-        Ok((claimed || full).then_some(now))
+        Ok(full.then_some(now))
     }
 
-    /// Moves `entry` to its cron's next fire time; if this scheduler won
-    /// that move, creates the run.
-    async fn claim_and_fire(
-        &self,
-        entry: &IndexEntry,
-        now: DateTime<Utc>,
-    ) -> Result<(), crate::SchedulerError> {
+    /// Moves `entry` to a lease; if this scheduler won that move, creates
+    /// the run beside the loop.
+    async fn claim(&self, entry: &IndexEntry, now: DateTime<Utc>) -> Result<(), SchedulerError> {
         let store = self.state.store();
-        let Some(cron) = crons(store).get(&entry.id).await? else {
+        let cron = crons(store).get(&entry.id).await?;
+        let (Some(cron), Some(due)) = (cron, DateTime::from_timestamp_micros(entry.score)) else {
             // Deleted since it was indexed.
             store
                 .index_remove_at(CRON_DUE, &entry.id, entry.score)
                 .await?;
             return Ok(());
         };
-        let Some(due) = DateTime::from_timestamp_micros(entry.score) else {
-            store
-                .index_remove_at(CRON_DUE, &entry.id, entry.score)
+        if is_lease(entry.score) {
+            warn!(cron_id = %cron.cron_id, "a scheduler died creating a cron's run: rescheduling it");
+            self.reschedule(&cron, entry.score, following(&cron, now))
                 .await?;
             return Ok(());
-        };
-        let next = following(&cron, due.max(now));
-        let claimed = match next {
+        }
+        let lease = lease_score(now);
+        if !store
+            .index_move_at(CRON_DUE, &entry.id, entry.score, lease)
+            .await?
+        {
+            debug!(cron_id = %cron.cron_id, "another scheduler fired this cron");
+            return Ok(());
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = this.fire_claimed(&cron, due, now, lease).await {
+                warn!(cron_id = %cron.cron_id, error = %e, "a claimed cron fire failed");
+            }
+        });
+        Ok(())
+    }
+
+    /// Creates the run of `cron` for `due`, claimed at `claimed_at` under
+    /// `lease`; then moves the cron to its next time: the first after
+    /// `due` and after [`CATCH_UP`] before the claim. Times missed longer
+    /// before the claim (while no scheduler ran) are skipped; those a busy
+    /// scheduler claims late, or that passed while the run was created,
+    /// are each fired.
+    async fn fire_claimed(
+        &self,
+        cron: &CronRecord,
+        due: DateTime<Utc>,
+        claimed_at: DateTime<Utc>,
+        lease: i64,
+    ) -> Result<(), SchedulerError> {
+        let store = self.state.store();
+        if cron.enabled && cron.end_time.is_none_or(|end| due <= end) {
+            if let Some(thread_id) = &cron.thread_id
+                && threads(store)
+                    .get_owned(thread_id, &cron.tenant)
+                    .await?
+                    .is_none()
+            {
+                // A thread's crons go with it, as the Agent Server's do.
+                debug!(cron_id = %cron.cron_id, %thread_id, "the cron's thread is gone: deleting it");
+                crons(store).delete(&cron.cron_id).await?;
+                set_next_run(store, &cron.cron_id, None).await?;
+                return Ok(());
+            }
+            self.fire(cron, due).await;
+        }
+        let after = due.max(claimed_at - CATCH_UP);
+        self.reschedule(cron, lease, following(cron, after)).await
+    }
+
+    /// Moves `cron` from `score` to `next` (off the index for none), unless
+    /// a change (a `PATCH`, a delete) moved it meanwhile.
+    async fn reschedule(
+        &self,
+        cron: &CronRecord,
+        score: i64,
+        next: Option<DateTime<Utc>>,
+    ) -> Result<(), SchedulerError> {
+        let store = self.state.store();
+        match next {
             Some(at) => {
                 store
-                    .index_move_at(CRON_DUE, &entry.id, entry.score, score_at(at))
+                    .index_move_at(CRON_DUE, &cron.cron_id, score, score_at(at))
                     .await?
             }
             None => {
                 store
-                    .index_remove_at(CRON_DUE, &entry.id, entry.score)
+                    .index_remove_at(CRON_DUE, &cron.cron_id, score)
                     .await?
             }
         };
-        if !claimed {
-            debug!(cron_id = %cron.cron_id, "another scheduler fired this cron");
-            return Ok(());
-        }
-        if !cron.enabled || cron.end_time.is_some_and(|end| due > end) {
-            return Ok(());
-        }
-        if let Some(thread_id) = &cron.thread_id
-            && threads(store)
-                .get_owned(thread_id, &cron.tenant)
-                .await?
-                .is_none()
-        {
-            // A thread's crons go with it, as the Agent Server's do.
-            debug!(cron_id = %cron.cron_id, %thread_id, "the cron's thread is gone: deleting it");
-            crons(store).delete(&cron.cron_id).await?;
-            set_next_run(store, &cron.cron_id, None).await?;
-            return Ok(());
-        }
-        // Creating a run takes a few store round trips (the first of a
-        // process much longer): the loop goes on claiming on time
-        // meanwhile. The runs are created one at a time in claim order
-        // (the lock is fair), so a slow fire is never overtaken by the
-        // next fire of its thread.
-        let this = self.clone();
-        tokio::spawn(async move {
-            let _turn = this.creating.lock().await;
-            this.fire(&cron, due).await;
-        });
+        self.rescheduled.notify_one();
         Ok(())
     }
 
@@ -221,5 +280,22 @@ pub(crate) fn following(cron: &CronRecord, after: DateTime<Utc>) -> Option<DateT
             warn!(cron_id = %cron.cron_id, error = %e, "a stored cron's schedule does not parse");
             None
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn a_lease_is_never_a_fire_time() {
+        let whole = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
+        assert!(!is_lease(score_at(whole)));
+        assert!(is_lease(lease_score(whole)));
+        assert!(is_lease(lease_score(whole + TimeDelta::microseconds(7))));
+        assert!(lease_score(whole) > score_at(whole + LEASE - TimeDelta::seconds(1)));
+        assert!(!is_lease(-SECOND_MICROS) && is_lease(-1));
     }
 }
