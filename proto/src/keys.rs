@@ -258,6 +258,11 @@ pub mod records {
     /// Index: the threads that have queued runs (thread id, scored by when
     /// a run was last queued on it), which the run starter walks.
     pub const QUEUED_THREADS: &str = "queued_threads";
+    /// Crons, by cron id.
+    pub const CRONS: &str = "crons";
+    /// Index: every enabled cron (cron id, scored by its next fire time,
+    /// µs), which the schedulers' cron loops read and claim from.
+    pub const CRON_DUE: &str = "cron_due";
     /// What [`task_batch_members`] puts before the batch id.
     pub const TASK_BATCH_MEMBERS_PREFIX: &str = "task_batch/";
     /// What [`thread_runs`] puts before the thread id.
@@ -287,6 +292,11 @@ pub mod records {
     /// runs) by creation time, for thread search.
     pub fn tenant_threads(tenant: &str) -> String {
         format!("{THREADS}/{tenant}")
+    }
+
+    /// Index: a tenant's crons by creation time.
+    pub fn tenant_crons(tenant: &str) -> String {
+        format!("{CRONS}/{tenant}")
     }
 
     /// Index: a tenant's created assistants by creation time.

@@ -8,6 +8,7 @@
 pub mod admission;
 pub mod api;
 mod batch;
+pub mod crons;
 mod custom_state;
 mod error;
 mod intake;
@@ -27,6 +28,7 @@ pub mod webhooks;
 
 pub use admission::AdmissionSweep;
 pub use batch::{BatchFollower, result_line};
+pub use crons::CronLoop;
 pub use custom_state::validate_seed;
 pub use error::SchedulerError;
 pub use intake::{Intake, batch_run_id, validate_task};

@@ -20,7 +20,7 @@ use deepfleet_queue::Queue;
 use deepfleet_queue::lanes::Lanes;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
-use deepfleet_scheduler::{Intake, Lifecycle, WebhookDeliverer};
+use deepfleet_scheduler::{CronLoop, Intake, Lifecycle, WebhookDeliverer};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -119,6 +119,10 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
         .context("starting webhook delivery")?;
     tokio::spawn(deliverer.run(super::scheduler::WEBHOOKS_EVERY));
+    tokio::spawn(
+        CronLoop::new(state.clone(), super::scheduler::CRONS_EVERY)
+            .run(shutdown.clone().cancelled_owned()),
+    );
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
     let app = api::router(state)
         .layer(super::cors_layer(&settings)?)

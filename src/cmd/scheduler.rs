@@ -15,7 +15,7 @@ use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::AmqpQueue;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
 use deepfleet_scheduler::{
-    Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake, WebhookDeliverer,
+    CronLoop, Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake, WebhookDeliverer,
 };
 use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -27,6 +27,9 @@ use crate::settings::Settings;
 
 /// How often queued runs are checked for a free thread.
 const STARTER_EVERY: Duration = Duration::from_millis(200);
+/// How often the due crons are looked at when none is due sooner: new
+/// and changed crons fire within this of their time.
+pub(super) const CRONS_EVERY: Duration = Duration::from_millis(250);
 /// How often ended submitted runs are looked for, to answer them.
 const REPLIER_EVERY: Duration = Duration::from_millis(250);
 /// How often pending webhook deliveries are looked at.
@@ -104,6 +107,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
         .context("starting webhook delivery")?;
     tokio::spawn(deliverer.run(WEBHOOKS_EVERY));
+    tokio::spawn(CronLoop::new(state.clone(), CRONS_EVERY).run(shutdown.clone().cancelled_owned()));
     let url = amqp_url.context("no queue URL for the submission queue")?;
     let submissions_name = args
         .submissions

@@ -21,6 +21,7 @@ mod coder;
 mod compression;
 mod concurrency;
 mod crash;
+mod crons;
 mod deadlines;
 mod dev_server;
 mod encryption;

@@ -10,6 +10,7 @@
 
 pub mod assistant;
 pub mod batch;
+pub mod cron;
 pub mod error;
 pub mod message;
 pub mod run;
@@ -20,6 +21,7 @@ pub mod thread;
 
 pub use assistant::{Assistant, AssistantCreateParams, AssistantSearchParams};
 pub use batch::{BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse};
+pub use cron::{Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams};
 pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};
 pub use message::{MessageContent, MessageDict, ToolCallChunkDict, ToolCallDict};
 pub use run::{

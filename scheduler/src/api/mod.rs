@@ -4,7 +4,8 @@
 //! Routes are split by resource: [`assistants`], [`threads`], [`runs`]
 //! (creation, listing, cancel), [`follow`] (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`store_items`] (the long-term
-//! store), plus [`batches`] to follow thousands of runs. Creating a run is
+//! store), [`crons`] (schedules; [`cron_search`] their search), plus
+//! [`batches`] to follow thousands of runs. Creating a run is
 //! [`run_request`] (every check, before anything is written), then
 //! [`run_create`]; the Run resource is [`run_resource`], following one
 //! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
@@ -20,6 +21,8 @@ pub mod auth;
 pub mod batches;
 pub mod convert;
 pub mod cors;
+pub mod cron_search;
+pub mod crons;
 pub mod error;
 pub mod follow;
 pub mod follower;
@@ -84,6 +87,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(runs::routes())
         .merge(follow::routes())
         .merge(batches::routes())
+        .merge(crons::routes())
         .merge(store_items::routes())
         .route_layer(middleware::from_fn_with_state(
             state.keys.clone(),

@@ -19,6 +19,7 @@
 
 pub mod assistants;
 pub mod batches;
+pub mod crons;
 pub mod follow_marks;
 pub mod queued;
 pub mod replies;

@@ -36,6 +36,30 @@ impl RecordIndex for EmbeddedStore {
         Ok(remove(&mut self.lock(), index, id, Some(score)))
     }
 
+    async fn index_score(&self, index: &str, id: &str) -> Result<Option<i64>, StoreError> {
+        let state = self.lock();
+        Ok(live(&state, index).and_then(|t| t.score(id)))
+    }
+
+    async fn index_move_at(
+        &self,
+        index: &str,
+        id: &str,
+        score: i64,
+        to: i64,
+    ) -> Result<bool, StoreError> {
+        // The compare and the move happen under the one lock.
+        let mut state = self.lock();
+        if live(&state, index).and_then(|t| t.score(id)) != Some(score) {
+            return Ok(false);
+        }
+        let Some(table) = state.record_indexes.get_mut(index) else {
+            return Ok(false);
+        };
+        table.rescore(id, to);
+        Ok(true)
+    }
+
     async fn index_count(&self, index: &str) -> Result<u64, StoreError> {
         let state = self.lock();
         let n = live(&state, index).map_or(0, IndexTable::len);

@@ -73,6 +73,21 @@ pub trait RecordIndex: Send + Sync + 'static {
     /// stays. Returns whether it was removed.
     async fn index_remove_at(&self, index: &str, id: &str, score: i64) -> Result<bool, StoreError>;
 
+    /// The score of `id` in `index`, if it is a member.
+    async fn index_score(&self, index: &str, id: &str) -> Result<Option<i64>, StoreError>;
+
+    /// Moves `id` from `score` to `to` only if its score is still `score`
+    /// (a compare-and-set on one member); returns whether it moved. Of
+    /// several callers that saw the same score, exactly one moves it: an
+    /// index scored by due time hands each due entry to one of them.
+    async fn index_move_at(
+        &self,
+        index: &str,
+        id: &str,
+        score: i64,
+        to: i64,
+    ) -> Result<bool, StoreError>;
+
     /// How many members `index` has.
     async fn index_count(&self, index: &str) -> Result<u64, StoreError>;
 

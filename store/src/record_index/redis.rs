@@ -5,7 +5,8 @@
 //!
 //! Reads retry once on a broken connection; so do the writes that repeat
 //! harmlessly (adding, removing, trimming, expiring). The conditional
-//! removal is a script: its compare and its removal must be one step.
+//! removal and move are scripts: each compare and its write must be one
+//! step.
 
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -21,6 +22,8 @@ use crate::redis::{RedisStore, millis};
 
 static REMOVE_AT: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/index_remove_at.lua")));
+static MOVE_AT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/index_move_at.lua")));
 
 #[async_trait]
 impl RecordIndex for RedisStore {
@@ -57,6 +60,35 @@ impl RecordIndex for RedisStore {
             .arg(score.to_string());
         let removed: i64 = self.run_script("unindex a stale record", &call).await?;
         Ok(removed > 0)
+    }
+
+    async fn index_score(&self, index: &str, id: &str) -> Result<Option<i64>, StoreError> {
+        let key = self.keys().record_index(index);
+        let score: Option<f64> = self
+            .query(
+                "read an index score",
+                Retry::Once,
+                redis::cmd("ZSCORE").arg(&key).arg(id),
+            )
+            .await?;
+        // Scores are integers within ±2^53, exact as doubles.
+        Ok(score.map(|s| s as i64))
+    }
+
+    async fn index_move_at(
+        &self,
+        index: &str,
+        id: &str,
+        score: i64,
+        to: i64,
+    ) -> Result<bool, StoreError> {
+        let key = self.keys().record_index(index);
+        let call = Call::new(&MOVE_AT, vec![key])
+            .arg(id)
+            .arg(score.to_string())
+            .arg(to.to_string());
+        let moved: i64 = self.run_script("move an index member", &call).await?;
+        Ok(moved > 0)
     }
 
     async fn index_count(&self, index: &str) -> Result<u64, StoreError> {

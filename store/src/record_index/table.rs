@@ -60,6 +60,21 @@ impl IndexTable {
         self.expires_at = None;
     }
 
+    /// Moves member `id` to `score`, keeping the expiry (a move adds no
+    /// member whose record might outlive it).
+    pub(crate) fn rescore(&mut self, id: &str, score: i64) {
+        let Some(old) = self.scores.insert(id.to_owned(), score) else {
+            return;
+        };
+        self.order.remove(&(old, id.to_owned()));
+        self.order.insert((score, id.to_owned()));
+    }
+
+    /// The score of member `id`.
+    pub(crate) fn score(&self, id: &str) -> Option<i64> {
+        self.scores.get(id).copied()
+    }
+
     /// Removes `id` when `at` is `None` or its score; returns whether it
     /// was removed.
     pub(crate) fn remove(&mut self, id: &str, at: Option<i64>) -> bool {

@@ -148,4 +148,45 @@ pub async fn indexes_trim_and_expire(store: Arc<dyn RecordIndex>) {
     assert_eq!(ids(&fresh), ["r9"]);
 }
 
-conformance!(indexes_page_in_score_order, indexes_trim_and_expire);
+/// The due index of crons: each due entry moves to its next time for
+/// exactly one of the schedulers that read it.
+pub async fn indexes_move_a_member_once(store: Arc<dyn RecordIndex>) {
+    let index = "cron_due";
+    assert_eq!(store.index_score(index, "c1").await.unwrap(), None);
+    assert!(!store.index_move_at(index, "c1", T0, T0 + 1).await.unwrap());
+    assert_eq!(
+        store.index_count(index).await.unwrap(),
+        0,
+        "a move adds nobody"
+    );
+    store.index_put(index, "c1", T0).await.unwrap();
+    store.index_put(index, "c2", T0 + 5).await.unwrap();
+    assert_eq!(store.index_score(index, "c1").await.unwrap(), Some(T0));
+    // Many callers that saw the same score: one moves it.
+    let moves = (0..8).map(|_| {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.index_move_at(index, "c1", T0, T0 + 10).await })
+    });
+    let mut moved = 0;
+    for handle in moves {
+        if handle.await.unwrap().unwrap() {
+            moved += 1;
+        }
+    }
+    assert_eq!(moved, 1);
+    assert_eq!(store.index_score(index, "c1").await.unwrap(), Some(T0 + 10));
+    let order = store
+        .index_page(index, Order::Ascending, 0, 10)
+        .await
+        .unwrap();
+    assert_eq!(ids(&order), ["c2", "c1"]);
+    // A stale score moves nothing.
+    assert!(!store.index_move_at(index, "c1", T0, T0 + 20).await.unwrap());
+    assert_eq!(store.index_score(index, "c1").await.unwrap(), Some(T0 + 10));
+}
+
+conformance!(
+    indexes_page_in_score_order,
+    indexes_trim_and_expire,
+    indexes_move_a_member_once
+);
