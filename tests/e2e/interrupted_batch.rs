@@ -115,6 +115,41 @@ impl SlowBatch {
             .unwrap()
     }
 
+    /// Submits the batch again and returns once the command has attached
+    /// to it (it prints the batch's id first): the runs the first submit
+    /// left in the fleet go on as soon as the workers do, and must not
+    /// end before a follower is there to see them, so the workers are let
+    /// go only after this. Its stderr is passed on.
+    async fn submit_attached(&self, fleet: &Fleet) -> Child {
+        use tokio::io::{AsyncBufReadExt, BufReader};
+        let mut cmd = self.deepfleet(&["submit", "tasks.jsonl", "--agent", "agent.yaml"]);
+        cmd.args(["--queue", AMQP_URL, "--store", REDIS_URL])
+            .args(["--out", "results.jsonl"])
+            .env("DEEPFLEET__QUEUE_NAME", &fleet.queue_name)
+            .env("DEEPFLEET__KEY_PREFIX", &fleet.prefix)
+            .env("OPENAI_API_KEY", API_KEY)
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let attached = tokio::time::timeout(PATIENCE, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                eprintln!("{line}");
+                if line.starts_with("batch ") {
+                    return;
+                }
+            }
+            panic!("the submit exited before attaching to its batch");
+        })
+        .await;
+        assert!(attached.is_ok(), "the submit did not attach to its batch");
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                eprintln!("{line}");
+            }
+        });
+        child
+    }
+
     pub(crate) fn deepfleet(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_deepfleet"));
         cmd.current_dir(self.dir.path())
@@ -415,7 +450,7 @@ async fn distributed_batch_survives_sigint_and_sigterm_and_resumes() {
     assert!(after_first < TASKS, "the batch ended before SIGINT");
 
     let calls = batch.server.requests().len();
-    let mut second = batch.submit(&fleet);
+    let mut second = batch.submit_attached(&fleet).await;
     workers("CONT");
     batch.wait_for_calls(calls + 2 * CONCURRENCY + 2).await;
     tokio::time::sleep(LATENCY + Duration::from_millis(100)).await;
@@ -429,7 +464,7 @@ async fn distributed_batch_survives_sigint_and_sigterm_and_resumes() {
         "lines after SIGINT {after_first}, after SIGTERM {after_second}"
     );
 
-    let mut third = batch.submit(&fleet);
+    let mut third = batch.submit_attached(&fleet).await;
     workers("CONT");
     let status = tokio::time::timeout(PATIENCE, third.wait())
         .await
