@@ -18,9 +18,8 @@ use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_scheduler::TaskBatches;
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
-use serde_json::Value;
 
-use crate::support::{Fleet, distributed, fleet, spec, task};
+use crate::support::{Fleet, distributed, fleet, most_open, request_of, spec, task};
 
 const WINDOW: u32 = 3;
 const TASKS: usize = 24;
@@ -41,35 +40,6 @@ fn jobs(n: usize) -> Vec<TaskLine> {
         .collect()
 }
 
-/// The task input of a recorded chat request, and whether it is the
-/// run's first call (no tool result in it yet).
-fn request_of(body: &Value) -> (String, bool) {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let input = messages
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let first = !messages.iter().any(|m| m["role"] == "tool");
-    (input, first)
-}
-
-/// The most runs open at once over the request log.
-fn most_open(requests: &[Value]) -> usize {
-    let mut open = BTreeSet::new();
-    let mut most = 0;
-    for (input, first) in requests.iter().map(request_of) {
-        if first {
-            open.insert(input);
-        } else {
-            open.remove(&input);
-        }
-        most = most.max(open.len());
-    }
-    most
-}
-
 async fn a_batch_keeps_its_window(mut fleet: Fleet, server: &ScriptedServer) {
     let spec = spec("windowed", "openai:scripted-model", "");
     let (follower, runs) = fleet
@@ -86,7 +56,7 @@ async fn a_batch_keeps_its_window(mut fleet: Fleet, server: &ScriptedServer) {
     assert!(results.iter().all(|r| r.status == ResultStatus::Success));
     let requests = server.requests();
     assert_eq!(requests.len(), 2 * TASKS, "each run called the model twice");
-    let most = most_open(&requests);
+    let most = most_open(&requests, "");
     assert!(
         most <= WINDOW as usize,
         "{most} runs were in flight at once, over the window of {WINDOW}"

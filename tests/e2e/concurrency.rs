@@ -11,7 +11,7 @@
 //! its last call came back and committed, so at no point of the log may
 //! a pool have more runs open than its limit, whatever the timing.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,9 +20,8 @@ use deepfleet_replay::{ReplayEngine, Script};
 use deepfleet_scheduler::{BatchFollower, RunBounds};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
-use serde_json::Value;
 
-use crate::support::{Fleet, distributed, fleet, spec, task};
+use crate::support::{Fleet, distributed, fleet, most_open, spec, task};
 
 const TASKS: usize = 8;
 /// (tenant, its limit): tenants `acme` and `beta` share the fleet.
@@ -38,39 +37,6 @@ async fn server() -> ScriptedServer {
     ScriptedServer::start(Arc::new(engine), Duration::from_millis(20))
         .await
         .unwrap()
-}
-
-/// The task input of a recorded chat request, and whether it is the
-/// run's first call (no tool result in it yet).
-fn request_of(body: &Value) -> (String, bool) {
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let input = messages
-        .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let first = !messages.iter().any(|m| m["role"] == "tool");
-    (input, first)
-}
-
-/// The most runs open at once over the request log among the runs whose
-/// input starts with `prefix`.
-fn most_open(requests: &[Value], prefix: &str) -> usize {
-    let mut open = BTreeSet::new();
-    let mut most = 0;
-    for (input, first) in requests.iter().map(request_of) {
-        if !input.starts_with(prefix) {
-            continue;
-        }
-        if first {
-            open.insert(input);
-        } else {
-            open.remove(&input);
-        }
-        most = most.max(open.len());
-    }
-    most
 }
 
 fn tenant(id: &str) -> TenantId {

@@ -159,3 +159,37 @@ pub async fn redis_values(prefix: &str) -> Vec<(String, String, String)> {
     }
     out
 }
+
+/// The task input of a recorded chat request, and whether it is the
+/// run's first call (no tool result in it yet).
+pub fn request_of(body: &serde_json::Value) -> (String, bool) {
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let input = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let first = !messages.iter().any(|m| m["role"] == "tool");
+    (input, first)
+}
+
+/// The most runs open at once over a scripted server's request log,
+/// among the runs whose input starts with `prefix`: a run of two model
+/// calls is open from its first to its second.
+pub fn most_open(requests: &[serde_json::Value], prefix: &str) -> usize {
+    let mut open = std::collections::BTreeSet::new();
+    let mut most = 0;
+    for (input, first) in requests.iter().map(request_of) {
+        if !input.starts_with(prefix) {
+            continue;
+        }
+        if first {
+            open.insert(input);
+        } else {
+            open.remove(&input);
+        }
+        most = most.max(open.len());
+    }
+    most
+}
