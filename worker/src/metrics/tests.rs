@@ -229,6 +229,9 @@ fn events_fill_every_exported_family() {
             r#"deepfleet_rate_limiter_remaining{account="0123456789abcdef",dimension="requests",model="gpt-4.1",provider="openai"} 3"#,
         ]
     );
+    // The one family no harness event feeds: the scheduler's webhook
+    // deliveries.
+    m.webhook_delivery(deepfleet_fleet::metrics::WebhookOutcome::Delivered);
     let listed: BTreeSet<String> = METRIC_NAMES.iter().map(|s| (*s).to_owned()).collect();
     assert_eq!(m.exported_families(), listed);
 }
