@@ -48,20 +48,7 @@ async fn the_answer_survives_a_scheduler_restart() {
         listening(&addr).await,
         "the scheduler did not listen on {addr}"
     );
-    let client = lapin::Connection::connect(AMQP_URL, lapin::ConnectionProperties::default())
-        .await
-        .unwrap();
-    let channel = client.create_channel().await.unwrap();
-    let exclusive = lapin::options::QueueDeclareOptions {
-        exclusive: true,
-        ..Default::default()
-    };
-    let replies = channel
-        .queue_declare("".into(), exclusive, Default::default())
-        .await
-        .unwrap()
-        .name()
-        .to_string();
+    let (client, channel, replies) = crate::support::reply_queue().await;
     let job = br#"{"id": "restart-1", "assistant_id": "helper", "input": "write notes"}"#;
     channel
         .basic_publish(

@@ -193,3 +193,24 @@ pub fn most_open(requests: &[serde_json::Value], prefix: &str) -> usize {
     }
     most
 }
+
+/// A connection to the shared broker, a channel on it, and an exclusive
+/// server-named queue for replies: a submitter's side of the
+/// submissions queue. The queue goes with the connection.
+pub async fn reply_queue() -> (lapin::Connection, lapin::Channel, String) {
+    let client = lapin::Connection::connect(AMQP_URL, lapin::ConnectionProperties::default())
+        .await
+        .unwrap();
+    let channel = client.create_channel().await.unwrap();
+    let exclusive = lapin::options::QueueDeclareOptions {
+        exclusive: true,
+        ..Default::default()
+    };
+    let replies = channel
+        .queue_declare("".into(), exclusive, Default::default())
+        .await
+        .unwrap()
+        .name()
+        .to_string();
+    (client, channel, replies)
+}

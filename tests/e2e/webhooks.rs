@@ -34,7 +34,7 @@ use tokio::process::{Child, Command};
 use crate::live_scheduler::{
     delete_submission_queues, fixtures, free_port, listening, scheduler_command, submissions,
 };
-use crate::support::{AMQP_URL, distributed, fleet};
+use crate::support::{distributed, fleet};
 
 /// The default tenant's signing secret, in the Standard Webhooks form.
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -170,20 +170,7 @@ async fn create_runs(http: &reqwest::Client, base: &str, hook: &str) -> Expected
 /// its run id once the scheduler has created the run (read from the
 /// results queue's answer, after the run ends).
 async fn submit_job(queue: &str, hook: &str) -> String {
-    let client = lapin::Connection::connect(AMQP_URL, lapin::ConnectionProperties::default())
-        .await
-        .unwrap();
-    let channel = client.create_channel().await.unwrap();
-    let exclusive = lapin::options::QueueDeclareOptions {
-        exclusive: true,
-        ..Default::default()
-    };
-    let replies = channel
-        .queue_declare("".into(), exclusive, Default::default())
-        .await
-        .unwrap()
-        .name()
-        .to_string();
+    let (client, channel, replies) = crate::support::reply_queue().await;
     let job = json!({"id": "job-1", "assistant_id": "helper", "input": "echo queued",
                      "webhook": hook});
     channel
