@@ -395,23 +395,6 @@ pub fn render(out: &mut String, section: &Result<Numbers, String>) {
     }
 }
 
-/// Puts item 10's section into the report `text` in place of the one it
-/// has, else before the method notes.
-pub fn replace_section(text: &str, section: &str) -> String {
-    const HEADING: &str = "## 10. ";
-    if let Some(start) = text.find(HEADING) {
-        let rest = &text[start + HEADING.len()..];
-        let end = rest
-            .find("\n## ")
-            .map_or(text.len(), |i| start + HEADING.len() + i + 1);
-        return format!("{}{section}{}", &text[..start], &text[end..]);
-    }
-    match text.find("## How it is measured") {
-        Some(at) => format!("{}{section}{}", &text[..at], &text[at..]),
-        None => format!("{text}\n{section}"),
-    }
-}
-
 fn render_numbers(n: &Numbers) -> String {
     let ms = |d: Duration| d.as_secs_f64() * 1_000.0;
     let tenth = ms(n.total) / 10.0;

@@ -260,6 +260,17 @@ async fn rate_limits_item(
         .map_err(failed)
 }
 
+/// The worker processes are started from `--deepfleet`; a missing binary
+/// would otherwise surface as a bare "No such file" from each item.
+fn deepfleet_binary(args: &Args) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        args.deepfleet.is_file(),
+        "no deepfleet binary at {} (build it, or give its path with --deepfleet)",
+        args.deepfleet.display()
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<ExitCode> {
     let args = Args::parse();
@@ -281,7 +292,7 @@ async fn main() -> anyhow::Result<ExitCode> {
             let mut section = String::new();
             admission::render(&mut section, &measured);
             let text = std::fs::read_to_string(&args.out).unwrap_or_default();
-            std::fs::write(&args.out, admission::replace_section(&text, &section))?;
+            std::fs::write(&args.out, report::replace_section(&text, 10, &section))?;
             log(&format!("wrote item 10 into {}", args.out.display()));
             return Ok(if measured.is_ok() {
                 ExitCode::SUCCESS
@@ -289,17 +300,21 @@ async fn main() -> anyhow::Result<ExitCode> {
                 ExitCode::FAILURE
             });
         }
+        deepfleet_binary(&args)?;
         log("9. rate limits, alone");
         let section = rate_limits_item(&args.deepfleet, &sizes).await;
-        let mut text = String::new();
-        rate_limits::render(&mut text, &section);
-        std::fs::write(&args.out, text)?;
+        let mut rendered = String::new();
+        rate_limits::render(&mut rendered, &section);
+        let text = std::fs::read_to_string(&args.out).unwrap_or_default();
+        std::fs::write(&args.out, report::replace_section(&text, 9, &rendered))?;
+        log(&format!("wrote item 9 into {}", args.out.display()));
         return Ok(if section.is_ok() {
             ExitCode::SUCCESS
         } else {
             ExitCode::FAILURE
         });
     }
+    deepfleet_binary(&args)?;
     let mut results = measure(&args, &sizes).await;
     results.elapsed = started.elapsed();
     let text = report::render(&results, &args.plots)?;

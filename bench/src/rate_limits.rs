@@ -190,6 +190,25 @@ pub fn render(out: &mut String, section: &Result<Limited, String>) {
                     "missed"
                 }
             );
+            let tokens = m.runs as f64 * m.tokens_per_call as f64;
+            let by_tokens = (tokens - m.tpm as f64).max(0.0) * 60.0 / m.tpm as f64;
+            let _ = writeln!(
+                out,
+                "At {} requests/min, {} calls would take {:.0} s if the first minute's calls waited their turn too; a \
+                 provider's bucket (and the scripted server's) lets those {} through at once, so the limits imply \
+                 {:.1} s. The token limit, set 10 % above what the requests limit lets through, implies {:.1} s: it is \
+                 metered (each call's input counted before it is sent, its output the running average of the \
+                 answers) and corrected with the reported usage, but requests bind. The limiter holds back one \
+                 second of refill against latency jitter, and the steps it could not serve within `max_wait_ms` \
+                 (2 s) are deferred through the broker's delay queues rather than held in a worker slot. \
+                 `deepfleet-bench --only rate-limits` measures this item alone and rewrites this section.\n",
+                m.rpm,
+                m.runs,
+                m.runs as f64 * 60.0 / m.rpm as f64,
+                m.rpm,
+                m.implied_s,
+                by_tokens
+            );
         }
         Err(e) => {
             let _ = writeln!(out, "Failed: {e}\n");

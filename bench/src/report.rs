@@ -130,6 +130,22 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     Ok(out)
 }
 
+/// Puts item `item`'s section into the report `text` in place of the one
+/// under the same number, else before the method notes: an item measured
+/// alone rewrites its own section and keeps the rest as last measured.
+pub fn replace_section(text: &str, item: u32, section: &str) -> String {
+    let heading = format!("## {item}. ");
+    if let Some(start) = text.find(&heading) {
+        let body = start + heading.len();
+        let end = text[body..].find("\n## ").map_or(text.len(), |i| body + i + 1);
+        return format!("{}{section}{}", &text[..start], &text[end..]);
+    }
+    match text.find("## How it is measured") {
+        Some(at) => format!("{}{section}{}", &text[..at], &text[at..]),
+        None => format!("{text}\n{section}"),
+    }
+}
+
 fn header(out: &mut String, r: &Results) {
     let _ = writeln!(out, "# Benchmarks\n");
     let _ = writeln!(
@@ -611,4 +627,33 @@ fn tokens(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()> {
     )?;
     let _ = writeln!(out, "\n![token cost]({})\n", png.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replace_section;
+
+    const REPORT: &str = "# Bench\n\n## 9. Limits\n\nold nine\n\n## 10. Admission\n\nold ten\n\n## How it is measured\n\nnotes\n";
+
+    #[test]
+    fn an_item_replaces_only_its_own_section() {
+        let nine = replace_section(REPORT, 9, "## 9. Limits\n\nnew nine\n\n");
+        assert_eq!(
+            nine,
+            "# Bench\n\n## 9. Limits\n\nnew nine\n\n## 10. Admission\n\nold ten\n\n## How it is measured\n\nnotes\n"
+        );
+        let ten = replace_section(REPORT, 10, "## 10. Admission\n\nnew ten\n\n");
+        assert!(ten.contains("old nine") && ten.contains("new ten") && !ten.contains("old ten"));
+        assert!(ten.ends_with("## How it is measured\n\nnotes\n"));
+    }
+
+    #[test]
+    fn a_missing_section_goes_before_the_method_notes_or_at_the_end() {
+        let text = "# Bench\n\n## How it is measured\n\nnotes\n";
+        assert_eq!(
+            replace_section(text, 9, "## 9. Limits\n\n"),
+            "# Bench\n\n## 9. Limits\n\n## How it is measured\n\nnotes\n"
+        );
+        assert_eq!(replace_section("", 9, "## 9. L\n"), "\n## 9. L\n");
+    }
 }

@@ -16,6 +16,7 @@ use deepfleet_proto::Usage;
 use reqwest::header::HeaderMap;
 use sha2::{Digest, Sha256};
 
+use super::output::OutputEstimate;
 use super::{Acquired, Cost, LimitKey, LimiterObserver, RateLimiter, RateLimits, headers};
 use crate::{ErrorKind, ModelError, ModelRequest};
 
@@ -24,6 +25,7 @@ use crate::{ErrorKind, ModelError, ModelRequest};
 pub struct RateGate {
     limiter: Arc<dyn RateLimiter>,
     limits: Arc<RateLimits>,
+    output: Arc<OutputEstimate>,
     observer: Option<Arc<dyn LimiterObserver>>,
 }
 
@@ -54,6 +56,7 @@ impl RateGate {
     pub fn new(limiter: Arc<dyn RateLimiter>, limits: RateLimits) -> Self {
         RateGate {
             limiter,
+            output: Arc::new(OutputEstimate::new(limits.expected_output_tokens())),
             limits: Arc::new(limits),
             observer: None,
         }
@@ -65,15 +68,18 @@ impl RateGate {
         self
     }
 
-    /// What `request` is assumed to take before it is sent.
-    pub fn cost_of(&self, request: &ModelRequest) -> Cost {
+    /// What `request` is assumed to take on `key` before it is sent: its
+    /// counted input, and the output this account and model have been
+    /// answering (never above the request's `max_output_tokens`).
+    pub fn cost_of(&self, key: &LimitKey, request: &ModelRequest) -> Cost {
         let input = request
             .rate
             .estimated_input_tokens
             .unwrap_or_else(|| rough_input_tokens(request));
+        let expected = self.output.expected(key);
         let output = request
             .max_output_tokens
-            .unwrap_or(self.limits.expected_output_tokens());
+            .map_or(expected, |most| most.min(expected));
         Cost::call(input, output)
     }
 
@@ -82,7 +88,7 @@ impl RateGate {
     /// the wait is longer than the gate's `max_wait` and the request names
     /// a claim to keep its slot under. Returns what was taken.
     pub async fn admit(&self, key: &LimitKey, request: &ModelRequest) -> Result<Cost, ModelError> {
-        let cost = self.cost_of(request);
+        let cost = self.cost_of(key, request);
         let limits = self.limits.of(&key.provider, &key.model);
         let acquired = self
             .limiter
@@ -142,8 +148,14 @@ impl RateGate {
     }
 
     /// Corrects what `taken` assumed with the `used` tokens the provider
-    /// reported; a call without usage (it failed) gives its output back.
+    /// reported (and learns the output from them); a call without usage
+    /// (it failed, or its provider reports none: all zeros) gives its
+    /// output back and keeps its input.
     pub async fn settle(&self, key: &LimitKey, taken: Cost, used: Option<&Usage>) {
+        let used = used.filter(|usage| usage.input_tokens > 0 || usage.output_tokens > 0);
+        if let Some(usage) = used {
+            self.output.learn(key, usage.output_tokens);
+        }
         if taken == Cost::default() {
             return;
         }

@@ -27,6 +27,7 @@ mod bucket;
 mod gate;
 pub mod headers;
 mod memory;
+mod output;
 mod table;
 
 use std::fmt;

@@ -12,8 +12,8 @@ use super::Limits;
 /// one gives its worker slot back (the step is deferred).
 pub const DEFAULT_MAX_WAIT_MS: u64 = 2_000;
 
-/// Output tokens a call is assumed to use before it is made, when it
-/// sets no `max_output_tokens`; the reported usage corrects it.
+/// Output tokens a call is assumed to use before any usage of its account
+/// and model is reported; then their running average stands in.
 pub const DEFAULT_EXPECTED_OUTPUT_TOKENS: u64 = 1_000;
 
 /// `[rate_limits]`: per-minute limits by provider account and model.
@@ -24,8 +24,10 @@ pub struct RateLimitsConfig {
     /// Longest wait for capacity a step awaits while holding its worker
     /// slot, in milliseconds; a longer one defers the step. Default 2000.
     pub max_wait_ms: u64,
-    /// Output tokens a call without `max_output_tokens` is assumed to
-    /// use until its usage is reported. Default 1000.
+    /// Output tokens a call is assumed to use before any usage of its
+    /// account and model is reported (then the running average of the
+    /// reported output stands in); never above a request's
+    /// `max_output_tokens`. Default 1000.
     pub expected_output_tokens: u64,
     /// Limits of every provider and model not listed below.
     pub default: Limits,
