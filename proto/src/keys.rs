@@ -249,6 +249,10 @@ pub mod records {
     /// Leases on webhook deliveries, by run id: the scheduler instance
     /// holding one is the only one sending or recording that delivery.
     pub const WEBHOOK_CLAIMS: &str = "webhook_claims";
+    /// Leases on threads, by thread id: the request holding one is the
+    /// only one deciding what the thread runs next (see the scheduler's
+    /// `lifecycle::thread_lease`).
+    pub const THREAD_LEASES: &str = "thread_leases";
     /// Follow marks of streamed runs, by run id.
     pub const FOLLOWED: &str = "followed";
     /// Headers of API batches, by batch id.

@@ -51,6 +51,10 @@ pub enum SchedulerError {
         "Thread is already running a task. Wait for it to finish or choose a different multitask strategy."
     )]
     ThreadBusy,
+    /// Another request kept deciding what the thread runs next for longer
+    /// than a request waits; nothing was written.
+    #[error("Thread is busy admitting another run; retry shortly.")]
+    ThreadContended,
     /// A run cannot be deleted while it runs.
     #[error("run '{0}' is still running; cancel it first")]
     RunStillRunning(String),

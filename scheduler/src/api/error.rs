@@ -160,9 +160,9 @@ impl From<SchedulerError> for ApiError {
             SchedulerError::UnknownRun(run) => {
                 ApiError::not_found(format!("Run '{run}' not found."))
             }
-            e @ (SchedulerError::NotInterrupted { .. } | SchedulerError::ThreadBusy) => {
-                ApiError::conflict(e.to_string())
-            }
+            e @ (SchedulerError::NotInterrupted { .. }
+            | SchedulerError::ThreadBusy
+            | SchedulerError::ThreadContended) => ApiError::conflict(e.to_string()),
             SchedulerError::RunStillRunning(_) => {
                 ApiError::conflict("Run is still running; cancel it first.")
             }

@@ -82,45 +82,59 @@ pub async fn create_checked(
             .await?;
     }
     let strategy = body.multitask_strategy.unwrap_or_default();
-    let admission = state.life.admit(&thread, strategy).await?;
-    let mut metadata = body.metadata.clone().unwrap_or_default();
-    metadata
-        .entry("assistant_id")
-        .or_insert_with(|| Value::String(assistant.assistant_id.clone()));
-    // Someone waits for a single run; an API batch queues with batches.
-    let priority = body.priority.unwrap_or(if batch_id.is_some() {
-        Priority::Batch
-    } else {
-        Priority::Interactive
-    });
-    let meta = RunMeta {
-        run_id: uuid::Uuid::now_v7().to_string(),
-        thread_id: thread.thread_id.clone(),
-        tenant: tenant.clone(),
-        assistant_id: assistant.assistant_id.clone(),
-        graph_id: assistant.graph_id.clone(),
-        metadata,
-        kwargs: kwargs(body),
-        multitask_strategy: strategy,
-        batch_id,
-        input,
-        files,
-        context,
-        cancelled: false,
-        priority,
-        created_at: Utc::now(),
-    };
-    // Before the run: a crash in between leaves a delivery whose run never
-    // comes (dropped by the delivery loop), never a run whose webhook is
-    // lost.
-    if let Some(url) = webhook {
-        let record = WebhookRecord::waiting(&meta, url);
-        webhooks(state.store()).put(&meta.run_id, &record).await?;
+    // One admission at a time per thread, and on the thread as it is once
+    // the lease is held: a request that raced this one has started or
+    // queued its run by then (see `lifecycle::thread_lease`).
+    let lease = state.life.lease_thread(&thread.thread_id).await?;
+    let admitted = async {
+        let thread = threads(state.store())
+            .get(&thread.thread_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))?;
+        let admission = state.life.admit(&thread, strategy).await?;
+        let mut metadata = body.metadata.clone().unwrap_or_default();
+        metadata
+            .entry("assistant_id")
+            .or_insert_with(|| Value::String(assistant.assistant_id.clone()));
+        // Someone waits for a single run; an API batch queues with batches.
+        let priority = body.priority.unwrap_or(if batch_id.is_some() {
+            Priority::Batch
+        } else {
+            Priority::Interactive
+        });
+        let meta = RunMeta {
+            run_id: uuid::Uuid::now_v7().to_string(),
+            thread_id: thread.thread_id.clone(),
+            tenant: tenant.clone(),
+            assistant_id: assistant.assistant_id.clone(),
+            graph_id: assistant.graph_id.clone(),
+            metadata,
+            kwargs: kwargs(body),
+            multitask_strategy: strategy,
+            batch_id,
+            input,
+            files,
+            context,
+            cancelled: false,
+            priority,
+            created_at: Utc::now(),
+        };
+        // Before the run: a crash in between leaves a delivery whose run never
+        // comes (dropped by the delivery loop), never a run whose webhook is
+        // lost.
+        if let Some(url) = webhook {
+            let record = WebhookRecord::waiting(&meta, url);
+            webhooks(state.store()).put(&meta.run_id, &record).await?;
+        }
+        state
+            .life
+            .submit(&meta, admission != Admission::Start)
+            .await?;
+        Ok::<_, ApiError>(meta)
     }
-    state
-        .life
-        .submit(&meta, admission != Admission::Start)
-        .await?;
+    .await;
+    state.life.release_thread(lease).await;
+    let meta = admitted?;
     in_flight::track(state, &meta).await?;
     Ok(meta)
 }

@@ -178,6 +178,50 @@ async fn reject_refuses_a_busy_thread_and_enqueue_waits_behind() {
     assert!(started.is_some(), "the queued run started");
 }
 
+/// Requests racing for one free thread, on threads of their own: one
+/// starts, the others see it and are refused (they used to see the thread
+/// free too, and each started a run on it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn racing_runs_on_a_free_thread_start_one() {
+    use tower::ServiceExt;
+    const RACERS: usize = 8;
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let racers: Vec<_> = (0..RACERS)
+        .map(|n| {
+            let router = api.router.clone();
+            let mut body = run_body(&format!("racer {n}"));
+            body["multitask_strategy"] = json!("reject");
+            let request = axum::http::Request::builder()
+                .method("POST")
+                .uri(format!("/threads/{thread_id}/runs"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(axum::body::Body::from(body.to_string()))
+                .unwrap();
+            tokio::spawn(async move { router.oneshot(request).await.unwrap().status() })
+        })
+        .collect();
+    let mut statuses = Vec::new();
+    for racer in racers {
+        statuses.push(racer.await.unwrap());
+    }
+    let started = statuses.iter().filter(|s| **s == StatusCode::OK).count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CONFLICT)
+        .count();
+    assert_eq!((started, refused), (1, RACERS - 1), "{statuses:?}");
+    let runs = api
+        .send("GET", &format!("/threads/{thread_id}/runs"), None)
+        .await;
+    assert_eq!(
+        runs.json().as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        runs.text
+    );
+}
+
 #[tokio::test]
 async fn interrupt_cancels_the_runs_ahead_and_keeps_them_listed() {
     let api = api().await;

@@ -15,6 +15,7 @@ pub mod cancel;
 pub mod multitask;
 pub mod queue;
 pub mod status;
+pub mod thread_lease;
 pub mod threads;
 
 use std::sync::Arc;
