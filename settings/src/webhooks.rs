@@ -30,6 +30,10 @@ pub struct WebhookSettings {
     /// Longest wait between two attempts, in milliseconds. Default:
     /// 3600000 (an hour: ten attempts span about three and a half hours).
     pub retry_max_ms: u64,
+    /// Whether webhooks may go to loopback, private, link-local and other
+    /// internal addresses. Default: false (public addresses only, so a
+    /// run's creator cannot make the scheduler reach internal services).
+    pub allow_private_destinations: bool,
 }
 
 impl Default for WebhookSettings {
@@ -40,6 +44,7 @@ impl Default for WebhookSettings {
             timeout_secs: 10,
             retry_initial_ms: 5_000,
             retry_max_ms: 3_600_000,
+            allow_private_destinations: false,
         }
     }
 }
@@ -52,6 +57,10 @@ impl std::fmt::Debug for WebhookSettings {
             .field("timeout_secs", &self.timeout_secs)
             .field("retry_initial_ms", &self.retry_initial_ms)
             .field("retry_max_ms", &self.retry_max_ms)
+            .field(
+                "allow_private_destinations",
+                &self.allow_private_destinations,
+            )
             .finish()
     }
 }

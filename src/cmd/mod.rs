@@ -99,6 +99,7 @@ pub fn webhooks(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::Webh
     );
     let mut config = deepfleet_scheduler::WebhookConfig::default();
     config.max_attempts = hooks.max_attempts;
+    config.allow_private = hooks.allow_private_destinations;
     config.timeout = Duration::from_secs(hooks.timeout_secs);
     config.backoff = Backoff {
         initial: Duration::from_millis(hooks.retry_initial_ms),

@@ -98,7 +98,8 @@ fn webhook_env(command: &mut Command) {
         .env("DEEPFLEET__WEBHOOKS__RETRY_INITIAL_MS", "200")
         .env("DEEPFLEET__WEBHOOKS__RETRY_MAX_MS", "1000")
         .env("DEEPFLEET__WEBHOOKS__MAX_ATTEMPTS", "200")
-        .env("DEEPFLEET__WEBHOOKS__TIMEOUT_SECS", "5");
+        .env("DEEPFLEET__WEBHOOKS__TIMEOUT_SECS", "5")
+        .env("DEEPFLEET__WEBHOOKS__ALLOW_PRIVATE_DESTINATIONS", "true");
 }
 
 /// The expected final status of each run, by run id.

@@ -8,6 +8,7 @@ use std::time::Duration;
 use deepfleet_proto::TenantId;
 
 use super::backoff::Backoff;
+use super::destination::check_literal;
 use super::error::WebhookError;
 use super::sign::Secret;
 use super::target::check_url;
@@ -22,11 +23,14 @@ pub struct WebhookConfig {
     pub timeout: Duration,
     /// The waits between attempts.
     pub backoff: Backoff,
+    /// Whether webhooks may go to loopback, private and other internal
+    /// addresses ([`super::destination`]); off by default.
+    pub allow_private: bool,
 }
 
 impl Default for WebhookConfig {
     /// No secrets (every webhook is refused), ten attempts of at most
-    /// 10 s, from 5 s apart up to an hour apart.
+    /// 10 s, from 5 s apart up to an hour apart, to public addresses only.
     fn default() -> Self {
         WebhookConfig {
             secrets: BTreeMap::new(),
@@ -36,6 +40,7 @@ impl Default for WebhookConfig {
                 initial: Duration::from_secs(5),
                 max: Duration::from_secs(3600),
             },
+            allow_private: false,
         }
     }
 }
@@ -54,10 +59,14 @@ impl WebhookConfig {
             .ok_or_else(|| WebhookError::NoSecret(tenant.to_string()))
     }
 
-    /// Checks a run's `webhook` for `tenant`: a URL a delivery can go to,
-    /// and a secret to sign it with. Returns the URL as it will be used.
+    /// Checks a run's `webhook` for `tenant`: a URL a delivery can go to
+    /// (not a literal internal address, unless those are allowed), and a
+    /// secret to sign it with. Returns the URL as it will be used.
     pub fn check(&self, tenant: &TenantId, url: &str) -> Result<String, WebhookError> {
         let url = check_url(url)?;
+        if !self.allow_private {
+            check_literal(&url)?;
+        }
         self.secret(tenant)?;
         Ok(url.to_string())
     }
@@ -86,5 +95,19 @@ mod tests {
             config.check(&acme, "ftp://x"),
             Err(WebhookError::Url(_))
         ));
+    }
+
+    #[test]
+    fn internal_addresses_are_refused_unless_allowed() {
+        let acme = TenantId::new("acme").unwrap();
+        let mut config =
+            WebhookConfig::default().with_secret(acme.clone(), Secret::parse("s").unwrap());
+        let metadata = "http://169.254.169.254/latest/meta-data";
+        assert!(matches!(
+            config.check(&acme, metadata),
+            Err(WebhookError::Url(why)) if why.contains("not a public address")
+        ));
+        config.allow_private = true;
+        assert_eq!(config.check(&acme, metadata).unwrap(), metadata);
     }
 }

@@ -69,7 +69,10 @@ impl WebhookDeliverer {
         state: ApiState,
         metrics: Option<Arc<Metrics>>,
     ) -> Result<Self, super::error::WebhookError> {
-        let sender = Sender::new(state.life.intake().webhooks().timeout)?;
+        let sender = Sender::new(
+            state.life.intake().webhooks().timeout,
+            state.life.intake().webhooks().allow_private,
+        )?;
         Ok(WebhookDeliverer {
             state,
             sender,

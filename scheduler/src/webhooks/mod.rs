@@ -2,7 +2,8 @@
 //!
 //! A run created with a `webhook` (over HTTP or the submission queue) is
 //! accepted only with an `http`/`https` URL and a signing secret for its
-//! tenant ([`WebhookConfig::check`]); a delivery record is written with
+//! tenant, to a public address unless private ones are allowed
+//! ([`WebhookConfig::check`], [`destination`]); a delivery record is written with
 //! it ([`crate::repo::webhooks`]). The delivery loop of every scheduler
 //! instance ([`WebhookDeliverer`]) sends the run's Run resource when the
 //! run ends, signed as Standard Webhooks does ([`sign`]), and tries again
@@ -12,6 +13,7 @@
 pub mod backoff;
 pub mod config;
 mod deliver;
+pub mod destination;
 pub mod error;
 mod payload;
 mod send;

@@ -2,11 +2,14 @@
 //! reading at most a little of the answer. No redirect is followed (a
 //! receiver moved is a failed attempt, not a delivery somewhere else).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
 use reqwest::header::{CONTENT_TYPE, USER_AGENT};
+use url::Url;
 
+use super::destination::{PublicOnly, check_literal};
 use super::error::WebhookError;
 use super::sign::{ID_HEADER, SIGNATURE_HEADER, Secret, TIMESTAMP_HEADER, signature};
 
@@ -30,11 +33,13 @@ pub enum Answer {
 #[derive(Clone)]
 pub struct Sender {
     client: reqwest::Client,
+    allow_private: bool,
 }
 
 impl Sender {
-    /// A sender whose attempts take at most `timeout`.
-    pub fn new(timeout: Duration) -> Result<Sender, WebhookError> {
+    /// A sender whose attempts take at most `timeout`, to public
+    /// addresses only unless `allow_private` ([`super::destination`]).
+    pub fn new(timeout: Duration, allow_private: bool) -> Result<Sender, WebhookError> {
         // reqwest is built without a TLS provider of its own; the binary
         // installs one at start. Refuse rather than panic without it.
         if rustls::crypto::CryptoProvider::get_default().is_none() {
@@ -42,17 +47,33 @@ impl Sender {
                 "no rustls crypto provider is installed".into(),
             ));
         }
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(CONNECT_TIMEOUT.min(timeout))
-            .redirect(reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none());
+        if !allow_private {
+            builder = builder.dns_resolver(Arc::new(PublicOnly));
+        }
+        let client = builder
             .build()
             .map_err(|e| WebhookError::Client(e.to_string()))?;
-        Ok(Sender { client })
+        Ok(Sender {
+            client,
+            allow_private,
+        })
     }
 
     /// POSTs `body` to `url` as delivery `id`, signed with `secret` now.
     pub async fn send(&self, url: &str, id: &str, secret: &Secret, body: &str) -> Answer {
+        // Checked when the run was created, and again here: the setting
+        // may have changed since, and a literal address is never resolved.
+        if !self.allow_private
+            && let Err(refused) = Url::parse(url)
+                .map_err(|e| WebhookError::Url(e.to_string()))
+                .and_then(|url| check_literal(&url))
+        {
+            return Answer::Unreachable(refused.to_string());
+        }
         let timestamp = Utc::now().timestamp();
         let request = self
             .client
