@@ -122,6 +122,40 @@ pub async fn listening(addr: &str) -> bool {
     false
 }
 
+/// The official JavaScript client, pinned, installed from the npm
+/// registry under `target/` the first time; returns its `node_modules`
+/// (for `NODE_PATH`). `None` (skip) without node or the registry outside
+/// CI, like [`python`].
+pub async fn node_sdk() -> Option<PathBuf> {
+    const SDK: &str = "@langchain/langgraph-sdk@1.15.0";
+    let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-node");
+    let modules = prefix.join("node_modules");
+    let manifest = modules.join("@langchain/langgraph-sdk/package.json");
+    let ready = std::fs::read_to_string(&manifest)
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .is_some_and(|package| package["version"] == "1.15.0");
+    if ready {
+        return Some(modules);
+    }
+    let installed = Command::new("npm")
+        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .arg(&prefix)
+        .arg(SDK)
+        .status()
+        .await
+        .is_ok_and(|s| s.success());
+    if installed {
+        return Some(modules);
+    }
+    let hint = format!(
+        "cannot install {SDK} into target/e2e-node (are node, npm and the registry there?)"
+    );
+    assert!(!services::in_ci(), "{hint}");
+    eprintln!("skipping: {hint}");
+    None
+}
+
 /// Runs the Python `flows` script against a scheduler of `fleet` serving
 /// `agents`, giving it the arguments `args` makes of the scheduler's URL
 /// and the submission queue; then stops everything. Fails unless the
@@ -138,12 +172,38 @@ pub async fn run_flows(
         fleet.shutdown().await.unwrap();
         return;
     };
+    run_client(
+        fleet,
+        agents,
+        &flows.display().to_string(),
+        limit,
+        |url, queue| {
+            let mut command = Command::new(&python);
+            command.arg(flows).args(args(url, queue));
+            command
+        },
+    )
+    .await;
+}
+
+/// Runs the command `client` makes of the URL of a scheduler of `fleet`
+/// serving `agents` (and its submission queue), then stops everything.
+/// Fails unless the scheduler listened and the client passed within
+/// `limit`.
+pub async fn run_client(
+    fleet: Fleet,
+    agents: &Path,
+    name: &str,
+    limit: Duration,
+    client: impl FnOnce(&str, &str) -> Command,
+) {
     let submissions = submissions(&fleet);
     let (mut scheduler, addr) = start_scheduler(&fleet, agents);
     let up = listening(&addr).await;
     let outcome = if up {
-        let args = args(&format!("http://{addr}"), &submissions);
-        let run = Command::new(&python).arg(flows).args(args).status();
+        let run = client(&format!("http://{addr}"), &submissions)
+            .kill_on_drop(true)
+            .status();
         tokio::time::timeout(limit, run).await
     } else {
         Ok(Ok(std::process::ExitStatus::default()))
@@ -151,7 +211,6 @@ pub async fn run_flows(
     let _ = scheduler.kill().await;
     delete_submission_queues(&submissions).await;
     fleet.shutdown().await.unwrap();
-    let name = flows.display();
     assert!(up, "the scheduler did not listen on {addr}");
     let status = outcome
         .unwrap_or_else(|_| panic!("{name} timed out"))

@@ -33,6 +33,7 @@ mod hitl;
 mod http_model;
 mod http_tools;
 mod interrupted_batch;
+mod js_sdk;
 mod limits;
 mod live_scheduler;
 mod manifest;

@@ -1,0 +1,171 @@
+// Walks the methods of the official JavaScript client
+// (@langchain/langgraph-sdk) against a deepfleet scheduler: each call
+// succeeds with the documented shape or fails with the documented status.
+//
+// Usage: node js_flows.cjs URL, with the SDK resolvable from NODE_PATH.
+// Exits non-zero on the first failed check.
+const { Client } = require("@langchain/langgraph-sdk");
+
+function check(cond, what) {
+  if (!cond) throw new Error(`FAILED: ${what}`);
+  console.log(`ok: ${what}`);
+}
+
+async function status(promise) {
+  try {
+    await promise;
+    return 200;
+  } catch (error) {
+    if (typeof error?.status === "number") return error.status;
+    throw error;
+  }
+}
+
+const say = (content) => ({ messages: [{ role: "user", content }] });
+const lastText = (values) => values.messages[values.messages.length - 1].content;
+
+async function assistants(client) {
+  const found = await client.assistants.search({ graphId: "helper" });
+  check(found.some((a) => a.metadata.created_by === "system"), "assistants.search lists the system assistant");
+  const created = await client.assistants.create({
+    graphId: "helper",
+    config: { configurable: { tone: "dry" } },
+    name: "dry helper",
+    metadata: { suite: "js" },
+  });
+  check(created.graph_id === "helper" && created.name === "dry helper", "assistants.create");
+  const got = await client.assistants.get(created.assistant_id);
+  check(got.assistant_id === created.assistant_id && got.metadata.suite === "js", "assistants.get");
+  check((await status(client.assistants.create({ graphId: "nope" }))) === 404, "assistants.create of an unknown graph is 404");
+  check(
+    (await status(client.assistants.create({ graphId: "helper", assistantId: created.assistant_id }))) === 409,
+    "assistants.create of an existing id is 409",
+  );
+  const doomed = await client.assistants.create({ graphId: "helper" });
+  await client.assistants.delete(doomed.assistant_id);
+  check((await status(client.assistants.get(doomed.assistant_id))) === 404, "assistants.delete");
+  return created;
+}
+
+async function threadsAndRuns(client, assistant) {
+  const thread = await client.threads.create({ metadata: { suite: "js" } });
+  check(thread.status === "idle" && thread.values === null, "threads.create: idle and empty");
+  const tid = thread.thread_id;
+  const values = await client.runs.wait(tid, "helper", { input: say("write notes") });
+  check(lastText(values) === "wrote notes", "runs.wait returns the final values");
+  check(values.files["/notes.md"].content === "hello notes", "files in the values");
+  check((await client.threads.get(tid)).status === "idle", "threads.get: idle after the run");
+  const state = await client.threads.getState(tid);
+  check(lastText(state.values) === "wrote notes" && typeof state.checkpoint.checkpoint_id === "string", "threads.getState");
+  const history = await client.threads.getHistory(tid);
+  check(Array.isArray(history) && history.length >= 1, "threads.getHistory");
+  const searched = await client.threads.search({ metadata: { suite: "js" } });
+  check(searched.some((t) => t.thread_id === tid), "threads.search by metadata");
+
+  const streamed = (await client.threads.create()).thread_id;
+  const events = [];
+  for await (const part of client.runs.stream(streamed, assistant.assistant_id, {
+    input: say("write draft"),
+    streamMode: ["values", "updates", "messages-tuple"],
+  })) {
+    events.push(part);
+  }
+  const names = events.map((e) => e.event);
+  check(names[0] === "metadata", `runs.stream: metadata first (${names.slice(0, 3)})`);
+  check(names.includes("values") && names.includes("updates") && names.includes("messages"), "runs.stream: every mode asked");
+  const finals = events.filter((e) => e.event === "values");
+  check(lastText(finals[finals.length - 1].data) === "wrote draft", "runs.stream: the last values are final");
+
+  const run = await client.runs.create(tid, "helper", { input: say("echo more") });
+  check(run.status === "pending" && run.thread_id === tid, "runs.create: a pending run");
+  const joined = await client.runs.join(tid, run.run_id);
+  check(lastText(joined) === "wrote notes", "runs.join returns the values");
+  check((await client.runs.get(tid, run.run_id)).status === "success", "runs.get");
+  check((await client.runs.list(tid)).length === 2, "runs.list");
+  check((await status(client.runs.get(tid, "00000000-0000-0000-0000-000000000000"))) === 404, "runs.get of an unknown run is 404");
+
+  const batch = await client.runs.createBatch(
+    [0, 1, 2].map((n) => ({ assistantId: "helper", input: say(`echo ${n}`) })),
+  );
+  check(batch.length === 3 && batch.every((r) => r.assistant_id && r.run_id), `runs.createBatch: ${JSON.stringify(batch)}`);
+
+  const busy = (await client.threads.create()).thread_id;
+  const looping = await client.runs.create(busy, "helper", { input: say("loop") });
+  check(
+    (await status(client.runs.create(busy, "helper", { input: say("echo x"), multitaskStrategy: "reject" }))) === 409,
+    "runs.create with reject on a busy thread is 409",
+  );
+  await client.runs.cancel(busy, looping.run_id, true);
+  check((await client.runs.get(busy, looping.run_id)).status === "interrupted", "runs.cancel (wait): interrupted");
+  await client.runs.delete(busy, looping.run_id);
+  check((await status(client.runs.get(busy, looping.run_id))) === 404, "runs.delete");
+
+  const gone = (await client.threads.create()).thread_id;
+  await client.threads.delete(gone);
+  check((await status(client.threads.get(gone))) === 404, "threads.delete");
+}
+
+async function interrupts(client) {
+  const hitl = (await client.threads.create()).thread_id;
+  const paused = await client.runs.wait(hitl, "helper", { input: say("remove old") });
+  check("__interrupt__" in paused, "a gated call surfaces as __interrupt__");
+  check((await client.threads.get(hitl)).status === "interrupted", "the thread is interrupted");
+  const resumed = await client.runs.wait(hitl, "helper", {
+    command: { resume: { decisions: [{ type: "approve" }] } },
+  });
+  check(lastText(resumed) === "removed old" && !("/old.md" in resumed.files), "resume with approve runs the call");
+}
+
+async function crons(client) {
+  const thread = (await client.threads.create()).thread_id;
+  const daily = await client.crons.createForThread(thread, "helper", {
+    schedule: "0 9 * * *",
+    input: say("echo tick"),
+    timezone: "Europe/Paris",
+    metadata: { suite: "js" },
+  });
+  check(daily.thread_id === thread && daily.enabled, "crons.createForThread");
+  const stateless = await client.crons.create("helper", {
+    schedule: "30 8 * * 1-5",
+    input: say("echo tick"),
+    metadata: { suite: "js" },
+  });
+  check(stateless.thread_id === null, "crons.create (stateless)");
+  const updated = await client.crons.update(stateless.cron_id, { schedule: "15 7 * * *", enabled: false });
+  check(updated.schedule === "15 7 * * *" && !updated.enabled, "crons.update");
+  const found = await client.crons.search({ metadata: { suite: "js" } });
+  check(found.length === 2, "crons.search by metadata");
+  check((await client.crons.count({ threadId: thread })) === 1, "crons.count by thread");
+  await client.crons.delete(daily.cron_id);
+  await client.crons.delete(stateless.cron_id);
+  check((await client.crons.search({ metadata: { suite: "js" } })).length === 0, "crons.delete");
+  check((await status(client.crons.delete(daily.cron_id))) === 404, "crons.delete of a deleted cron is 404");
+}
+
+async function store(client) {
+  await client.store.putItem(["js", "u1"], "prefs", { theme: "dark" });
+  await client.store.putItem(["js", "u2"], "prefs", { theme: "light" });
+  const item = await client.store.getItem(["js", "u1"], "prefs");
+  check(item.value.theme === "dark", "store.getItem");
+  const found = await client.store.searchItems(["js"], { filter: { theme: "light" } });
+  check(found.items.length === 1 && found.items[0].namespace[1] === "u2", "store.searchItems with a filter");
+  const spaces = await client.store.listNamespaces({ prefix: ["js"] });
+  check(spaces.namespaces.length === 2, "store.listNamespaces");
+  await client.store.deleteItem(["js", "u1"], "prefs");
+  check((await client.store.getItem(["js", "u1"], "prefs")) === null, "store.deleteItem");
+}
+
+async function main(url) {
+  const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0 } });
+  const assistant = await assistants(client);
+  await threadsAndRuns(client, assistant);
+  await interrupts(client);
+  await crons(client);
+  await store(client);
+  console.log("all JS flows passed");
+}
+
+main(process.argv[2]).catch((error) => {
+  console.error(error);
+  process.exit(1);
+});
