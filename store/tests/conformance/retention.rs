@@ -70,6 +70,13 @@ async fn assert_tree_gone(store: &dyn Store) {
             store.load_thread(thread).await.unwrap(),
             Checkpoint::default()
         );
+        assert!(
+            store
+                .checkpoints(thread, None, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
     assert_eq!(store.get_run("t1", "r1").await.unwrap(), None);
     assert_eq!(store.find_run("r1").await.unwrap(), None);
@@ -116,6 +123,7 @@ pub async fn a_later_run_keeps_its_thread(store: Arc<dyn Store>) {
     );
     tokio::time::sleep(PAST_EXPIRY).await;
     assert_eq!(store.load_thread("t1").await.unwrap().messages.len(), 2);
+    assert_eq!(store.checkpoints("t1", None, 10).await.unwrap().len(), 1);
     assert!(store.get_run("t1", "r1").await.unwrap().is_some());
     assert!(store.get_run("t1", "r2").await.unwrap().is_some());
 }
