@@ -51,7 +51,7 @@ pub use batches::Batches;
 pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
 pub use error::StoreError;
 pub use fan_in::FanIn;
-pub use history::{CheckpointState, History};
+pub use history::{CheckpointState, History, HistoryQuery};
 pub use items::Items;
 pub use record_index::{IndexEntry, Order, RecordIndex};
 pub use records::Records;

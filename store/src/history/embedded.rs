@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{CheckpointState, History, replay};
+use super::{CheckpointState, History, HistoryQuery, replay};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 
@@ -13,8 +13,7 @@ impl History for EmbeddedStore {
     async fn checkpoints(
         &self,
         thread_id: &str,
-        before: Option<u64>,
-        limit: usize,
+        query: &HistoryQuery,
     ) -> Result<Vec<CheckpointState>, StoreError> {
         let state = self.lock();
         let (Some(thread), Some(history)) =
@@ -22,6 +21,6 @@ impl History for EmbeddedStore {
         else {
             return Ok(Vec::new());
         };
-        Ok(replay(&thread.messages, history, before, limit))
+        Ok(replay(&thread.messages, history, query))
     }
 }

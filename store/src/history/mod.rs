@@ -123,6 +123,37 @@ pub struct CheckpointState {
     pub checkpoint: Checkpoint,
 }
 
+/// Which checkpoints [`History::checkpoints`] answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryQuery {
+    /// Only those with an id below this one (all when `None`).
+    pub before: Option<u64>,
+    /// At most this many, the newest.
+    pub limit: usize,
+    /// Only this checkpoint.
+    pub id: Option<u64>,
+    /// Only those made by this run.
+    pub run_id: Option<String>,
+}
+
+impl HistoryQuery {
+    /// The newest `limit` checkpoints.
+    pub fn newest(limit: usize) -> Self {
+        Self {
+            before: None,
+            limit,
+            id: None,
+            run_id: None,
+        }
+    }
+
+    fn wants(&self, id: u64, run_id: &str) -> bool {
+        self.before.is_none_or(|b| id < b)
+            && self.id.is_none_or(|want| id == want)
+            && self.run_id.as_deref().is_none_or(|want| want == run_id)
+    }
+}
+
 /// Thread history.
 ///
 /// Implementations must append a thread's history entry in the same
@@ -131,14 +162,12 @@ pub struct CheckpointState {
 /// checkpoint, and expire and delete it with the thread.
 #[async_trait]
 pub trait History: Send + Sync + 'static {
-    /// The thread's checkpoints newest first: those with an id below
-    /// `before` (all when `None`), at most `limit`. Empty for an unknown
-    /// thread.
+    /// The thread's checkpoints that `query` asks for, newest first.
+    /// Empty for an unknown thread.
     async fn checkpoints(
         &self,
         thread_id: &str,
-        before: Option<u64>,
-        limit: usize,
+        query: &HistoryQuery,
     ) -> Result<Vec<CheckpointState>, StoreError>;
 
     /// The thread at checkpoint `id`, or `None` when it has none such.
@@ -147,23 +176,43 @@ pub trait History: Send + Sync + 'static {
         thread_id: &str,
         id: u64,
     ) -> Result<Option<CheckpointState>, StoreError> {
-        let found = self.checkpoints(thread_id, id.checked_add(1), 1).await?;
-        Ok(found.into_iter().find(|c| c.id == id))
+        let query = HistoryQuery {
+            id: Some(id),
+            ..HistoryQuery::newest(1)
+        };
+        Ok(self.checkpoints(thread_id, &query).await?.pop())
     }
 }
 
-/// Replays `history` over `log` and keeps the checkpoints with an id
-/// below `before`, newest first, at most `limit`.
-pub(crate) fn replay<'a>(
+/// Replays `history` over `log` into the checkpoints `query` asks for,
+/// newest first. The checkpoints are picked first, so only those are
+/// built: the replay itself only applies each change's files and state.
+pub(crate) fn replay(
     log: &[LoggedMessage],
-    history: impl IntoIterator<Item = &'a Logged>,
-    before: Option<u64>,
-    limit: usize,
+    history: &[Logged],
+    query: &HistoryQuery,
 ) -> Vec<CheckpointState> {
+    let mut wanted: Vec<usize> = history
+        .iter()
+        .enumerate()
+        .rev()
+        .filter_map(|(i, Logged { change, .. })| match change.kind {
+            ChangeKind::Commit { step } => query
+                .wants(step.saturating_add(1), &change.run_id)
+                .then_some(i),
+            ChangeKind::Seed => None,
+        })
+        .take(query.limit)
+        .collect();
+    wanted.reverse();
+    let Some(&last) = wanted.last() else {
+        return Vec::new();
+    };
     let mut files = BTreeMap::new();
     let mut state = Map::new();
-    let mut kept = Vec::new();
-    for Logged { log_len, change } in history {
+    let mut kept = Vec::with_capacity(wanted.len());
+    let mut next = wanted.iter().peekable();
+    for (i, Logged { log_len, change }) in history.iter().enumerate().take(last + 1) {
         for (path, file) in &change.files {
             match file {
                 Some(file) => files.insert(path.clone(), file.clone()),
@@ -177,23 +226,20 @@ pub(crate) fn replay<'a>(
             }
             (_, None) => {}
         }
-        let ChangeKind::Commit { step } = change.kind else {
+        let (ChangeKind::Commit { step }, Some(_)) = (change.kind, next.next_if(|&&w| w == i))
+        else {
             continue;
         };
-        let id = step + 1;
-        if before.is_some_and(|b| id >= b) {
-            continue;
-        }
         let len = usize::try_from(*log_len)
             .unwrap_or(usize::MAX)
             .min(log.len());
         let messages = log[..len].to_vec();
         kept.push(CheckpointState {
-            id,
+            id: step.saturating_add(1),
             run_id: change.run_id.clone(),
             created_at: change.at,
             checkpoint: Checkpoint {
-                step: id,
+                step: step.saturating_add(1),
                 tokens: log_tokens(&messages),
                 messages,
                 files: files.clone(),
@@ -201,9 +247,6 @@ pub(crate) fn replay<'a>(
                 ..Checkpoint::default()
             },
         });
-        if kept.len() > limit {
-            kept.remove(0);
-        }
     }
     kept.reverse();
     kept
@@ -267,7 +310,7 @@ mod tests {
             commit(1, 3, &[("/x", Some("2")), ("/y", Some("3"))]),
             commit(2, 4, &[("/x", None)]),
         ];
-        let all = replay(&log, &history, None, 10);
+        let all = replay(&log, &history, &HistoryQuery::newest(10));
         assert_eq!(all.iter().map(|c| c.id).collect::<Vec<_>>(), [3, 2, 1]);
         assert_eq!(all[2].checkpoint.messages, log[..2]);
         assert_eq!(all[2].checkpoint.files["/x"], file("1"));
@@ -275,10 +318,24 @@ mod tests {
         assert!(!all[0].checkpoint.files.contains_key("/x"));
         assert_eq!(all[0].checkpoint.files.len(), 1);
         assert_eq!(all[1].checkpoint.state["n"], json!(1));
-        let page = replay(&log, &history, Some(3), 1);
+        let query = HistoryQuery {
+            before: Some(3),
+            ..HistoryQuery::newest(1)
+        };
+        let page = replay(&log, &history, &query);
         assert_eq!(page.len(), 1);
         assert_eq!(page[0].id, 2);
         assert_eq!(page[0].checkpoint.messages, log[..3]);
+        let by_id = HistoryQuery {
+            id: Some(1),
+            ..HistoryQuery::newest(10)
+        };
+        assert_eq!(replay(&log, &history, &by_id), all[2..]);
+        let by_run = HistoryQuery {
+            run_id: Some("other".into()),
+            ..HistoryQuery::newest(10)
+        };
+        assert!(replay(&log, &history, &by_run).is_empty());
     }
 
     #[test]
@@ -301,7 +358,7 @@ mod tests {
             first,
         ];
         let log = vec![message("hi"), message("ho")];
-        let all = replay(&log, &history, None, 10);
+        let all = replay(&log, &history, &HistoryQuery::newest(10));
         assert_eq!(all.len(), 1);
         assert_eq!(all[0].checkpoint.files["/s"], file("seed"));
         assert_eq!(all[0].checkpoint.state["todo"], json!(1));

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{Change, CheckpointState, History, Logged, replay};
+use super::{Change, CheckpointState, History, HistoryQuery, Logged, replay};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
@@ -23,8 +23,7 @@ impl History for RedisStore {
     async fn checkpoints(
         &self,
         thread_id: &str,
-        before: Option<u64>,
-        limit: usize,
+        query: &HistoryQuery,
     ) -> Result<Vec<CheckpointState>, StoreError> {
         let log_key = self.keys().thread_log(thread_id);
         let history_key = self.keys().thread_history(thread_id);
@@ -39,7 +38,7 @@ impl History for RedisStore {
             .map(|(i, raw)| self.codec().decode(&format!("{log_key}[{i}]"), raw))
             .collect::<Result<Vec<_>, _>>()?;
         let history = entries(self.codec(), &history_key, &history)?;
-        Ok(replay(&log, &history, before, limit))
+        Ok(replay(&log, &history, query))
     }
 }
 

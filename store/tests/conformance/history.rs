@@ -6,11 +6,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use deepfleet_store::{CommitOutcome, StepCommit, Store, ThreadSeed};
+use deepfleet_store::{CommitOutcome, HistoryQuery, StepCommit, Store, ThreadSeed};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::support::{commit, file, msg, object, record};
+
+fn before(id: u64, limit: usize) -> HistoryQuery {
+    HistoryQuery {
+        before: Some(id),
+        ..HistoryQuery::newest(limit)
+    }
+}
 
 /// Thread `t1`: run `r1` seeded with `task`, `/a.md` and `{"todos": []}`,
 /// then three steps; returns nothing, the store holds checkpoints 1..=3.
@@ -52,7 +59,10 @@ async fn three_steps(store: &dyn Store) {
 
 pub async fn each_commit_is_a_checkpoint(store: Arc<dyn Store>) {
     three_steps(&*store).await;
-    let all = store.checkpoints("t1", None, 10).await.unwrap();
+    let all = store
+        .checkpoints("t1", &HistoryQuery::newest(10))
+        .await
+        .unwrap();
     assert_eq!(all.iter().map(|c| c.id).collect::<Vec<_>>(), [3, 2, 1]);
     assert!(all.iter().all(|c| c.run_id == "r1"));
     assert!(all[0].created_at >= all[2].created_at);
@@ -89,21 +99,27 @@ pub async fn each_commit_is_a_checkpoint(store: Arc<dyn Store>) {
 
 pub async fn history_pages_back_from_before(store: Arc<dyn Store>) {
     three_steps(&*store).await;
-    let page = store.checkpoints("t1", Some(3), 1).await.unwrap();
+    let page = store.checkpoints("t1", &before(3, 1)).await.unwrap();
     assert_eq!(page.iter().map(|c| c.id).collect::<Vec<_>>(), [2]);
-    let rest = store.checkpoints("t1", Some(2), 10).await.unwrap();
+    let rest = store.checkpoints("t1", &before(2, 10)).await.unwrap();
     assert_eq!(rest.iter().map(|c| c.id).collect::<Vec<_>>(), [1]);
     assert!(
         store
-            .checkpoints("t1", Some(1), 10)
+            .checkpoints("t1", &before(1, 10))
             .await
             .unwrap()
             .is_empty()
     );
-    assert!(store.checkpoints("t1", None, 0).await.unwrap().is_empty());
     assert!(
         store
-            .checkpoints("nobody", None, 10)
+            .checkpoints("t1", &HistoryQuery::newest(0))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .checkpoints("nobody", &HistoryQuery::newest(10))
             .await
             .unwrap()
             .is_empty()
@@ -115,11 +131,26 @@ pub async fn history_pages_back_from_before(store: Arc<dyn Store>) {
     assert_eq!(store.checkpoint_at("t1", 4).await.unwrap(), None);
     assert_eq!(store.checkpoint_at("t1", 0).await.unwrap(), None);
     assert_eq!(store.checkpoint_at("t1", u64::MAX).await.unwrap(), None);
+    let by_run = HistoryQuery {
+        run_id: Some("r1".into()),
+        ..HistoryQuery::newest(2)
+    };
+    let ids: Vec<u64> = store
+        .checkpoints("t1", &by_run)
+        .await
+        .unwrap()
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert_eq!(ids, [3, 2]);
 }
 
 pub async fn a_later_run_leaves_earlier_checkpoints_alone(store: Arc<dyn Store>) {
     three_steps(&*store).await;
-    let before = store.checkpoints("t1", None, 10).await.unwrap();
+    let before = store
+        .checkpoints("t1", &HistoryQuery::newest(10))
+        .await
+        .unwrap();
     let run = record("t1", "r2");
     let seed = ThreadSeed {
         messages: vec![msg("again")],
@@ -128,13 +159,22 @@ pub async fn a_later_run_leaves_earlier_checkpoints_alone(store: Arc<dyn Store>)
     };
     store.create_run(&run, &seed).await.unwrap();
     // A seed is no checkpoint.
-    assert_eq!(store.checkpoints("t1", None, 10).await.unwrap(), before);
+    assert_eq!(
+        store
+            .checkpoints("t1", &HistoryQuery::newest(10))
+            .await
+            .unwrap(),
+        before
+    );
     let step = StepCommit {
         messages: vec![msg("five")],
         ..commit(&run, 3)
     };
     store.commit_step(&step).await.unwrap();
-    let after = store.checkpoints("t1", None, 10).await.unwrap();
+    let after = store
+        .checkpoints("t1", &HistoryQuery::newest(10))
+        .await
+        .unwrap();
     assert_eq!(after[1..], before[..]);
     let fourth = &after[0];
     assert_eq!((fourth.id, fourth.run_id.as_str()), (4, "r2"));
@@ -159,7 +199,14 @@ pub async fn a_commit_that_writes_nothing_records_nothing(store: Arc<dyn Store>)
     );
     let gone = commit(&record("t1", "nobody"), 3);
     assert_eq!(store.commit_step(&gone).await.unwrap(), CommitOutcome::Gone);
-    assert_eq!(store.checkpoints("t1", None, 10).await.unwrap().len(), 3);
+    assert_eq!(
+        store
+            .checkpoints("t1", &HistoryQuery::newest(10))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 conformance!(
