@@ -44,6 +44,12 @@ impl Keys {
         format!("{}:t:{{{thread}}}:files", self.prefix)
     }
 
+    /// List: the thread's history, one entry per change to it (a step's
+    /// commit or a run's seed), in commit order (`store/src/history/`).
+    pub fn thread_history(&self, thread: &str) -> String {
+        format!("{}:t:{{{thread}}}:history", self.prefix)
+    }
+
     /// Set: the ids of the runs made on the thread, so everything the
     /// thread owns is found without scanning (expiry, deletion).
     pub fn thread_run_ids(&self, thread: &str) -> String {
@@ -353,6 +359,7 @@ mod tests {
             k.thread_meta("t1"),
             k.thread_log("t1"),
             k.thread_files("t1"),
+            k.thread_history("t1"),
             k.run("t1", "r1"),
             k.fan_in("t1", "r1"),
             k.fan_in_expected("t1", "r1"),

@@ -3,13 +3,14 @@
 -- log only grows by RPUSH and files change one field at a time.
 --
 -- KEYS: 1 meta hash, 2 log list, 3 files hash, 4 run record,
---       5 fan-in hash, 6 fan-in expected count
+--       5 fan-in hash, 6 fan-in expected count, 7 history list
 -- ARGV: 1 the step being committed, 2 run record JSON,
 --       3 state JSON ('' = unchanged), 4 pending JSON ('' = none),
 --       5 fan-in expected count ('' = leave the fan-in alone),
 --       6 tokens of the appended messages (added to the running total),
 --       7 context cursor JSON ('' = unchanged),
---       8 message count n, 9 .. 8+n messages,
+--       8 the step's history entry (appended after the log length),
+--       9 message count n, 10 .. 9+n messages,
 --       then path, file pairs (file '' = delete the path)
 -- Returns {1, new step} when committed, {0, current step} on a conflict,
 -- {2, 0} when the run's record is gone (its thread was deleted or
@@ -25,12 +26,14 @@ if current ~= ARGV[1] then
   return {0, tonumber(current)}
 end
 
-local n = tonumber(ARGV[8])
-local first, last = 9, 8 + n
+local n = tonumber(ARGV[9])
+local first, last = 10, 9 + n
 -- unpack() is bounded by Lua's C stack, so long message lists go in chunks.
 for i = first, last, 1000 do
   redis.call('RPUSH', log, unpack(ARGV, i, math.min(i + 999, last)))
 end
+
+redis.call('RPUSH', KEYS[7], redis.call('LLEN', log), ARGV[8])
 
 for i = last + 1, #ARGV, 2 do
   if ARGV[i + 1] == '' then

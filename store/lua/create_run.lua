@@ -10,12 +10,13 @@
 -- those of its earlier runs too.
 --
 -- KEYS: 1 run record, 2 meta hash, 3 log list, 4 files hash,
---       5 run id set, 6 subagent thread set
+--       5 run id set, 6 subagent thread set, 7 history list
 -- ARGV: 1 run record JSON, 2 '1' when the state changes,
 --       3 the state the caller merged into ('' = none),
 --       4 the merged state JSON, 5 tokens of the seed messages,
 --       6 the run id, 7 the thread's key prefix (its runs' keys extend it),
---       8 message count n, 9 .. 8+n messages,
+--       8 the seed's history entry ('' = none; appended after the log
+--       length), 9 message count n, 10 .. 9+n messages,
 --       then path, file pairs
 -- Returns nil when the run existed, -1 when the state moved under the
 -- caller (merge again and retry), else the thread's step.
@@ -33,7 +34,7 @@ if ARGV[2] == '1' then
 end
 
 if redis.call('TTL', meta) >= 0 then
-  for _, key in ipairs({meta, KEYS[3], KEYS[4], KEYS[5], KEYS[6]}) do
+  for _, key in ipairs({meta, KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]}) do
     redis.call('PERSIST', key)
   end
   local prefix = ARGV[7]
@@ -53,14 +54,17 @@ if ARGV[5] ~= '0' then
   redis.call('HINCRBY', meta, 'tokens', ARGV[5])
 end
 
-local n = tonumber(ARGV[8])
-local first, last = 9, 8 + n
+local n = tonumber(ARGV[9])
+local first, last = 10, 9 + n
 -- unpack() is bounded by Lua's C stack, so long seeds go in chunks.
 for i = first, last, 1000 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, last)))
 end
 for i = last + 1, #ARGV, 2 do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
+end
+if ARGV[8] ~= '' then
+  redis.call('RPUSH', KEYS[7], redis.call('LLEN', KEYS[3]), ARGV[8])
 end
 
 return tonumber(redis.call('HGET', meta, 'step') or '0')

@@ -5,7 +5,7 @@
 -- ids this returns.
 --
 -- KEYS: 1 meta hash, 2 log list, 3 files hash, 4 run id set,
---       5 subagent thread set
+--       5 subagent thread set, 6 history list
 -- ARGV: 1 seconds to live ('0' = delete now),
 --       2 the run that ended ('' = whatever runs the thread has),
 --       3 the thread's key prefix, which its runs' keys extend
@@ -18,7 +18,7 @@ end
 
 local runs = redis.call('SMEMBERS', KEYS[4])
 local children = redis.call('SMEMBERS', KEYS[5])
-local keys = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]}
+local keys = {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]}
 local prefix = ARGV[3]
 for _, run in ipairs(runs) do
   keys[#keys + 1] = prefix .. 'run:' .. run

@@ -8,7 +8,7 @@
 //! proportional to what the step added, never to the conversation.
 //!
 //! The store is a set of small capability traits, one per kind of state
-//! ([`Specs`], [`Runs`], [`Checkpoints`], [`FanIn`], [`RunStreams`],
+//! ([`Specs`], [`Runs`], [`Checkpoints`], [`History`], [`FanIn`], [`RunStreams`],
 //! [`Records`], [`RecordIndex`], [`Items`], [`Batches`], [`Retention`],
 //! [`Spend`]); a
 //! caller that needs one takes that trait, a caller that needs everything
@@ -31,6 +31,7 @@ mod cipher;
 pub mod embedded;
 mod error;
 pub mod fan_in;
+pub mod history;
 pub mod items;
 pub mod prelude;
 pub mod record_index;
@@ -50,6 +51,7 @@ pub use batches::Batches;
 pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
 pub use error::StoreError;
 pub use fan_in::FanIn;
+pub use history::{CheckpointState, History, HistoryQuery};
 pub use items::Items;
 pub use record_index::{IndexEntry, Order, RecordIndex};
 pub use records::Records;
@@ -91,6 +93,7 @@ pub trait Store:
     + Admission
     + Runs
     + Checkpoints
+    + History
     + FanIn
     + RunStreams
     + Records
@@ -108,6 +111,7 @@ impl<T> Store for T where
         + Admission
         + Runs
         + Checkpoints
+        + History
         + FanIn
         + RunStreams
         + Records

@@ -21,6 +21,7 @@ pub use crate::admission::Admission;
 pub use crate::batches::Batches;
 pub use crate::checkpoints::Checkpoints;
 pub use crate::fan_in::FanIn;
+pub use crate::history::History;
 pub use crate::items::Items;
 pub use crate::record_index::RecordIndex;
 pub use crate::records::Records;

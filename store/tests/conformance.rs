@@ -90,6 +90,8 @@ mod batches;
 mod checkpoints;
 #[path = "conformance/fan_in.rs"]
 mod fan_in;
+#[path = "conformance/history.rs"]
+mod history;
 #[path = "conformance/items.rs"]
 mod items;
 #[path = "conformance/record_index.rs"]

@@ -35,6 +35,7 @@ pub use store_item::{
 pub use stream::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
 pub use system::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 pub use thread::{
-    CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCreateParams, ThreadSearchParams,
-    ThreadState, ThreadStatus,
+    CheckpointPointer, CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCreateParams,
+    ThreadHistoryParams, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
+    ThreadStatus,
 };

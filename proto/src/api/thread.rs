@@ -105,7 +105,7 @@ pub struct CheckpointRef {
     pub thread_id: String,
     /// Always empty: the root graph.
     pub checkpoint_ns: String,
-    /// The thread's step count.
+    /// The thread's step count right after the step that made it.
     pub checkpoint_id: String,
     /// Always null.
     pub checkpoint_map: Option<Map<String, Value>>,
@@ -114,8 +114,67 @@ pub struct CheckpointRef {
 /// A checkpoint's metadata.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct StateMetadata {
+    /// What made it: always `loop`, a step of the agent loop.
+    pub source: String,
     /// Steps committed on the thread.
     pub step: u64,
+    /// The run whose step made it; absent on a thread's current state,
+    /// which may also hold a newer run's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+/// Where a request points in a thread's history: a checkpoint id, or a
+/// checkpoint's address (as the SDKs send a ThreadState's `checkpoint`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum CheckpointPointer {
+    /// A checkpoint id.
+    Id(String),
+    /// A checkpoint's address; only its id is read.
+    Address {
+        /// The checkpoint id (none points nowhere: the latest).
+        #[serde(default)]
+        checkpoint_id: Option<String>,
+    },
+}
+
+impl CheckpointPointer {
+    /// The checkpoint id pointed at, if any.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            CheckpointPointer::Id(id) => Some(id),
+            CheckpointPointer::Address { checkpoint_id } => checkpoint_id.as_deref(),
+        }
+    }
+}
+
+/// `POST /threads/{id}/history` (`GET` takes `limit` and `before` as
+/// query parameters).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadHistoryParams {
+    /// At most this many checkpoints (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Only checkpoints older than this one.
+    #[serde(default)]
+    pub before: Option<CheckpointPointer>,
+    /// Only checkpoints whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// Only this checkpoint and older ones.
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointPointer>,
+}
+
+/// `POST /threads/{id}/state/checkpoint`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadStateCheckpointParams {
+    /// The checkpoint.
+    pub checkpoint: CheckpointPointer,
+    /// Accepted and ignored: a thread has no subgraphs.
+    #[serde(default)]
+    pub subgraphs: Option<bool>,
 }
 
 /// The ThreadState resource (`/state`, and each entry of `/history`).
@@ -129,9 +188,10 @@ pub struct ThreadState {
     pub checkpoint: CheckpointRef,
     /// Its metadata.
     pub metadata: StateMetadata,
-    /// When the thread last changed.
+    /// When the checkpoint was made (the thread's last change for its
+    /// current state).
     pub created_at: DateTime<Utc>,
-    /// Always null: earlier states are not kept as checkpoints.
+    /// The checkpoint before this one; null for the first.
     pub parent_checkpoint: Option<CheckpointRef>,
     /// Always empty.
     pub tasks: Vec<Value>,

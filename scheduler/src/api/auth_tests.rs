@@ -75,6 +75,7 @@ fn roles_follow_the_route() {
         (Method::POST, "/threads/search", Role::Read),
         (Method::POST, "/assistants/search", Role::Read),
         (Method::POST, "/threads/t/history", Role::Read),
+        (Method::POST, "/threads/t/state/checkpoint", Role::Read),
         (Method::POST, "/store/namespaces", Role::Read),
         (Method::POST, "/store/items/search", Role::Read),
         (Method::POST, "/threads", Role::Submit),

@@ -27,6 +27,7 @@ pub mod error;
 pub mod follow;
 pub mod follower;
 pub mod graphs;
+pub mod history;
 pub mod in_flight;
 pub mod modes;
 pub mod partials;
@@ -84,6 +85,7 @@ pub fn router(state: ApiState) -> Router {
     let tenanted = Router::new()
         .merge(assistants::routes())
         .merge(threads::routes())
+        .merge(history::routes())
         .merge(runs::routes())
         .merge(follow::routes())
         .merge(batches::routes())

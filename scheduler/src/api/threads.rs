@@ -1,4 +1,5 @@
-//! Threads: create, get, search, delete, state and history.
+//! Threads: create, get, search, delete and the current state (history
+//! and earlier states: `history.rs`).
 
 use std::collections::BTreeMap;
 
@@ -7,8 +8,7 @@ use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use deepfleet_proto::api::{
-    CheckpointRef, StateMetadata, Thread, ThreadCreateParams, ThreadSearchParams, ThreadState,
-    ThreadStatus,
+    Thread, ThreadCreateParams, ThreadSearchParams, ThreadState, ThreadStatus,
 };
 use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_proto::{Caller, TenantId};
@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::convert::{self, thread_values};
 use super::error::{ApiError, Body};
+use super::history::{checkpoint_ref, current_metadata, parent_ref};
 use super::search::{Paging, metadata_matches};
 use super::state::ApiState;
 use crate::repo::threads::{ThreadRecord, threads};
@@ -27,7 +28,6 @@ pub(super) fn routes() -> Router<ApiState> {
         .route("/threads/search", post(search))
         .route("/threads/{thread_id}", get(get_one).delete(delete))
         .route("/threads/{thread_id}/state", get(state_of))
-        .route("/threads/{thread_id}/history", get(history).post(history))
 }
 
 async fn create(
@@ -122,18 +122,6 @@ async fn state_of(
     Ok(Json(thread_state(&state, &record).await?))
 }
 
-/// The history holds one checkpoint, the current one: the message log is
-/// append-only, so earlier states are prefixes of it, but they are not
-/// kept as separate checkpoints.
-async fn history(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-) -> Result<Json<Vec<ThreadState>>, ApiError> {
-    let record = load(&state, &caller.tenant, &id).await?;
-    Ok(Json(vec![thread_state(&state, &record).await?]))
-}
-
 /// Loads `tenant`'s thread record or answers 404 (another tenant's
 /// thread is not found, as an unknown one is not).
 pub async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<ThreadRecord, ApiError> {
@@ -175,17 +163,10 @@ pub async fn thread_state(
     Ok(ThreadState {
         values: thread_values(&record.thread_id, &checkpoint),
         next: Vec::new(),
-        checkpoint: CheckpointRef {
-            thread_id: record.thread_id.clone(),
-            checkpoint_ns: String::new(),
-            checkpoint_id: checkpoint.step.to_string(),
-            checkpoint_map: None,
-        },
-        metadata: StateMetadata {
-            step: checkpoint.step,
-        },
+        checkpoint: checkpoint_ref(&record.thread_id, checkpoint.step),
+        metadata: current_metadata(checkpoint.step),
         created_at: record.updated_at,
-        parent_checkpoint: None,
+        parent_checkpoint: parent_ref(&record.thread_id, checkpoint.step),
         tasks: Vec::new(),
         interrupts: Vec::new(),
     })

@@ -131,18 +131,25 @@ async fn state_and_history_show_the_current_checkpoint() {
             "next": [],
             "checkpoint": {"thread_id": thread_id, "checkpoint_ns": "",
                 "checkpoint_id": "1", "checkpoint_map": null},
-            "metadata": {"step": 1},
+            "metadata": {"source": "loop", "step": 1},
             "created_at": body["created_at"],
             "parent_checkpoint": null,
             "tasks": [],
             "interrupts": [],
         })
     );
+    // The current state is the newest checkpoint, with its run.
     for method in ["GET", "POST"] {
         let history = api
             .send(method, &format!("/threads/{thread_id}/history"), None)
             .await;
-        assert_eq!(history.json(), json!([body]));
+        let history = history.json();
+        assert_eq!(history.as_array().map(Vec::len), Some(1));
+        assert_eq!(
+            (&history[0]["values"], &history[0]["checkpoint"]),
+            (&body["values"], &body["checkpoint"])
+        );
+        assert_eq!(history[0]["metadata"]["run_id"], run["run_id"]);
     }
     let thread = api
         .send("GET", &format!("/threads/{thread_id}"), None)

@@ -9,6 +9,7 @@ use deepfleet_proto::LoggedMessage;
 use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
 use crate::embedded::{EmbeddedStore, RunFanIn};
 use crate::error::StoreError;
+use crate::history::{Change, Logged};
 
 #[async_trait]
 impl Checkpoints for EmbeddedStore {
@@ -62,6 +63,15 @@ impl Checkpoints for EmbeddedStore {
             thread.state = custom.clone();
         }
         thread.pending = commit.pending.clone();
+        let log_len = thread.messages.len() as u64;
+        state
+            .history
+            .entry(commit.thread_id.clone())
+            .or_default()
+            .push(Logged {
+                log_len,
+                change: Change::of_commit(commit),
+            });
         let run_id = commit.run.run_id.clone();
         state.runs.insert(run_id.clone(), commit.run.clone());
         if let Some(expected) = commit.fan_in_expected {

@@ -4,7 +4,9 @@
 //! - `thread_meta`: hash with `step`, `published`, `tokens`, `state` (JSON
 //!   object), `pending` and `context` (JSON, absent = none);
 //! - `thread_log`: list of [`LoggedMessage`] JSON, only ever appended to;
-//! - `thread_files`: hash path -> [`deepfleet_proto::FileData`] JSON.
+//! - `thread_files`: hash path -> [`deepfleet_proto::FileData`] JSON;
+//! - `thread_history`: list of (log length, [`crate::history::Change`]
+//!   JSON) pairs, one per commit or seed (`store/src/history/`).
 //!
 //! `lua/commit_step.lua` writes a step (with the run record and the
 //! fan-in reset, in the same slot), `lua/load_thread.lua` reads all three
@@ -20,6 +22,7 @@ use serde_json::{Map, Value};
 
 use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
 use crate::error::StoreError;
+use crate::history::Change;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
@@ -124,6 +127,7 @@ fn commit_step_call(
             run_key,
             keys.fan_in(thread, run_id),
             keys.fan_in_expected(thread, run_id),
+            keys.thread_history(thread),
         ],
     )
     .arg(commit.step.to_string())
@@ -132,7 +136,8 @@ fn commit_step_call(
     .arg(pending)
     .arg(fan_in)
     .arg(log_tokens(&commit.messages).to_string())
-    .arg(context);
+    .arg(context)
+    .arg(codec.encode(&keys.thread_history(thread), &Change::of_commit(commit))?);
     let call = call.messages(codec, &keys.thread_log(thread), &commit.messages)?;
     commit.files.iter().try_fold(call, |call, (path, file)| {
         let file = match file {

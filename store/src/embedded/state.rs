@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::admission::window::Window;
 use crate::checkpoints::Checkpoint;
+use crate::history::Logged;
 use crate::items::table::ItemTable;
 use crate::record_index::table::IndexTable;
 
@@ -23,6 +24,8 @@ pub(crate) struct State {
     pub(crate) spec_versions: HashMap<String, AgentSpec>,
     pub(crate) runs: HashMap<String, RunRecord>,
     pub(crate) threads: HashMap<String, Checkpoint>,
+    /// Each thread's history, in commit order.
+    pub(crate) history: HashMap<String, Vec<Logged>>,
     pub(crate) fan_in: HashMap<String, RunFanIn>,
     pub(crate) cancels: HashSet<String>,
     pub(crate) batch_done: HashMap<String, VecDeque<String>>,
@@ -193,6 +196,7 @@ impl State {
     /// Deletes one thread and its runs (not its subagent threads).
     fn purge_thread(&mut self, thread: &str) -> Vec<String> {
         self.threads.remove(thread);
+        self.history.remove(thread);
         self.expiries.threads.remove(thread);
         let Some(owned) = self.owned.remove(thread) else {
             return Vec::new();
@@ -239,6 +243,7 @@ mod tests {
                 "cancels",
                 "expiries",
                 "fan_in",
+                "history",
                 "items",
                 "owned",
                 "record_deadlines",

@@ -81,7 +81,7 @@ fn holds(prefix: &str, key: &str) -> Holds {
         };
         return match part.split_once(':') {
             None if part == "meta" => Holds::Fields(&["state", "pending", "context"]),
-            None if part == "log" => Holds::Entries,
+            None if part == "log" || part == "history" => Holds::Entries,
             None if part == "files" => Holds::AllFields,
             Some(("run", _)) => Holds::Value,
             // `fanin:RUN` holds results, `fanin:RUN:n` the count.
@@ -280,6 +280,7 @@ mod tests {
             ),
             (keys.thread_log("t:1"), Holds::Entries),
             (keys.thread_files("t1"), Holds::AllFields),
+            (keys.thread_history("t1"), Holds::Entries),
             (keys.run("t1", "r:1"), Holds::Value),
             (keys.fan_in("t1", "r1"), Holds::AllFields),
             (keys.fan_in_expected("t1", "r1"), Holds::Nothing),

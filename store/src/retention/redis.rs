@@ -128,6 +128,7 @@ impl RedisStore {
                 keys.thread_files(thread),
                 keys.thread_run_ids(thread),
                 keys.thread_children(thread),
+                keys.thread_history(thread),
             ],
         )
         .arg(ttl.to_string())

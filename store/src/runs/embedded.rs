@@ -1,6 +1,7 @@
 //! Runs in the embedded store: the `runs` map by run id, the `cancels`
 //! set, and the seed applied to `threads` in the same critical section,
-//! where the run also joins what its thread owns (`owned`).
+//! where the run also joins what its thread owns (`owned`) and the seed
+//! is told to the thread's `history`.
 
 use async_trait::async_trait;
 use deepfleet_proto::RunRecord;
@@ -9,6 +10,7 @@ use super::{Runs, ThreadSeed};
 use crate::checkpoints::log_tokens;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::history::{Change, Logged};
 
 #[async_trait]
 impl Runs for EmbeddedStore {
@@ -32,7 +34,15 @@ impl Runs for EmbeddedStore {
         thread
             .state
             .extend(seed.state.iter().map(|(k, v)| (k.clone(), v.clone())));
-        Ok(Some(thread.step))
+        let (step, log_len) = (thread.step, thread.messages.len() as u64);
+        if let Some(change) = Change::of_seed(&run.run_id, seed) {
+            state
+                .history
+                .entry(run.thread_id.clone())
+                .or_default()
+                .push(Logged { log_len, change });
+        }
+        Ok(Some(step))
     }
 
     async fn get_run(

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::{Runs, ThreadSeed};
 use crate::checkpoints::log_tokens;
 use crate::error::StoreError;
+use crate::history::Change;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
@@ -202,6 +203,10 @@ fn create_run_call(
         Some((seen, merged)) => ("1", seen.unwrap_or(""), codec.encode(&meta, merged)?),
         None => ("0", "", String::new()),
     };
+    let history = match Change::of_seed(&run.run_id, seed) {
+        Some(change) => codec.encode(&keys.thread_history(thread), &change)?,
+        None => String::new(),
+    };
     let call = Call::new(
         &CREATE_RUN,
         vec![
@@ -211,6 +216,7 @@ fn create_run_call(
             keys.thread_files(thread),
             keys.thread_run_ids(thread),
             keys.thread_children(thread),
+            keys.thread_history(thread),
         ],
     )
     .arg(record)
@@ -219,7 +225,8 @@ fn create_run_call(
     .arg(merged)
     .arg(log_tokens(&seed.messages).to_string())
     .arg(run.run_id.as_str())
-    .arg(keys.thread_prefix(thread));
+    .arg(keys.thread_prefix(thread))
+    .arg(history);
     let call = call.messages(codec, &keys.thread_log(thread), &seed.messages)?;
     seed.files.iter().try_fold(call, |call, (path, file)| {
         let file: &FileData = file;

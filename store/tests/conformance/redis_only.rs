@@ -84,14 +84,14 @@ async fn redis_cluster_delete_prefix_reaches_every_master() {
         files: [("/f".to_owned(), file("f"))].into(),
         ..ThreadSeed::default()
     };
-    // Run record, meta (latest run, token total), log, files, run ids and
-    // run index: six keys per thread, spread over the slots of all three
-    // masters.
+    // Run record, meta (latest run, token total), log, files, history (the
+    // seed wrote a file), run ids and run index: seven keys per thread,
+    // spread over the slots of all three masters.
     for i in 0..30 {
         let run = record(&format!("thread-{i}"), &format!("run-{i}"));
         store.create_run(&run, &seed).await.unwrap();
     }
-    assert_eq!(store.delete_prefix().await.unwrap(), 180);
+    assert_eq!(store.delete_prefix().await.unwrap(), 210);
     assert_eq!(store.find_run("run-3").await.unwrap(), None);
     assert_eq!(store.delete_prefix().await.unwrap(), 0);
 }

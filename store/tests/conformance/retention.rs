@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deepfleet_proto::{RunEvent, RunStatus};
-use deepfleet_store::{Checkpoint, CommitOutcome, Retention, StepCommit, Store, ThreadSeed};
+use deepfleet_store::{
+    Checkpoint, CommitOutcome, HistoryQuery, Retention, StepCommit, Store, ThreadSeed,
+};
 use pretty_assertions::assert_eq;
 
 use crate::harness::{REDIS_URL, START_REDIS, connect, with_cleanup};
@@ -70,6 +72,13 @@ async fn assert_tree_gone(store: &dyn Store) {
             store.load_thread(thread).await.unwrap(),
             Checkpoint::default()
         );
+        assert!(
+            store
+                .checkpoints(thread, &HistoryQuery::newest(10))
+                .await
+                .unwrap()
+                .is_empty()
+        );
     }
     assert_eq!(store.get_run("t1", "r1").await.unwrap(), None);
     assert_eq!(store.find_run("r1").await.unwrap(), None);
@@ -116,6 +125,14 @@ pub async fn a_later_run_keeps_its_thread(store: Arc<dyn Store>) {
     );
     tokio::time::sleep(PAST_EXPIRY).await;
     assert_eq!(store.load_thread("t1").await.unwrap().messages.len(), 2);
+    assert_eq!(
+        store
+            .checkpoints("t1", &HistoryQuery::newest(10))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(store.get_run("t1", "r1").await.unwrap().is_some());
     assert!(store.get_run("t1", "r2").await.unwrap().is_some());
 }

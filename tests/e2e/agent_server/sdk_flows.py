@@ -51,7 +51,26 @@ async def main(url):
     state = await client.threads.get_state(tid)
     check(state["values"]["messages"][-1]["content"] == "wrote notes", "thread state")
     history = await client.threads.get_history(tid)
-    check(len(history) >= 1, "thread history")
+    ids = [h["checkpoint"]["checkpoint_id"] for h in history]
+    check(ids == ["3", "2", "1"], f"a checkpoint per step, newest first: {ids}")
+    check(history[0]["values"] == state["values"], "the newest checkpoint is the current state")
+    check(history[0]["parent_checkpoint"]["checkpoint_id"] == "2"
+          and history[-1]["parent_checkpoint"] is None, "each checkpoint names its parent")
+    first = history[-1]
+    check([m["type"] for m in first["values"]["messages"]] == ["human", "ai", "tool"]
+          and first["values"]["files"]["/notes.md"]["content"] == "hello notes",
+          "the first checkpoint holds the log and files as they were")
+    at = await client.threads.get_state(tid, checkpoint_id=first["checkpoint"]["checkpoint_id"])
+    check(at == first, "get_state(checkpoint_id) is that checkpoint")
+    at = await client.threads.get_state(tid, checkpoint=history[1]["checkpoint"])
+    check(at == history[1], "get_state(checkpoint) is that checkpoint")
+    page = await client.threads.get_history(tid, limit=1, before=history[0]["checkpoint"])
+    check(page == [history[1]], "history pages back from before")
+    try:
+        await client.threads.get_state(tid, checkpoint_id="99")
+        check(False, "unknown checkpoint refused")
+    except NotFoundError:
+        check(True, "an unknown checkpoint is 404")
     check((await client.threads.get(tid))["status"] == "idle", "thread idle after the run")
 
     # A second run on the same thread, created assistant, streamed.
@@ -75,6 +94,10 @@ async def main(url):
     check(got["status"] == "success", f"background run succeeded: {got['status']}")
     listed = await client.runs.list(tid)
     check(len(listed) == 2, f"two runs listed on the thread: {len(listed)}")
+    later = await client.threads.get_history(tid)
+    check(later[1:] == history, "a later run leaves the earlier checkpoints as they were")
+    mine = await client.threads.get_history(tid, metadata={"run_id": run["run_id"]})
+    check([h["checkpoint"]["checkpoint_id"] for h in mine] == ["4"], "history filters by run")
 
     # Stateless batch.
     batch = await client.runs.create_batch([

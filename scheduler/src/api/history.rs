@@ -1,0 +1,252 @@
+//! Time travel, the read side: a thread's checkpoints newest first
+//! (`/threads/{id}/history`) and its state at one of them
+//! (`/threads/{id}/state/{checkpoint_id}`, `/state/checkpoint`). A
+//! checkpoint id is the thread's step right after the step that made it
+//! (see `deepfleet_store::history`).
+
+use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::routing::{get, post};
+use axum::{Extension, Json, Router};
+use deepfleet_proto::Caller;
+use deepfleet_proto::api::{
+    CheckpointPointer, CheckpointRef, StateMetadata, ThreadHistoryParams, ThreadState,
+    ThreadStateCheckpointParams,
+};
+use deepfleet_store::{CheckpointState, HistoryQuery};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::convert::thread_values;
+use super::error::{ApiError, Body};
+use super::search::DEFAULT_LIMIT;
+use super::state::ApiState;
+use super::threads::{load, thread_state};
+
+/// The most checkpoints one history page holds: each is the whole
+/// thread as it was then.
+pub const MAX_HISTORY_LIMIT: usize = 1000;
+
+/// What a checkpoint's metadata says made it.
+const SOURCE: &str = "loop";
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route(
+            "/threads/{thread_id}/history",
+            get(history_get).post(history_post),
+        )
+        .route("/threads/{thread_id}/state/checkpoint", post(state_at_post))
+        .route(
+            "/threads/{thread_id}/state/{checkpoint_id}",
+            get(state_at_get),
+        )
+}
+
+/// `GET /threads/{id}/history`'s query parameters.
+#[derive(Debug, Default, Deserialize)]
+struct HistoryGetQuery {
+    limit: Option<usize>,
+    before: Option<String>,
+}
+
+async fn history_get(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    query: Result<Query<HistoryGetQuery>, QueryRejection>,
+) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::unprocessable(e.body_text()))?;
+    let params = ThreadHistoryParams {
+        limit: query.limit,
+        before: query.before.map(CheckpointPointer::Id),
+        ..ThreadHistoryParams::default()
+    };
+    history(&state, &caller, &id, &params).await
+}
+
+/// The body is optional: none is the default page.
+async fn history_post(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    let params = if body.iter().all(u8::is_ascii_whitespace) {
+        ThreadHistoryParams::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => ApiError::unprocessable(e.to_string()),
+            _ => ApiError::bad_request(e.to_string()),
+        })?
+    };
+    history(&state, &caller, &id, &params).await
+}
+
+async fn history(
+    state: &ApiState,
+    caller: &Caller,
+    id: &str,
+    params: &ThreadHistoryParams,
+) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    let record = load(state, &caller.tenant, id).await?;
+    let Some(query) = history_query(params)? else {
+        return Ok(Json(Vec::new()));
+    };
+    let found = state.store().checkpoints(&record.thread_id, &query).await?;
+    Ok(Json(
+        found
+            .iter()
+            .map(|c| checkpoint_state(&record.thread_id, c))
+            .collect(),
+    ))
+}
+
+async fn state_at_get(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path((id, checkpoint_id)): Path<(String, String)>,
+) -> Result<Json<ThreadState>, ApiError> {
+    state_at(&state, &caller, &id, Some(&checkpoint_id)).await
+}
+
+async fn state_at_post(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(body): Body<ThreadStateCheckpointParams>,
+) -> Result<Json<ThreadState>, ApiError> {
+    state_at(&state, &caller, &id, body.checkpoint.id()).await
+}
+
+/// The thread at `checkpoint_id`, or as it is now when none is named.
+async fn state_at(
+    state: &ApiState,
+    caller: &Caller,
+    id: &str,
+    checkpoint_id: Option<&str>,
+) -> Result<Json<ThreadState>, ApiError> {
+    let record = load(state, &caller.tenant, id).await?;
+    let Some(checkpoint_id) = checkpoint_id else {
+        return Ok(Json(thread_state(state, &record).await?));
+    };
+    let not_found = || ApiError::not_found(format!("Checkpoint '{checkpoint_id}' not found."));
+    let number = checkpoint_number(checkpoint_id).ok_or_else(not_found)?;
+    let found = state
+        .store()
+        .checkpoint_at(&record.thread_id, number)
+        .await?
+        .ok_or_else(not_found)?;
+    Ok(Json(checkpoint_state(&record.thread_id, &found)))
+}
+
+/// The store query a history request asks for, or `None` when its
+/// metadata filter can match no checkpoint.
+fn history_query(params: &ThreadHistoryParams) -> Result<Option<HistoryQuery>, ApiError> {
+    let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit > MAX_HISTORY_LIMIT {
+        return Err(ApiError::unprocessable(format!(
+            "limit must be at most {MAX_HISTORY_LIMIT}, got {limit}"
+        )));
+    }
+    let mut query = HistoryQuery::newest(limit);
+    query.before = pointed(params.before.as_ref(), "before")?;
+    if let Some(at) = pointed(params.checkpoint.as_ref(), "checkpoint")? {
+        // That checkpoint and older ones.
+        let bound = at.saturating_add(1);
+        query.before = Some(query.before.map_or(bound, |b| b.min(bound)));
+    }
+    let narrowed = params
+        .metadata
+        .as_ref()
+        .is_none_or(|filter| narrow(filter, &mut query));
+    Ok(narrowed.then_some(query))
+}
+
+/// The checkpoint number a request's pointer names (`None` when it names
+/// none); a malformed id is a 422 naming `field`.
+fn pointed(pointer: Option<&CheckpointPointer>, field: &str) -> Result<Option<u64>, ApiError> {
+    pointer
+        .and_then(CheckpointPointer::id)
+        .map(|raw| {
+            checkpoint_number(raw).ok_or_else(|| {
+                ApiError::unprocessable(format!("{field}: '{raw}' is not a checkpoint id"))
+            })
+        })
+        .transpose()
+}
+
+/// A checkpoint id's number.
+fn checkpoint_number(raw: &str) -> Option<u64> {
+    raw.parse().ok()
+}
+
+/// Narrows `query` by a metadata filter over the keys a checkpoint's
+/// metadata has (`source`, `step`, `run_id`); false when no checkpoint
+/// can match (another key, or another value of `source`).
+fn narrow(filter: &Map<String, Value>, query: &mut HistoryQuery) -> bool {
+    filter
+        .iter()
+        .all(|(key, value)| match (key.as_str(), value) {
+            ("source", Value::String(source)) => source == SOURCE,
+            ("step", step) => match step.as_u64() {
+                Some(step) if query.id.is_none_or(|id| id == step) => {
+                    query.id = Some(step);
+                    true
+                }
+                _ => false,
+            },
+            ("run_id", Value::String(run)) => {
+                query.run_id = Some(run.clone());
+                true
+            }
+            _ => false,
+        })
+}
+
+/// The address of checkpoint `id` of `thread_id`.
+pub fn checkpoint_ref(thread_id: &str, id: u64) -> CheckpointRef {
+    CheckpointRef {
+        thread_id: thread_id.to_owned(),
+        checkpoint_ns: String::new(),
+        checkpoint_id: id.to_string(),
+        checkpoint_map: None,
+    }
+}
+
+/// The parent of checkpoint `id`: the one before it, none for the first.
+pub fn parent_ref(thread_id: &str, id: u64) -> Option<CheckpointRef> {
+    (id > 1).then(|| checkpoint_ref(thread_id, id - 1))
+}
+
+/// The ThreadState resource of one checkpoint.
+fn checkpoint_state(thread_id: &str, found: &CheckpointState) -> ThreadState {
+    ThreadState {
+        values: thread_values(thread_id, &found.checkpoint),
+        next: Vec::new(),
+        checkpoint: checkpoint_ref(thread_id, found.id),
+        metadata: StateMetadata {
+            source: SOURCE.to_owned(),
+            step: found.id,
+            run_id: Some(found.run_id.clone()),
+        },
+        created_at: found.created_at,
+        parent_checkpoint: parent_ref(thread_id, found.id),
+        tasks: Vec::new(),
+        interrupts: Vec::new(),
+    }
+}
+
+/// The metadata of a thread's current state.
+pub fn current_metadata(step: u64) -> StateMetadata {
+    StateMetadata {
+        source: SOURCE.to_owned(),
+        step,
+        run_id: None,
+    }
+}
+
+#[cfg(test)]
+#[path = "history_tests.rs"]
+mod router_tests;

@@ -1,0 +1,186 @@
+//! Router tests of a thread's history and its state at a checkpoint.
+
+use axum::http::StatusCode;
+use deepfleet_proto::RunStatus;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::super::test_support::{TestApi, api, finish, run_body};
+
+/// A thread with two runs, each ended by one step: checkpoints 1 and 2.
+/// Returns the thread's and the runs' ids.
+async fn two_runs(api: &TestApi) -> (String, [String; 2]) {
+    let thread_id = api.thread().await;
+    let mut runs = Vec::new();
+    for text in ["hi", "again"] {
+        let run = api.run_on(&thread_id, run_body(text)).await;
+        let run_id = run["run_id"].as_str().unwrap().to_owned();
+        finish(api.store.as_ref(), &thread_id, &run_id, RunStatus::Success).await;
+        runs.push(run_id);
+    }
+    let [first, second] = <[String; 2]>::try_from(runs).unwrap();
+    (thread_id, [first, second])
+}
+
+fn ids(answer: &Value) -> Vec<&str> {
+    answer
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["checkpoint"]["checkpoint_id"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn history_lists_every_checkpoint_newest_first() {
+    let api = api().await;
+    let (thread_id, [first, second]) = two_runs(&api).await;
+    let path = format!("/threads/{thread_id}/history");
+    let all = api.send("POST", &path, Some(json!({}))).await;
+    assert_eq!(all.status, StatusCode::OK, "{}", all.text);
+    let all = all.json();
+    assert_eq!(ids(&all), ["2", "1"]);
+    let [newest, oldest] = [&all[0], &all[1]];
+    assert_eq!(
+        newest["parent_checkpoint"],
+        json!({"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": "1",
+            "checkpoint_map": null})
+    );
+    assert_eq!(oldest["parent_checkpoint"], Value::Null);
+    assert_eq!(
+        oldest["metadata"],
+        json!({"source": "loop", "step": 1, "run_id": first})
+    );
+    assert_eq!(newest["metadata"]["run_id"], json!(second));
+    let texts = |state: &Value| -> Vec<String> {
+        state["values"]["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(texts(oldest), ["hi", "done"]);
+    assert_eq!(texts(newest), ["hi", "done", "again", "done"]);
+    // The newest checkpoint is the thread as it is.
+    let now = api
+        .send("GET", &format!("/threads/{thread_id}/state"), None)
+        .await
+        .json();
+    assert_eq!(now["values"], newest["values"]);
+    assert_eq!(now["checkpoint"], newest["checkpoint"]);
+    assert_eq!(now["parent_checkpoint"], newest["parent_checkpoint"]);
+}
+
+#[tokio::test]
+async fn history_pages_and_filters() {
+    let api = api().await;
+    let (thread_id, [first, _]) = two_runs(&api).await;
+    let path = format!("/threads/{thread_id}/history");
+    let post = |body: Value| api.send("POST", &path, Some(body));
+    assert_eq!(ids(&post(json!({"limit": 1})).await.json()), ["2"]);
+    assert_eq!(ids(&post(json!({"before": "2"})).await.json()), ["1"]);
+    // SDKs pass a ThreadState's checkpoint as it came.
+    let before = json!({"before": {"thread_id": thread_id, "checkpoint_ns": "",
+        "checkpoint_id": "2", "checkpoint_map": null}});
+    assert_eq!(ids(&post(before).await.json()), ["1"]);
+    let at = json!({"checkpoint": {"checkpoint_id": "1"}});
+    assert_eq!(ids(&post(at).await.json()), ["1"]);
+    assert_eq!(
+        ids(&post(json!({"metadata": {"run_id": first}})).await.json()),
+        ["1"]
+    );
+    assert_eq!(
+        ids(&post(json!({"metadata": {"step": 2, "source": "loop"}}))
+            .await
+            .json()),
+        ["2"]
+    );
+    for nothing in [json!({"step": 1, "run_id": "other"}), json!({"user": "u"})] {
+        let none = post(json!({ "metadata": nothing })).await;
+        assert_eq!((none.status, ids(&none.json()).len()), (StatusCode::OK, 0));
+    }
+    let got = api
+        .send("GET", &format!("{path}?limit=1&before=2"), None)
+        .await;
+    assert_eq!(ids(&got.json()), ["1"]);
+
+    for bad in [
+        json!({"limit": 1001}),
+        json!({"before": "x"}),
+        json!({"limit": "ten"}),
+    ] {
+        let answer = post(bad.clone()).await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+    }
+    let bad_query = api.send("GET", &format!("{path}?limit=x"), None).await;
+    assert_eq!(bad_query.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let unknown = api
+        .send("POST", "/threads/nobody/history", Some(json!({})))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_state_at_a_checkpoint_is_its_history_entry() {
+    let api = api().await;
+    let (thread_id, _) = two_runs(&api).await;
+    let history = api
+        .send(
+            "POST",
+            &format!("/threads/{thread_id}/history"),
+            Some(json!({})),
+        )
+        .await
+        .json();
+    let at_get = api
+        .send("GET", &format!("/threads/{thread_id}/state/1"), None)
+        .await;
+    assert_eq!(at_get.status, StatusCode::OK, "{}", at_get.text);
+    assert_eq!(at_get.json(), history[1]);
+    let body = json!({"checkpoint": history[1]["checkpoint"], "subgraphs": false});
+    let at_post = api
+        .send(
+            "POST",
+            &format!("/threads/{thread_id}/state/checkpoint"),
+            Some(body),
+        )
+        .await;
+    assert_eq!(at_post.json(), history[1]);
+    // No checkpoint id: the state as it is now.
+    let now = api
+        .send(
+            "POST",
+            &format!("/threads/{thread_id}/state/checkpoint"),
+            Some(json!({"checkpoint": {}})),
+        )
+        .await;
+    assert_eq!(now.json()["checkpoint"]["checkpoint_id"], "2");
+
+    for missing in ["0", "3", "x", "18446744073709551616"] {
+        let answer = api
+            .send(
+                "GET",
+                &format!("/threads/{thread_id}/state/{missing}"),
+                None,
+            )
+            .await;
+        assert_eq!(
+            (answer.status, answer.json()["detail"].clone()),
+            (
+                StatusCode::NOT_FOUND,
+                json!(format!("Checkpoint '{missing}' not found."))
+            )
+        );
+    }
+    let other = api.send("GET", "/threads/nobody/state/1", None).await;
+    assert_eq!(other.status, StatusCode::NOT_FOUND);
+    let bad = api
+        .send(
+            "POST",
+            &format!("/threads/{thread_id}/state/checkpoint"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}

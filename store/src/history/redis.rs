@@ -1,0 +1,91 @@
+//! History on Redis: `thread_history`, a list in the thread's slot of
+//! (log length, [`Change`] JSON) pairs, appended by `lua/commit_step.lua`
+//! and `lua/create_run.lua` beside the change itself. `lua/load_history.lua`
+//! reads it with the log at once.
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use redis::Script;
+
+use super::{Change, CheckpointState, History, HistoryQuery, Logged, replay};
+use crate::error::StoreError;
+use crate::redis::RedisStore;
+use crate::redis::codec::Codec;
+use crate::redis::conn::Retry;
+use crate::redis::scripts::Call;
+
+static LOAD_HISTORY: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/load_history.lua")));
+
+#[async_trait]
+impl History for RedisStore {
+    async fn checkpoints(
+        &self,
+        thread_id: &str,
+        query: &HistoryQuery,
+    ) -> Result<Vec<CheckpointState>, StoreError> {
+        let log_key = self.keys().thread_log(thread_id);
+        let history_key = self.keys().thread_history(thread_id);
+        let call = Call::new(&LOAD_HISTORY, vec![log_key.clone(), history_key.clone()]);
+        let (log, history): (Vec<String>, Vec<String>) = self
+            .conn()
+            .call("load history", Retry::Once, |conn| call.invoke(conn))
+            .await?;
+        let log = log
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| self.codec().decode(&format!("{log_key}[{i}]"), raw))
+            .collect::<Result<Vec<_>, _>>()?;
+        let history = entries(self.codec(), &history_key, &history)?;
+        Ok(replay(&log, &history, query))
+    }
+}
+
+/// Decodes the history list's (log length, change) pairs.
+fn entries(codec: &Codec, key: &str, raw: &[String]) -> Result<Vec<Logged>, StoreError> {
+    raw.chunks(2)
+        .enumerate()
+        .map(|(i, pair)| {
+            let [len, change] = pair else {
+                return Err(StoreError::Corrupt {
+                    key: format!("{key}[{}]", 2 * i),
+                    reason: "a log length without its change".to_owned(),
+                });
+            };
+            let at = format!("{key}[{}]", 2 * i);
+            let log_len = codec
+                .open(&at, len)?
+                .parse()
+                .map_err(|e| StoreError::Corrupt {
+                    key: at.clone(),
+                    reason: format!("{len:?}: {e}"),
+                })?;
+            let change: Change = codec.decode(&format!("{key}[{}]", 2 * i + 1), change)?;
+            Ok(Logged { log_len, change })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unpaired_entry_is_corrupt() {
+        let raw = ["3".to_owned()];
+        assert!(matches!(
+            entries(&Codec::default(), "h", &raw),
+            Err(StoreError::Corrupt { key, .. }) if key == "h[0]"
+        ));
+    }
+
+    #[test]
+    fn a_bad_length_is_corrupt() {
+        let raw = ["x".to_owned(), "{}".to_owned()];
+        assert!(matches!(
+            entries(&Codec::default(), "h", &raw),
+            Err(StoreError::Corrupt { .. })
+        ));
+    }
+}
