@@ -137,7 +137,9 @@ pub fn replace_section(text: &str, item: u32, section: &str) -> String {
     let heading = format!("## {item}. ");
     if let Some(start) = text.find(&heading) {
         let body = start + heading.len();
-        let end = text[body..].find("\n## ").map_or(text.len(), |i| body + i + 1);
+        let end = text[body..]
+            .find("\n## ")
+            .map_or(text.len(), |i| body + i + 1);
         return format!("{}{section}{}", &text[..start], &text[end..]);
     }
     match text.find("## How it is measured") {
