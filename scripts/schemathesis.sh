@@ -82,10 +82,12 @@ ARGS=(
   --workers 1
   --seed "${SCHEMATHESIS_SEED:-1}"
 )
+# schemathesis keeps a cache in its working directory: the server's.
+VENV_BIN=$PWD/$VENV/bin
 STATUS=0
 if [ "$MODE" = long ]; then
   OUT=$WORK/schemathesis.out
-  timeout "$MAX_SECONDS" "$VENV/bin/schemathesis" --no-color "${ARGS[@]}" 2>&1 | tee "$OUT" || STATUS=$?
+  (cd "$WORK" && timeout "$MAX_SECONDS" "$VENV_BIN/schemathesis" --no-color "${ARGS[@]}") 2>&1 | tee "$OUT" || STATUS=$?
   {
     echo "# schemathesis against the scheduler's API"
     echo
@@ -105,7 +107,7 @@ if [ "$MODE" = long ]; then
   } >docs/schemathesis.md
   echo "[schemathesis] report written to docs/schemathesis.md" >&2
 else
-  timeout "$MAX_SECONDS" "$VENV/bin/schemathesis" --no-color "${ARGS[@]}" || STATUS=$?
+  (cd "$WORK" && timeout "$MAX_SECONDS" "$VENV_BIN/schemathesis" --no-color "${ARGS[@]}") || STATUS=$?
 fi
 if [ "$STATUS" != 0 ]; then
   echo "[schemathesis] failed (exit $STATUS); the server's log:" >&2
