@@ -542,13 +542,71 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
     all
 }
 
+/// The operations whose JSON answer supplies path parameters, each with
+/// the pointer into the body: the description links them to every
+/// operation those parameters address, which schemathesis's stateful
+/// phase follows (else it only ever asks for ids that do not exist).
+const SUPPLIERS: &[(&str, &str, &[(&str, &str)])] = &[
+    ("post", "/assistants", &[("assistant_id", "/assistant_id")]),
+    ("post", "/threads", &[("thread_id", "/thread_id")]),
+    ("post", "/threads/{thread_id}/runs", RUN),
+    ("post", "/runs", RUN),
+    (
+        "post",
+        "/runs/batch",
+        &[("thread_id", "/0/thread_id"), ("run_id", "/0/run_id")],
+    ),
+    ("post", "/runs/crons", CRON),
+    ("post", "/threads/{thread_id}/runs/crons", CRON),
+];
+const RUN: &[(&str, &str)] = &[("thread_id", "/thread_id"), ("run_id", "/run_id")];
+const CRON: &[(&str, &str)] = &[("cron_id", "/cron_id")];
+
+/// The links of `from`'s answer: one to each operation whose path
+/// parameters it all supplies.
+fn links(from: &Operation, operations: &[Operation]) -> Map<String, Value> {
+    let Some((_, _, supplied)) = SUPPLIERS
+        .iter()
+        .find(|(method, path, _)| *method == from.method && *path == from.path)
+    else {
+        return Map::new();
+    };
+    let mut links = Map::new();
+    for to in operations {
+        let needed: Vec<&str> = path_parameters(to.path).collect();
+        if needed.is_empty() || !needed.iter().all(|n| supplied.iter().any(|(s, _)| s == n)) {
+            continue;
+        }
+        let parameters: Map<String, Value> = supplied
+            .iter()
+            .filter(|(name, _)| needed.contains(name))
+            .map(|(name, pointer)| {
+                (
+                    (*name).to_owned(),
+                    json!(format!("$response.body#{pointer}")),
+                )
+            })
+            .collect();
+        links.insert(
+            operation_id(to),
+            json!({"operationId": operation_id(to), "parameters": parameters}),
+        );
+    }
+    links
+}
+
 fn build() -> Value {
     let mut schemas = Schemas::new();
     let operations = operations(&mut schemas);
     let mut paths = Map::new();
     for operation in &operations {
         let entry = paths.entry(operation.path).or_insert_with(|| json!({}));
-        entry[operation.method] = operation_json(operation);
+        let mut described = operation_json(operation);
+        let links = links(operation, &operations);
+        if !links.is_empty() {
+            described["responses"]["200"]["links"] = Value::Object(links);
+        }
+        entry[operation.method] = described;
     }
     json!({
         "openapi": "3.1.0",

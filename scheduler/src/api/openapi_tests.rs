@@ -188,3 +188,30 @@ fn the_page_cannot_be_closed_by_the_description() {
         r#"{"a":"\u003c/script>"}"#
     );
 }
+
+#[test]
+fn created_resources_link_to_the_operations_on_them() {
+    let doc = description();
+    let links = &doc["paths"]["/threads"]["post"]["responses"]["200"]["links"];
+    assert_eq!(
+        links["get_threads_by_thread_id"]["parameters"]["thread_id"],
+        "$response.body#/thread_id"
+    );
+    let ids: BTreeSet<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .map(|op| op["operationId"].as_str().unwrap().to_owned())
+        .collect();
+    for (_, path, _) in SUPPLIERS {
+        let Some(item) = doc["paths"][*path]["post"].as_object() else {
+            panic!("supplier {path} is not described");
+        };
+        let links = item["responses"]["200"]["links"].as_object().unwrap();
+        assert!(!links.is_empty(), "{path} links nowhere");
+        for link in links.values() {
+            assert!(ids.contains(link["operationId"].as_str().unwrap()));
+        }
+    }
+}
