@@ -207,6 +207,22 @@ where
     }
 }
 
+/// The answer to a path no route has: a 404 with a `detail`, like every
+/// other refusal (axum's own has no body).
+pub async fn no_route() -> ApiError {
+    ApiError::not_found("No such route; see /openapi.json for the API's routes.")
+}
+
+/// The answer to a method a route does not have: a 405 with a `detail`
+/// (axum keeps the `Allow` header).
+pub async fn no_method() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::InvalidRequest,
+        "This route does not take this method; see /openapi.json.",
+    )
+}
+
 /// A query string whose rejection is an [`ApiError`]: a value of the
 /// wrong type or a missing field is 422 with a `detail`, like a body's.
 pub struct QueryString<T>(pub T);

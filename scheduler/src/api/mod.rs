@@ -99,6 +99,8 @@ pub fn router(state: ApiState) -> Router {
         .merge(system::routes())
         .merge(openapi::routes())
         .merge(tenanted)
+        .fallback(error::no_route)
+        .method_not_allowed_fallback(error::no_method)
         .layer(layers)
         .with_state(state)
 }

@@ -215,3 +215,15 @@ fn created_resources_link_to_the_operations_on_them() {
         }
     }
 }
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_with_a_detail() {
+    let api = api().await;
+    let route = api.send("GET", "/nowhere", None).await;
+    assert_eq!(route.status, StatusCode::NOT_FOUND);
+    assert_eq!(route.json()["code"], "not_found", "{}", route.text);
+    let method = api.send("POST", "/threads/runs", None).await;
+    assert_eq!(method.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(method.json()["code"], "invalid_request", "{}", method.text);
+    assert!(method.header(axum::http::header::ALLOW).is_some());
+}
