@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs schemathesis (from PyPI, pinned, in target/schemathesis-venv)
-# against `deepfleet dev` serving examples/briefings with an API key:
+# against `deepfleet dev` serving examples/briefings (as the graph
+# `agent`) with an API key:
 # every operation of /openapi.json, stateless phases (examples, coverage,
 # fuzzing) then the stateful one, checking that no answer is a 5xx and
 # that every answer's status, content type and body match the
@@ -59,7 +60,10 @@ trap cleanup EXIT
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 ADDR=127.0.0.1:$PORT
 mapfile -t KEY < <("$BIN" api-key new --tenant default --role admin)
-cp examples/briefings/agent.yaml examples/briefings/script.yaml "$WORK/"
+# The example agent, served as `agent`: the graph the description's
+# example bodies name.
+sed 's/^name: briefings$/name: agent/' examples/briefings/agent.yaml >"$WORK/agent.yaml"
+cp examples/briefings/script.yaml "$WORK/"
 (
   cd "$WORK"
   DEEPFLEET__API__KEYS__SCHEMATHESIS="${KEY[1]}" RUST_LOG=${RUST_LOG:-warn} \
@@ -89,7 +93,7 @@ cat >"$WORK/schemathesis.toml" <<'TOML'
 parameters = { "body.assistant_id" = { dictionary = "graphs", probability = 0.9 }, "body.graph_id" = { dictionary = "graphs", probability = 0.9 } }
 
 [dictionaries]
-graphs = { values = ["briefings"] }
+graphs = { values = ["agent"] }
 TOML
 
 # schemathesis keeps a cache in its working directory: the server's.

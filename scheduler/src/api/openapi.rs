@@ -562,6 +562,31 @@ const SUPPLIERS: &[(&str, &str, &[(&str, &str)])] = &[
 const RUN: &[(&str, &str)] = &[("thread_id", "/thread_id"), ("run_id", "/run_id")];
 const CRON: &[(&str, &str)] = &[("cron_id", "/cron_id")];
 
+/// A request body that succeeds against a server serving a graph named
+/// `agent` (the name `langgraph dev` projects usually give theirs): the
+/// page's readers see one, and schemathesis's examples phase sends it.
+fn example(method: &str, path: &str) -> Option<Value> {
+    let run = json!({
+        "assistant_id": "agent",
+        "input": {"messages": [{"role": "user", "content": "Hello."}]},
+    });
+    match (method, path) {
+        ("post", "/assistants") => Some(json!({"graph_id": "agent"})),
+        ("post", "/runs/batch") => Some(json!([run])),
+        ("post", "/runs/crons" | "/threads/{thread_id}/runs/crons") => {
+            let mut cron = run;
+            cron["schedule"] = json!("*/5 * * * *");
+            Some(cron)
+        }
+        ("post", p)
+            if p.ends_with("/runs") || p.ends_with("/runs/wait") || p.ends_with("/runs/stream") =>
+        {
+            Some(run)
+        }
+        _ => None,
+    }
+}
+
 /// The links of `from`'s answer: one to each operation whose path
 /// parameters it all supplies.
 fn links(from: &Operation, operations: &[Operation]) -> Map<String, Value> {
@@ -658,9 +683,13 @@ fn operation_json(operation: &Operation) -> Value {
         "responses": responses,
     });
     if let Some(body) = &operation.body {
+        let mut content = json!({"schema": body});
+        if let Some(example) = example(operation.method, operation.path) {
+            content["example"] = example;
+        }
         out["requestBody"] = json!({
             "required": true,
-            "content": {"application/json": {"schema": body}},
+            "content": {"application/json": content},
         });
     }
     if !operation.keyed {

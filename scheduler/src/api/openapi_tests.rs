@@ -227,3 +227,32 @@ async fn unknown_routes_and_methods_answer_with_a_detail() {
     assert_eq!(method.json()["code"], "invalid_request", "{}", method.text);
     assert!(method.header(axum::http::header::ALLOW).is_some());
 }
+
+#[tokio::test]
+async fn every_example_body_is_accepted() {
+    let api = api().await;
+    let thread = api.thread().await;
+    let mut tried = 0;
+    for (path, item) in description()["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let example = &op["requestBody"]["content"]["application/json"]["example"];
+            // `/wait` and `/stream` follow the run to its end (no worker
+            // here); their example is `/runs`' own.
+            if example.is_null() || path.ends_with("/wait") || path.ends_with("/stream") {
+                continue;
+            }
+            let uri = path.replace("{thread_id}", &thread);
+            let answer = api
+                .send(&method.to_uppercase(), &uri, Some(example.clone()))
+                .await;
+            assert!(
+                answer.status.is_success(),
+                "{method} {path}: {} {}",
+                answer.status,
+                answer.text
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried >= 6, "only {tried} examples");
+}
