@@ -668,6 +668,20 @@ fn operation_json(operation: &Operation) -> Value {
                 json!({"description": "Done.", "content": {"application/json": {"schema": schema}}}),
             ),
             Success::Empty(status) => (status, json!({"description": "Done, no body."})),
+            // An event stream is described event by event (what
+            // schemathesis checks each event against).
+            Success::Text(status, "text/event-stream") => (
+                status,
+                json!({"description": "Events, until the run ends.", "content": {"text/event-stream": {"schema": {
+                    "type": "object",
+                    "required": ["event", "data"],
+                    "properties": {
+                        "event": {"type": "string"},
+                        "data": {"type": "string", "description": "JSON"},
+                        "id": {"type": "string"},
+                    },
+                }}}}),
+            ),
             Success::Text(status, media) => (
                 status,
                 json!({"description": "Done.", "content": {*media: {"schema": {"type": "string"}}}}),
