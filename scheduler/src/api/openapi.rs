@@ -187,7 +187,24 @@ fn drop_null_type(schema: &mut Value) {
 
 /// Every operation of the router.
 fn operations(s: &mut Schemas) -> Vec<Operation> {
-    let op = |method, path, summary, body, success| Operation {
+    let mut all = system(s);
+    all.extend(assistants_and_threads(s));
+    all.extend(runs(s));
+    all.extend(following(s));
+    all.extend(crons_and_store(s));
+    all.sort_by_key(|o| (o.path, o.method));
+    all
+}
+
+/// An operation that needs a key, has no query parameters.
+fn op(
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    body: Option<Schema>,
+    success: Vec<Success>,
+) -> Operation {
+    Operation {
         method,
         path,
         summary,
@@ -195,17 +212,30 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
         query: Vec::new(),
         success,
         keyed: true,
-    };
-    let any = || Schema::from(true);
-    let object = || json_schema!({"type": "object"});
-    let stream = || vec![Success::Text(200, "text/event-stream")];
-    // `/wait` and `/join` answer the thread's values (or the failure) in
-    // a JSON body, kept alive with blank lines while the run goes on.
-    let values = || vec![Success::Json(200, any())];
-    let run = s.response::<Run>();
-    let runs = s.response::<Vec<Run>>();
-    let run_params = s.request::<RunCreateParams>();
-    let mut all = vec![
+    }
+}
+
+fn any() -> Schema {
+    Schema::from(true)
+}
+
+fn object() -> Schema {
+    json_schema!({"type": "object"})
+}
+
+fn stream() -> Vec<Success> {
+    vec![Success::Text(200, "text/event-stream")]
+}
+
+/// `/wait` and `/join` answer the thread's values (or the failure) in a
+/// JSON body, kept alive with blank lines while the run goes on.
+fn values() -> Vec<Success> {
+    vec![Success::Json(200, any())]
+}
+
+/// The routes that need no key.
+fn system(s: &mut Schemas) -> Vec<Operation> {
+    vec![
         Operation {
             keyed: false,
             ..op(
@@ -256,6 +286,12 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
                 vec![Success::Text(200, "text/html")],
             )
         },
+    ]
+}
+
+/// Assistants and threads.
+fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
+    vec![
         op(
             "post",
             "/assistants",
@@ -333,6 +369,15 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
             None,
             vec![Success::Json(200, s.response::<Vec<ThreadState>>())],
         ),
+    ]
+}
+
+/// Runs: creation, listing, cancel.
+fn runs(s: &mut Schemas) -> Vec<Operation> {
+    let run_params = s.request::<RunCreateParams>();
+    let run = s.response::<Run>();
+    let runs = s.response::<Vec<Run>>();
+    vec![
         op(
             "post",
             "/threads/{thread_id}/runs",
@@ -381,6 +426,14 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
             run_params.clone(),
             vec![Success::Json(200, run.clone())],
         ),
+    ]
+}
+
+/// Following runs: waits, joins, streams, batches.
+fn following(s: &mut Schemas) -> Vec<Operation> {
+    let run_params = s.request::<RunCreateParams>();
+    let runs = s.response::<Vec<Run>>();
+    vec![
         op(
             "post",
             "/threads/{thread_id}/runs/wait",
@@ -450,6 +503,12 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
                 vec![Success::Json(200, s.response::<BatchRunsResponse>())],
             )
         },
+    ]
+}
+
+/// Crons and the long-term store.
+fn crons_and_store(s: &mut Schemas) -> Vec<Operation> {
+    vec![
         op(
             "post",
             "/runs/crons",
@@ -537,16 +596,14 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
             s.request::<NamespaceListParams>(),
             vec![Success::Json(200, s.response::<NamespaceListResponse>())],
         ),
-    ];
-    all.sort_by_key(|o| (o.path, o.method));
-    all
+    ]
 }
 
 /// The operations whose JSON answer supplies path parameters, each with
 /// the pointer into the body: the description links them to every
 /// operation those parameters address, which schemathesis's stateful
 /// phase follows (else it only ever asks for ids that do not exist).
-const SUPPLIERS: &[(&str, &str, &[(&str, &str)])] = &[
+const SUPPLIERS: &[(&str, &str, Supplied)] = &[
     ("post", "/assistants", &[("assistant_id", "/assistant_id")]),
     ("post", "/threads", &[("thread_id", "/thread_id")]),
     ("post", "/threads/{thread_id}/runs", RUN),
@@ -559,8 +616,10 @@ const SUPPLIERS: &[(&str, &str, &[(&str, &str)])] = &[
     ("post", "/runs/crons", CRON),
     ("post", "/threads/{thread_id}/runs/crons", CRON),
 ];
-const RUN: &[(&str, &str)] = &[("thread_id", "/thread_id"), ("run_id", "/run_id")];
-const CRON: &[(&str, &str)] = &[("cron_id", "/cron_id")];
+/// Path parameters and the JSON pointers of their values in an answer.
+type Supplied = &'static [(&'static str, &'static str)];
+const RUN: Supplied = &[("thread_id", "/thread_id"), ("run_id", "/run_id")];
+const CRON: Supplied = &[("cron_id", "/cron_id")];
 
 /// A request body that succeeds against a server serving a graph named
 /// `agent` (the name `langgraph dev` projects usually give theirs): the
