@@ -4,8 +4,9 @@
 # `agent`) with an API key:
 # every operation of /openapi.json, stateless phases (examples, coverage,
 # fuzzing) then the stateful one, checking that no answer is a 5xx and
-# that every answer's status, content type and body match the
-# description. Exits non-zero on any failure.
+# that every answer's status, content type, headers and body match the
+# description, and that a call without the key is refused. Exits
+# non-zero on any failure.
 #
 # Usage: scripts/schemathesis.sh [short|long]
 #   short (the default, within `make test`): few examples per operation,
@@ -79,7 +80,7 @@ curl -fsS "http://$ADDR/ok" >/dev/null || { cat "$WORK/dev.log" >&2; echo "deepf
 ARGS=(
   run "http://$ADDR/openapi.json"
   --header "x-api-key: ${KEY[0]}"
-  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance
+  --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,ignored_auth
   --phases examples,coverage,fuzzing,stateful
   --max-examples "$MAX_EXAMPLES"
   --request-timeout 30
@@ -109,7 +110,8 @@ if [ "$MODE" = long ]; then
     echo "$SCHEMATHESIS_VERSION, every operation of \`/openapi.json\` served by \`deepfleet dev\`"
     echo "with an API key, phases examples, coverage, fuzzing and stateful, at most"
     echo "$MAX_EXAMPLES examples per operation, seed ${SCHEMATHESIS_SEED:-1}. Checks: no 5xx, and"
-    echo "every answer's status, content type, headers and body as described."
+    echo "every answer's status, content type, headers and body as described, and"
+    echo "a call without the key refused."
     echo
     echo "- Date: $(date -u +%Y-%m-%dT%H:%MZ)"
     echo "- Commit: $(git rev-parse --short HEAD)"
