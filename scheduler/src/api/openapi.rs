@@ -154,18 +154,15 @@ impl Schemas {
             .collect()
     }
 
-    /// Every collected definition. A name both contracts describe keeps
-    /// the answer's schema only when both agree; the tests check they do.
+    /// Every collected definition, with `ErrorResponse` (every refusal's
+    /// body). A name both contracts describe is kept once: the tests
+    /// check that both describe it alike.
     fn into_components(mut self) -> Map<String, Value> {
+        self.responses.subschema_for::<ErrorResponse>();
         let mut all = self.requests.take_definitions(true);
         for (name, schema) in self.responses.take_definitions(true) {
             all.entry(name).or_insert(schema);
         }
-        all.insert(
-            "ErrorResponse".into(),
-            self.responses.subschema_for::<ErrorResponse>().to_value(),
-        );
-        all.extend(self.responses.take_definitions(true));
         all
     }
 }
