@@ -4,7 +4,7 @@ CARGO ?= cargo
 FUZZ_SECS ?= 600
 FUZZ_TEST_SECS ?= 20
 
-.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers
+.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers schemathesis
 
 build:
 	$(CARGO) build --release
@@ -13,12 +13,20 @@ build:
 ## end-to-end tests run, then runs every test (unit,
 ## conformance, end-to-end on embedded and distributed modes), then the
 ## promtool checks of alerts and dashboards, then each fuzz target for
-## FUZZ_TEST_SECS seconds from its kept corpus.
+## FUZZ_TEST_SECS seconds from its kept corpus, then a short schemathesis
+## run against the served OpenAPI description.
 test: up mcp-servers
 	$(CARGO) test --workspace --all-targets
 	CARGO=$(CARGO) scripts/check-observability.sh
 	scripts/helm.sh
 	FUZZ_SECS=$(FUZZ_TEST_SECS) CARGO=$(CARGO) scripts/fuzz.sh
+	CARGO=$(CARGO) scripts/schemathesis.sh short
+
+## A long schemathesis run (stateless and stateful phases, many examples
+## per operation) against `deepfleet dev`'s /openapi.json; its outcome is
+## written to docs/schemathesis.md.
+schemathesis:
+	CARGO=$(CARGO) scripts/schemathesis.sh long
 
 ## Runs each fuzz target of fuzz/ for FUZZ_SECS seconds, one after the
 ## other, and merges what adds coverage into fuzz/corpus/ (see

@@ -4,7 +4,7 @@
 //! (`GET /batches/{id}/runs?offset=&limit=`).
 
 use axum::Extension;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
@@ -17,7 +17,7 @@ use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 use serde_json::{Map, Value};
 
-use super::error::{ApiError, Body};
+use super::error::{ApiError, Body, QueryString};
 use super::in_flight;
 use super::run_create::create_checked;
 use super::run_request::{self, CheckedRun};
@@ -156,7 +156,7 @@ async fn page(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path(batch_id): Path<String>,
-    Query(query): Query<BatchRunsQuery>,
+    QueryString(query): QueryString<BatchRunsQuery>,
 ) -> Result<Json<BatchRunsResponse>, ApiError> {
     check_owner(&state, &caller.tenant, &batch_id).await?;
     let offset = query.offset.unwrap_or(0);

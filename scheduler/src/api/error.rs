@@ -4,7 +4,8 @@
 
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::api::ErrorResponse;
@@ -127,6 +128,10 @@ impl IntoResponse for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
+        // The store refused what the caller asked: the caller's mistake.
+        if let StoreError::Invalid(reason) = e {
+            return ApiError::unprocessable(reason);
+        }
         error!(error = %e, "store failure behind an API request");
         let status = if e.is_retryable() {
             StatusCode::SERVICE_UNAVAILABLE
@@ -202,6 +207,41 @@ where
     }
 }
 
+/// The answer to a path no route has: a 404 with a `detail`, like every
+/// other refusal (axum's own has no body).
+pub async fn no_route() -> ApiError {
+    ApiError::not_found("No such route; see /openapi.json for the API's routes.")
+}
+
+/// The answer to a method a route does not have: a 405 with a `detail`
+/// (axum keeps the `Allow` header).
+pub async fn no_method() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        ErrorCode::InvalidRequest,
+        "This route does not take this method; see /openapi.json.",
+    )
+}
+
+/// A query string whose rejection is an [`ApiError`]: a value of the
+/// wrong type or a missing field is 422 with a `detail`, like a body's.
+pub struct QueryString<T>(pub T);
+
+impl<S, T> FromRequestParts<S> for QueryString<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        match Query::<T>::from_request_parts(parts, state).await {
+            Ok(Query(value)) => Ok(QueryString(value)),
+            Err(rejection) => Err(ApiError::unprocessable(rejection.body_text())),
+        }
+    }
+}
+
 fn rejection_error(rejection: &JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonDataError(e) => ApiError::unprocessable(e.body_text()),
@@ -254,6 +294,11 @@ mod tests {
             !e.detail.contains("secret"),
             "no internals in the body: {}",
             e.detail
+        );
+        let e: ApiError = StoreError::Invalid("label 1 is empty".into()).into();
+        assert_eq!(
+            (e.status, e.detail.as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, "label 1 is empty")
         );
     }
 }

@@ -4,14 +4,14 @@
 
 use axum::Extension;
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{RunCreateParams, RunStreamQuery, StreamMode};
 
-use super::error::{ApiError, Body};
+use super::error::{ApiError, Body, QueryString};
 use super::follower::sse_response;
 use super::in_flight;
 use super::modes::Modes;
@@ -99,7 +99,7 @@ async fn join_stream(
     Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
     headers: HeaderMap,
-    Query(query): Query<RunStreamQuery>,
+    QueryString(query): QueryString<RunStreamQuery>,
 ) -> Result<Response, ApiError> {
     let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     let mode = query.stream_mode.map(StreamMode::One);

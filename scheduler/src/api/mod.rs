@@ -3,13 +3,14 @@
 //!
 //! Routes are split by resource: [`assistants`], [`threads`], [`runs`]
 //! (creation, listing, cancel), [`follow`] (wait, join, streaming) and
-//! [`system`] (`/ok`, `/info`, `/metrics`), [`store_items`] (the long-term
+//! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
+//! `/docs`: the description of all of them), [`store_items`] (the long-term
 //! store), [`crons`] (schedules; [`cron_search`] their search), plus
 //! [`batches`] to follow thousands of runs. Creating a run is
 //! [`run_request`] (every check, before anything is written), then
 //! [`run_create`]; the Run resource is [`run_resource`], following one
 //! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
-//! Every failure is an [`ApiError`]. Every route but the system ones
+//! Every failure is an [`ApiError`]. Every route but the system and description ones
 //! passes [`auth`] first, which resolves the caller's key to its tenant
 //! and role; handlers take the [`Caller`](deepfleet_proto::Caller) as an
 //! extension and see only that tenant's records. One `ServiceBuilder` adds request
@@ -30,6 +31,7 @@ pub mod graphs;
 pub mod history;
 pub mod in_flight;
 pub mod modes;
+pub mod openapi;
 pub mod partials;
 pub mod run_create;
 pub mod run_request;
@@ -97,7 +99,10 @@ pub fn router(state: ApiState) -> Router {
         ));
     Router::new()
         .merge(system::routes())
+        .merge(openapi::routes())
         .merge(tenanted)
+        .fallback(error::no_route)
+        .method_not_allowed_fallback(error::no_method)
         .layer(layers)
         .with_state(state)
 }

@@ -4,7 +4,7 @@
 //! [`Lifecycle`](crate::lifecycle::Lifecycle)'s.
 
 use axum::Extension;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -14,7 +14,7 @@ use deepfleet_proto::api::{Run, RunCancelQuery, RunCreateParams, RunListQuery};
 use deepfleet_proto::keys::records::thread_runs;
 use deepfleet_store::Order;
 
-use super::error::{ApiError, Body};
+use super::error::{ApiError, Body, QueryString};
 use super::run_create::create_run;
 use super::run_resource::{load_run, run_headers, run_resource};
 use super::search::Paging;
@@ -66,7 +66,7 @@ async fn list(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
-    Query(query): Query<RunListQuery>,
+    QueryString(query): QueryString<RunListQuery>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
     threads::load(&state, &caller.tenant, &thread_id).await?;
     let mut paging = Paging::new(query.offset, query.limit, query.status.is_some());
@@ -130,7 +130,7 @@ async fn cancel(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
-    Query(query): Query<RunCancelQuery>,
+    QueryString(query): QueryString<RunCancelQuery>,
 ) -> Result<Response, ApiError> {
     let mut meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
     let rollback = match query.action.as_deref() {

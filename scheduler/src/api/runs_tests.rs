@@ -324,7 +324,8 @@ async fn listing_filters_by_status_and_pages() {
     let unknown = api.send("GET", "/threads/nope/runs", None).await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     let bad = api.send("GET", &format!("{path}?limit=ten"), None).await;
-    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(bad.json()["code"], "invalid_request", "{}", bad.text);
 }
 
 #[tokio::test]

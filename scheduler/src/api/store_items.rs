@@ -7,7 +7,7 @@
 //! cannot name another tenant's items.
 
 use axum::Extension;
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::{post, put};
 use axum::{Json, Router};
@@ -19,7 +19,7 @@ use deepfleet_proto::item::{ItemSearch, NamespaceQuery, validate_item_address, v
 use deepfleet_proto::tenant::{caller_namespace, store_namespace};
 use deepfleet_proto::{Caller, Item, TenantId};
 
-use super::error::{ApiError, Body};
+use super::error::{ApiError, Body, QueryString};
 use super::state::ApiState;
 
 pub(super) fn routes() -> Router<ApiState> {
@@ -67,7 +67,7 @@ fn split_namespace(joined: Option<&str>) -> Vec<String> {
 async fn get_item(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
-    Query(query): Query<ItemGetQuery>,
+    QueryString(query): QueryString<ItemGetQuery>,
 ) -> Result<Json<Option<Item>>, ApiError> {
     let namespace = split_namespace(query.namespace.as_deref());
     validate_item_address(&namespace, &query.key)
@@ -124,10 +124,15 @@ async fn namespaces(
     Extension(caller): Extension<Caller>,
     Body(body): Body<NamespaceListParams>,
 ) -> Result<Json<NamespaceListResponse>, ApiError> {
+    let prefix = body.prefix.unwrap_or_default();
+    let suffix = body.suffix.unwrap_or_default();
+    validate_prefix(&prefix)
+        .and_then(|()| validate_prefix(&suffix))
+        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
     let defaults = NamespaceQuery::default();
     let query = NamespaceQuery {
-        prefix: store_namespace(&caller.tenant, &body.prefix.unwrap_or_default()),
-        suffix: body.suffix.unwrap_or_default(),
+        prefix: store_namespace(&caller.tenant, &prefix),
+        suffix,
         // The tenant's root label is one more.
         max_depth: body.max_depth.map(|depth| depth.saturating_add(1)),
         limit: body.limit.unwrap_or(defaults.limit),

@@ -94,8 +94,10 @@ async fn bad_addresses_and_bodies_are_refused() {
     assert_eq!(not_object.status, StatusCode::UNPROCESSABLE_ENTITY);
     let bad_get = api.send("GET", "/store/items?key=k", None).await;
     assert_eq!(bad_get.status, StatusCode::BAD_REQUEST);
+    // A query string missing a field is refused as a body would be.
     let no_key = api.send("GET", "/store/items?namespace=a", None).await;
-    assert_eq!(no_key.status, StatusCode::BAD_REQUEST);
+    assert_eq!(no_key.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(no_key.json()["code"], "invalid_request", "{}", no_key.text);
     let bad_delete = api
         .send("DELETE", "/store/items", Some(json!({"namespace": ["a"]})))
         .await;
@@ -126,4 +128,26 @@ async fn bad_addresses_and_bodies_are_refused() {
         .send("POST", "/store/namespaces", Some(json!({"limit": -1})))
         .await;
     assert_eq!(bad_namespaces.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn empty_namespace_labels_are_refused_with_422() {
+    let api = api().await;
+    for body in [json!({"prefix": [""]}), json!({"suffix": ["a", ""]})] {
+        let answer = api.send("POST", "/store/namespaces", Some(body)).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            answer.text
+        );
+    }
+    let missing = api.send("GET", "/store/items?namespace=", None).await;
+    assert_eq!(missing.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        missing.json()["code"],
+        "invalid_request",
+        "{}",
+        missing.text
+    );
 }

@@ -1,0 +1,259 @@
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use axum::http::StatusCode;
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use super::*;
+use crate::api::auth::{ApiKeys, key_line};
+use crate::api::test_support::{api, api_with};
+use deepfleet_proto::tenant::{Role, TenantId};
+
+/// Methods a route may have (HEAD follows GET in axum).
+const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
+
+/// The paths the API modules route: the literal after each `.route(` in
+/// a `fn routes()` of `src/api/`. The methods are the router's own
+/// answer (see [`routed`]), so only the path needs reading from source.
+fn source_paths() -> BTreeSet<String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api");
+    let mut paths = BTreeSet::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let file = entry.unwrap().path();
+        let name = file.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".rs") || name.ends_with("_tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let Some(start) = text.find("fn routes()") else {
+            continue;
+        };
+        let body = &text[start..];
+        let body = &body[..body.find("\n}").unwrap()];
+        for piece in body.split(".route(").skip(1) {
+            let literal = piece.trim_start().strip_prefix('"').unwrap_or_else(|| {
+                panic!("{name}: a route's path is not a string literal: {piece}")
+            });
+            paths.insert(literal[..literal.find('"').unwrap()].to_owned());
+        }
+    }
+    paths
+}
+
+/// Every `METHOD path` the router answers: each method of each routed
+/// path that is not 405 (the parameters filled with `probe`).
+async fn routed() -> BTreeSet<String> {
+    let api = api().await;
+    let mut found = BTreeSet::new();
+    for path in source_paths() {
+        let uri = path
+            .split('/')
+            .map(|s| if s.starts_with('{') { "probe" } else { s })
+            .collect::<Vec<_>>()
+            .join("/");
+        for method in METHODS {
+            let answer = api.send(method, &uri, None).await;
+            if answer.status != StatusCode::METHOD_NOT_ALLOWED {
+                found.insert(format!("{method} {path}"));
+            }
+        }
+    }
+    found
+}
+
+fn described() -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for (path, item) in description()["paths"].as_object().unwrap() {
+        for method in item.as_object().unwrap().keys() {
+            found.insert(format!("{} {path}", method.to_uppercase()));
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn every_route_is_described_and_every_description_routed() {
+    let routed = routed().await;
+    let described = described();
+    let undescribed: Vec<_> = routed.difference(&described).collect();
+    let unrouted: Vec<_> = described.difference(&routed).collect();
+    assert!(
+        undescribed.is_empty() && unrouted.is_empty(),
+        "routes without a description (add each to its resource's list, e.g. \
+         `assistants_and_threads`, in scheduler/src/api/openapi.rs): {undescribed:?}; \
+         described but not routed: {unrouted:?}"
+    );
+}
+
+#[test]
+fn the_source_scan_finds_the_routes() {
+    let paths = source_paths();
+    for path in [
+        "/ok",
+        "/openapi.json",
+        "/threads/{thread_id}/runs/{run_id}/stream",
+    ] {
+        assert!(paths.contains(path), "{path} not found in {paths:?}");
+    }
+}
+
+/// Every `$ref` in `value`.
+fn refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                match (key.as_str(), inner) {
+                    ("$ref", Value::String(target)) => out.push(target.clone()),
+                    _ => refs(inner, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_reference_resolves() {
+    let doc = description();
+    let mut found = Vec::new();
+    refs(doc, &mut found);
+    assert!(!found.is_empty());
+    for target in found {
+        assert!(
+            doc.pointer(target.trim_start_matches('#')).is_some(),
+            "{target} is not in the description"
+        );
+    }
+}
+
+#[test]
+fn schemas_read_and_written_under_one_name_agree() {
+    let mut schemas = Schemas::new();
+    operations(&mut schemas);
+    let requests = schemas.requests.take_definitions(true);
+    let responses = schemas.responses.take_definitions(true);
+    for (name, schema) in &requests {
+        if let Some(other) = responses.get(name) {
+            assert_eq!(schema, other, "{name} differs between bodies and answers");
+        }
+    }
+}
+
+#[test]
+fn operation_ids_are_unique() {
+    let mut ids = BTreeSet::new();
+    for item in description()["paths"].as_object().unwrap().values() {
+        for op in item.as_object().unwrap().values() {
+            let id = op["operationId"].as_str().unwrap();
+            assert!(ids.insert(id.to_owned()), "{id} twice");
+        }
+    }
+}
+
+#[test]
+fn query_parameters_are_never_null() {
+    let mut schemas = Schemas::new();
+    let params = schemas.query::<RunListQuery>();
+    let names: Vec<_> = params.iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["limit", "offset", "status"]);
+    for param in &params {
+        assert_eq!(param["in"], "query");
+        assert_eq!(param["required"], false);
+        assert!(!param["schema"].to_string().contains("null"), "{param}");
+    }
+}
+
+#[tokio::test]
+async fn description_and_page_need_no_key() {
+    let line = key_line("k", &TenantId::default(), Role::Admin);
+    let keys = ApiKeys::parse([("test", line.as_str())]).unwrap();
+    let api = api_with(keys, None).await;
+    let json = api.send("GET", "/openapi.json", None).await;
+    assert_eq!(json.status, StatusCode::OK);
+    assert_eq!(json.json()["openapi"], "3.1.0");
+    let page = api.send("GET", "/docs", None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.text.contains("\"openapi\":\"3.1.0\""));
+    assert_eq!(
+        api.send("POST", "/threads/search", None).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[test]
+fn the_page_cannot_be_closed_by_the_description() {
+    assert_eq!(
+        script_safe(r#"{"a":"</script>"}"#),
+        r#"{"a":"\u003c/script>"}"#
+    );
+}
+
+#[test]
+fn created_resources_link_to_the_operations_on_them() {
+    let doc = description();
+    let links = &doc["paths"]["/threads"]["post"]["responses"]["200"]["links"];
+    assert_eq!(
+        links["get_threads_by_thread_id"]["parameters"]["thread_id"],
+        "$response.body#/thread_id"
+    );
+    let ids: BTreeSet<String> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .map(|op| op["operationId"].as_str().unwrap().to_owned())
+        .collect();
+    for (_, path, _) in SUPPLIERS {
+        let Some(item) = doc["paths"][*path]["post"].as_object() else {
+            panic!("supplier {path} is not described");
+        };
+        let links = item["responses"]["200"]["links"].as_object().unwrap();
+        assert!(!links.is_empty(), "{path} links nowhere");
+        for link in links.values() {
+            assert!(ids.contains(link["operationId"].as_str().unwrap()));
+        }
+    }
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_answer_with_a_detail() {
+    let api = api().await;
+    let route = api.send("GET", "/nowhere", None).await;
+    assert_eq!(route.status, StatusCode::NOT_FOUND);
+    assert_eq!(route.json()["code"], "not_found", "{}", route.text);
+    let method = api.send("POST", "/threads/runs", None).await;
+    assert_eq!(method.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(method.json()["code"], "invalid_request", "{}", method.text);
+    assert!(method.header(axum::http::header::ALLOW).is_some());
+}
+
+#[tokio::test]
+async fn every_example_body_is_accepted() {
+    let api = api().await;
+    let thread = api.thread().await;
+    let mut tried = 0;
+    for (path, item) in description()["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let example = &op["requestBody"]["content"]["application/json"]["example"];
+            // `/wait` and `/stream` follow the run to its end (no worker
+            // here); their example is `/runs`' own.
+            if example.is_null() || path.ends_with("/wait") || path.ends_with("/stream") {
+                continue;
+            }
+            let uri = path.replace("{thread_id}", &thread);
+            let answer = api
+                .send(&method.to_uppercase(), &uri, Some(example.clone()))
+                .await;
+            assert!(
+                answer.status.is_success(),
+                "{method} {path}: {} {}",
+                answer.status,
+                answer.text
+            );
+            tried += 1;
+        }
+    }
+    assert!(tried >= 6, "only {tried} examples");
+}
