@@ -22,7 +22,7 @@ use deepfleet_proto::api::{
     ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams,
     ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse, Run,
     RunCancelQuery, RunCreateParams, RunListQuery, RunStreamQuery, Thread, ThreadCreateParams,
-    ThreadSearchParams, ThreadState,
+    ThreadHistoryParams, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
 };
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::{JsonSchema, Schema, json_schema};
@@ -363,8 +363,22 @@ fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
             "post",
             "/threads/{thread_id}/history",
             "A thread's past states",
-            None,
+            s.request::<ThreadHistoryParams>(),
             vec![Success::Json(200, s.response::<Vec<ThreadState>>())],
+        ),
+        op(
+            "get",
+            "/threads/{thread_id}/state/{checkpoint_id}",
+            "A thread's state at a checkpoint",
+            None,
+            vec![Success::Json(200, s.response::<ThreadState>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/state/checkpoint",
+            "A thread's state at a checkpoint",
+            s.request::<ThreadStateCheckpointParams>(),
+            vec![Success::Json(200, s.response::<ThreadState>())],
         ),
     ]
 }
