@@ -11,13 +11,13 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{
-    CheckpointPointer, CheckpointRef, StateMetadata, ThreadHistoryParams, ThreadState,
-    ThreadStateCheckpointParams,
+    CheckpointPointer, StateMetadata, ThreadHistoryParams, ThreadState, ThreadStateCheckpointParams,
 };
 use deepfleet_store::{CheckpointState, HistoryQuery};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::checkpoint_ref::{SOURCE, checkpoint_ref, parent_ref};
 use super::convert::thread_values;
 use super::error::{ApiError, Body};
 use super::search::DEFAULT_LIMIT;
@@ -27,9 +27,6 @@ use super::threads::{load, thread_state};
 /// The most checkpoints one history page holds: each is the whole
 /// thread as it was then.
 pub const MAX_HISTORY_LIMIT: usize = 1000;
-
-/// What a checkpoint's metadata says made it.
-const SOURCE: &str = "loop";
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -205,21 +202,6 @@ fn narrow(filter: &Map<String, Value>, query: &mut HistoryQuery) -> bool {
         })
 }
 
-/// The address of checkpoint `id` of `thread_id`.
-pub fn checkpoint_ref(thread_id: &str, id: u64) -> CheckpointRef {
-    CheckpointRef {
-        thread_id: thread_id.to_owned(),
-        checkpoint_ns: String::new(),
-        checkpoint_id: id.to_string(),
-        checkpoint_map: None,
-    }
-}
-
-/// The parent of checkpoint `id`: the one before it, none for the first.
-pub fn parent_ref(thread_id: &str, id: u64) -> Option<CheckpointRef> {
-    (id > 1).then(|| checkpoint_ref(thread_id, id - 1))
-}
-
 /// The ThreadState resource of one checkpoint.
 fn checkpoint_state(thread_id: &str, found: &CheckpointState) -> ThreadState {
     ThreadState {
@@ -235,15 +217,6 @@ fn checkpoint_state(thread_id: &str, found: &CheckpointState) -> ThreadState {
         parent_checkpoint: parent_ref(thread_id, found.id),
         tasks: Vec::new(),
         interrupts: Vec::new(),
-    }
-}
-
-/// The metadata of a thread's current state.
-pub fn current_metadata(step: u64) -> StateMetadata {
-    StateMetadata {
-        source: SOURCE.to_owned(),
-        step,
-        run_id: None,
     }
 }
 

@@ -20,6 +20,7 @@
 pub mod assistants;
 pub mod auth;
 pub mod batches;
+pub mod checkpoint_ref;
 pub mod convert;
 pub mod cors;
 pub mod cron_search;

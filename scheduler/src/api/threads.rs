@@ -15,9 +15,9 @@ use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 use serde_json::{Map, Value};
 
+use super::checkpoint_ref::{checkpoint_ref, current_metadata, parent_ref};
 use super::convert::{self, thread_values};
 use super::error::{ApiError, Body};
-use super::history::{checkpoint_ref, current_metadata, parent_ref};
 use super::search::{Paging, metadata_matches};
 use super::state::ApiState;
 use crate::repo::threads::{ThreadRecord, threads};
