@@ -16,7 +16,7 @@ use deepfleet_store::Order;
 use crate::live_scheduler::{
     delete_submission_queues, fixtures, listening, run_flows, start_scheduler, submissions,
 };
-use crate::support::{AMQP_URL, distributed, fleet};
+use crate::support::{AMQP_URL, distributed, fleet, reply_queue};
 
 #[tokio::test]
 async fn pika_submits_jobs_and_reads_answers_and_dead_letters() {
@@ -48,7 +48,7 @@ async fn the_answer_survives_a_scheduler_restart() {
         listening(&addr).await,
         "the scheduler did not listen on {addr}"
     );
-    let (client, channel, replies) = crate::support::reply_queue().await;
+    let (client, channel, replies) = reply_queue().await;
     let job = br#"{"id": "restart-1", "assistant_id": "helper", "input": "write notes"}"#;
     channel
         .basic_publish(
@@ -143,21 +143,7 @@ struct Client {
 
 impl Client {
     async fn connect() -> Self {
-        let connection =
-            lapin::Connection::connect(AMQP_URL, lapin::ConnectionProperties::default())
-                .await
-                .unwrap();
-        let channel = connection.create_channel().await.unwrap();
-        let exclusive = lapin::options::QueueDeclareOptions {
-            exclusive: true,
-            ..Default::default()
-        };
-        let replies = channel
-            .queue_declare("".into(), exclusive, Default::default())
-            .await
-            .unwrap()
-            .name()
-            .to_string();
+        let (connection, channel, replies) = reply_queue().await;
         Client {
             connection,
             channel,
