@@ -93,9 +93,13 @@ type Feed = mpsc::Receiver<Result<Box<dyn Delivery>, QueueError>>;
 /// channel of one (so dropping a `next` call never loses a delivery), and
 /// a semaphore of `prefetch` permits that each handed-out delivery holds
 /// until it is settled or dropped.
+///
+/// It ends as soon as either lane's consumer ends (its connection gone
+/// for good): a worker serving one lane only would look alive while half
+/// the work waited, so it stops and is restarted instead.
 struct LanesConsumer {
-    interactive: Option<Feed>,
-    batch: Option<Feed>,
+    interactive: Feed,
+    batch: Feed,
     permits: Arc<Semaphore>,
     tasks: [JoinHandle<()>; 2],
     /// Interactive deliveries handed out since the last batch one.
@@ -107,8 +111,8 @@ impl LanesConsumer {
         let (interactive_task, interactive_feed) = forward(interactive);
         let (batch_task, batch_feed) = forward(batch);
         LanesConsumer {
-            interactive: Some(interactive_feed),
-            batch: Some(batch_feed),
+            interactive: interactive_feed,
+            batch: batch_feed,
             permits: Arc::new(Semaphore::new(usize::from(prefetch.max(1)))),
             tasks: [interactive_task, batch_task],
             streak: 0,
@@ -139,49 +143,34 @@ impl Drop for LanesConsumer {
     }
 }
 
-/// The next item of `feed`, or never once it is closed.
-async fn recv(feed: &mut Option<Feed>) -> Option<Result<Box<dyn Delivery>, QueueError>> {
-    match feed {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
-    }
-}
-
 #[async_trait]
 impl Consumer for LanesConsumer {
     async fn next(&mut self) -> Option<Result<Box<dyn Delivery>, QueueError>> {
         let permit = Arc::clone(&self.permits).acquire_owned().await.ok()?;
-        loop {
-            if self.interactive.is_none() && self.batch.is_none() {
-                return None;
+        // `biased`: a ready interactive delivery goes first, unless the
+        // batch lane's turn has come.
+        let (item, interactive) = if self.streak >= INTERACTIVE_WEIGHT {
+            tokio::select! {
+                biased;
+                item = self.batch.recv() => (item, false),
+                item = self.interactive.recv() => (item, true),
             }
-            // `biased`: a ready interactive delivery goes first, unless
-            // the batch lane's turn has come.
-            let batch_turn = self.streak >= INTERACTIVE_WEIGHT;
-            let (item, interactive, closed) = if batch_turn {
-                tokio::select! {
-                    biased;
-                    item = recv(&mut self.batch) => (item, false, &mut self.batch),
-                    item = recv(&mut self.interactive) => (item, true, &mut self.interactive),
-                }
-            } else {
-                tokio::select! {
-                    biased;
-                    item = recv(&mut self.interactive) => (item, true, &mut self.interactive),
-                    item = recv(&mut self.batch) => (item, false, &mut self.batch),
-                }
-            };
-            match item {
-                Some(Ok(delivery)) => {
-                    self.streak = if interactive { self.streak + 1 } else { 0 };
-                    return Some(Ok(Box::new(Permitted {
-                        inner: delivery,
-                        _permit: permit,
-                    })));
-                }
-                Some(Err(e)) => return Some(Err(e)),
-                None => *closed = None,
+        } else {
+            tokio::select! {
+                biased;
+                item = self.interactive.recv() => (item, true),
+                item = self.batch.recv() => (item, false),
             }
+        };
+        match item? {
+            Ok(delivery) => {
+                self.streak = if interactive { self.streak + 1 } else { 0 };
+                Some(Ok(Box::new(Permitted {
+                    inner: delivery,
+                    _permit: permit,
+                })))
+            }
+            Err(e) => Some(Err(e)),
         }
     }
 }
@@ -312,5 +301,62 @@ mod tests {
         drop(first);
         let again = consumer.next().await.unwrap().unwrap();
         assert!(!again.payload().is_empty());
+    }
+
+    /// A queue whose consumers end at once, as one does whose connection
+    /// is gone for good.
+    struct Gone;
+
+    struct Ended;
+
+    #[async_trait]
+    impl Consumer for Ended {
+        async fn next(&mut self) -> Option<Result<Box<dyn Delivery>, QueueError>> {
+            None
+        }
+    }
+
+    #[async_trait]
+    impl Queue for Gone {
+        async fn publish(&self, _: Vec<u8>, _: Option<Duration>) -> Result<(), QueueError> {
+            Err(QueueError::Closed)
+        }
+
+        async fn consume(&self, _: u16) -> Result<Box<dyn Consumer>, QueueError> {
+            Ok(Box::new(Ended))
+        }
+
+        async fn depth(&self) -> Result<Option<u64>, QueueError> {
+            Err(QueueError::Closed)
+        }
+
+        async fn consumers(&self) -> Result<Option<u32>, QueueError> {
+            Err(QueueError::Closed)
+        }
+    }
+
+    #[tokio::test]
+    async fn the_consumer_ends_when_either_lane_ends_even_with_work_on_the_other() {
+        for gone_lane in [Priority::Batch, Priority::Interactive] {
+            let live = Arc::new(MemoryQueue::new());
+            let q = match gone_lane {
+                Priority::Batch => Lanes::new(Arc::new(Gone), live.clone()),
+                Priority::Interactive => Lanes::new(live.clone(), Arc::new(Gone)),
+            };
+            let mut consumer = q.consume(1).await.unwrap();
+            let mut served = 0;
+            loop {
+                live.publish(b"w".to_vec(), None).await.unwrap();
+                match consumer.next().await {
+                    Some(Ok(d)) => {
+                        d.ack().await.unwrap();
+                        served += 1;
+                        assert!(served < 100, "{gone_lane:?} gone, the consumer went on");
+                    }
+                    Some(Err(e)) => panic!("{e}"),
+                    None => break,
+                }
+            }
+        }
     }
 }

@@ -169,3 +169,65 @@ async fn a_consumer_past_the_consumer_timeout_subscribes_again() {
     assert_eq!(next(&mut consumer).await.payload(), b"next");
     queue.close().await.unwrap();
 }
+
+/// Waits until `queue` counts at least one consumer; how long that took.
+async fn consumed(queue: &AmqpQueue) -> Result<Duration, String> {
+    let started = tokio::time::Instant::now();
+    while !matches!(queue.consumers().await, Ok(Some(n)) if n >= 1) {
+        if started.elapsed() > PATIENCE {
+            return Err(format!("no consumer after {PATIENCE:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(started.elapsed())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_of_both_lanes_consumes_both_again_after_each_of_several_restarts() {
+    let Some(mut rabbit) = rabbit(RabbitOptions::default()).await else {
+        return;
+    };
+    let batch = AmqpQueue::connect(AmqpConfig::new(rabbit.url(), "lanes"))
+        .await
+        .unwrap();
+    let interactive = AmqpQueue::connect(AmqpConfig::new(
+        rabbit.url(),
+        deepfleet_queue::lanes::interactive_name("lanes"),
+    ))
+    .await
+    .unwrap();
+    let lanes = deepfleet_queue::lanes::Lanes::new(
+        std::sync::Arc::new(batch.clone()),
+        std::sync::Arc::new(interactive.clone()),
+    );
+    // Held and waiting work on both lanes makes the queues' recovery after
+    // a restart take a while, as in a busy fleet.
+    let mut consumer = lanes.consume(2).await.unwrap();
+    for round in 0..4 {
+        for i in 0..200 {
+            batch
+                .publish(format!("b{round}-{i}").into_bytes(), None)
+                .await
+                .unwrap();
+            interactive
+                .publish(format!("i{round}-{i}").into_bytes(), None)
+                .await
+                .unwrap();
+        }
+        let held = next(&mut consumer).await;
+        rabbit.restart().await.unwrap();
+        drop(held);
+        answers(&batch).await;
+        answers(&interactive).await;
+        let b = consumed(&batch).await;
+        let i = consumed(&interactive).await;
+        eprintln!("round {round}: batch {b:?}, interactive {i:?}");
+        assert!(
+            b.is_ok() && i.is_ok(),
+            "round {round}: batch {b:?}, interactive {i:?}"
+        );
+    }
+    drop(consumer);
+    batch.close().await.unwrap();
+    interactive.close().await.unwrap();
+}

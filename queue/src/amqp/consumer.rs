@@ -27,12 +27,23 @@ use crate::{Consumer, Delivery, QueueError, ReplyAddress};
 /// still open: a channel the broker closed does not always end the stream.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
 
+/// How long a channel may stay in recovery while its connection is back
+/// before the consumer gives up on it and subscribes on a new one. lapin
+/// recovers a connection's channels one after the other and stops at the
+/// first that fails (a quorum queue not yet back after a broker restart
+/// refuses the consume), which can leave a channel recovering for good
+/// under a live connection: a worker that looks alive and takes nothing.
+const CHANNEL_RECOVERY_PATIENCE: Duration = Duration::from_secs(15);
+
 /// A consumer on its own channel, with manual acks.
 pub(super) struct AmqpConsumer {
     shared: Arc<Shared>,
     prefetch: u16,
     channel: Channel,
     consumer: lapin::Consumer,
+    /// Since when the channel has been recovering under a connection that
+    /// is up.
+    recovering_since: Option<tokio::time::Instant>,
 }
 
 /// Opens a channel with QoS `prefetch` and consumes the main queue on it.
@@ -86,6 +97,7 @@ impl AmqpConsumer {
             prefetch,
             channel,
             consumer,
+            recovering_since: None,
         })
     }
 
@@ -94,29 +106,61 @@ impl AmqpConsumer {
         recovery::health(&self.shared.connection, &self.channel)
     }
 
-    /// Subscribes again on a new channel when the broker closed this one
-    /// (or, with `ended`, whenever lapin is not recovering it: the stream
-    /// ended), backing off while that fails. Fails only once the
-    /// connection is gone for good.
+    /// Whether the channel's recovery stalled: it has been recovering for
+    /// [`CHANNEL_RECOVERY_PATIENCE`] while its connection is up. The clock
+    /// starts at the first look that finds it so.
+    fn recovery_stalled(&mut self) -> bool {
+        if !recovery::connected(&self.shared.connection) {
+            self.recovering_since = None;
+            return false;
+        }
+        let since = *self
+            .recovering_since
+            .get_or_insert_with(tokio::time::Instant::now);
+        since.elapsed() >= CHANNEL_RECOVERY_PATIENCE
+    }
+
+    /// Subscribes again on a new channel when the broker closed this one,
+    /// or its recovery stalled (or, with `ended`, whenever lapin is not
+    /// recovering it: the stream ended), backing off while that fails.
+    /// Fails only once the connection is gone for good.
     async fn resubscribe(&mut self, ended: bool) -> Result<(), QueueError> {
         let mut backoff = Backoff::new();
         loop {
-            match self.health() {
+            let stalled = match self.health() {
                 Health::Gone => return Err(QueueError::Closed),
+                Health::Recovering if self.recovery_stalled() => true,
                 // lapin reopens the channel, and the same stream goes on.
                 Health::Recovering if !ended => return Ok(()),
-                Health::Open if !ended => return Ok(()),
+                Health::Open if !ended => {
+                    self.recovering_since = None;
+                    return Ok(());
+                }
                 Health::Recovering => {
                     backoff.wait().await;
                     continue;
                 }
-                Health::Open | Health::ChannelClosed => {}
-            }
+                Health::Open | Health::ChannelClosed => false,
+            };
             match open(&self.shared, self.prefetch).await {
                 Ok((channel, consumer)) => {
-                    tracing::info!("the consumer's channel was closed; subscribed again");
-                    self.channel = channel;
+                    let old = std::mem::replace(&mut self.channel, channel);
                     self.consumer = consumer;
+                    self.recovering_since = None;
+                    if stalled {
+                        tracing::warn!(
+                            "the consumer's channel stayed in recovery under a live connection; subscribed again on a new one"
+                        );
+                        // Its deliveries, should it ever come back, go
+                        // back to the queue when it closes.
+                        tokio::spawn(async move {
+                            let closing =
+                                old.close(200, "replaced after a stalled recovery".into());
+                            let _ = tokio::time::timeout(WATCH_EVERY, closing).await;
+                        });
+                    } else {
+                        tracing::info!("the consumer's channel was closed; subscribed again");
+                    }
                     return Ok(());
                 }
                 Err(e) => {

@@ -54,6 +54,11 @@ pub(super) fn reconnecting(connection: &Connection) -> bool {
     !(conn.connected() || conn.closed() || conn.errored() || conn.closing())
 }
 
+/// Whether `connection` is up (whatever its channels are doing).
+pub(super) fn connected(connection: &Connection) -> bool {
+    connection.status().connected()
+}
+
 /// The state of a channel and its connection, as far as retrying goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Health {
