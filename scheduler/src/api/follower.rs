@@ -29,6 +29,7 @@ use super::modes::Modes;
 use super::partials::{Partials, mark_followed};
 use super::run_resource::run_headers;
 use super::state::ApiState;
+use super::step_trace::trace_events;
 use super::stream::{START, resume_point, step_events, subgraph_events};
 use super::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
 use crate::repo::follow_marks::follow_marks;
@@ -202,6 +203,10 @@ impl<'a> Follower<'a> {
                 self.send_all(events).await?;
                 self.seen = self.seen.max(to);
             }
+            if self.modes.wants_trace() {
+                let events = self.trace_events(run_event).await?;
+                self.send_all(events).await?;
+            }
         } else if self.modes.subgraphs {
             let store = self.state.store();
             let new = store
@@ -291,6 +296,44 @@ impl<'a> Follower<'a> {
             self.seen,
             values.as_ref(),
             streamed,
+        ))
+    }
+}
+
+impl Follower<'_> {
+    /// The `tasks`, `checkpoints` and `debug` events of a committed step
+    /// of the followed run: its messages, and the checkpoint it made
+    /// (checkpoint `step + 1`, see `deepfleet_store::history`) when a mode
+    /// shows it and the thread still keeps it.
+    async fn trace_events(&self, run_event: &RunEvent) -> Result<Vec<Event>, ()> {
+        let store: &dyn Store = self.state.store();
+        let thread_id = &self.meta.thread_id;
+        let count = usize::try_from(run_event.to.saturating_sub(run_event.from)).unwrap_or(0);
+        let messages: Vec<Message> = store
+            .load_messages(thread_id, run_event.from)
+            .await
+            .map_err(|_| ())?
+            .into_iter()
+            .take(count)
+            .map(|m| m.message)
+            .collect();
+        let checkpoint = if self.modes.checkpoints || self.modes.debug {
+            store
+                .checkpoint_at(thread_id, run_event.step.saturating_add(1))
+                .await
+                .map_err(|_| ())?
+        } else {
+            None
+        };
+        Ok(trace_events(
+            self.modes,
+            self.meta,
+            &self.cursor,
+            run_event.step,
+            &messages,
+            usize::try_from(run_event.from).unwrap_or(usize::MAX),
+            checkpoint.as_ref(),
+            chrono::Utc::now(),
         ))
     }
 }

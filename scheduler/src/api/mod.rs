@@ -40,6 +40,7 @@ pub mod run_resource;
 pub mod runs;
 pub mod search;
 pub mod state;
+pub mod step_trace;
 pub mod store_items;
 pub mod stream;
 pub mod system;

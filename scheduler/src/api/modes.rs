@@ -17,6 +17,15 @@ pub struct Modes {
     pub messages_tuple: bool,
     /// Tool-emitted custom data (none is produced yet).
     pub custom: bool,
+    /// Each step's tasks (graph nodes), started and finished.
+    pub tasks: bool,
+    /// The checkpoint each step made.
+    pub checkpoints: bool,
+    /// Tasks and checkpoints, wrapped with their kind, step and time.
+    pub debug: bool,
+    /// Each step's nodes, model answers and tool results as LangChain
+    /// callback events.
+    pub events: bool,
     /// Subagents' events too, namespaced `mode|task:<tool_call_id>`
     /// (`stream_subgraphs`).
     pub subgraphs: bool,
@@ -34,9 +43,10 @@ impl Modes {
                 "messages" => modes.messages = true,
                 "messages-tuple" => modes.messages_tuple = true,
                 "custom" => modes.custom = true,
-                // Accepted for compatibility; this server has no events of
-                // these kinds to send.
-                "events" | "debug" | "tasks" | "checkpoints" => {}
+                "tasks" => modes.tasks = true,
+                "checkpoints" => modes.checkpoints = true,
+                "debug" => modes.debug = true,
+                "events" => modes.events = true,
                 other => {
                     return Err(ApiError::unprocessable(format!(
                         "unknown stream_mode '{other}'"
@@ -45,6 +55,12 @@ impl Modes {
             }
         }
         Ok(modes)
+    }
+
+    /// Whether a step's tasks, checkpoint or callback events are asked
+    /// for.
+    pub fn wants_trace(&self) -> bool {
+        self.tasks || self.checkpoints || self.debug || self.events
     }
 
     /// Whether token streaming is asked for.

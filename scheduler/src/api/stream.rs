@@ -18,7 +18,7 @@ use super::modes::Modes;
 use crate::repo::runs::RunMeta;
 
 /// The node a message belongs to in deepagents' graph.
-fn node_of(message: &Message) -> &'static str {
+pub(super) fn node_of(message: &Message) -> &'static str {
     match message {
         Message::Tool(_) => "tools",
         Message::User(m) if m.source.as_deref() == Some("summarization") => {
@@ -132,7 +132,7 @@ fn update(node: &str, dict: &MessageDict) -> BTreeMap<String, NodeUpdate> {
     )])
 }
 
-fn event(name: &str, data: &impl Serialize, id: String) -> Event {
+pub(super) fn event(name: &str, data: &impl Serialize, id: String) -> Event {
     Event::default()
         .event(name)
         .data(to_json(data).to_string())

@@ -76,6 +76,36 @@ async function threadsAndRuns(client, assistant) {
   const finals = events.filter((e) => e.event === "values");
   check(lastText(finals[finals.length - 1].data) === "wrote draft", "runs.stream: the last values are final");
 
+  // The trace modes: each step's tasks and the checkpoint it made, which
+  // the thread's history then holds.
+  const traced = (await client.threads.create()).thread_id;
+  const trace = [];
+  for await (const part of client.runs.stream(traced, assistant.assistant_id, {
+    input: say("write draft"),
+    streamMode: ["tasks", "checkpoints", "debug", "events"],
+  })) {
+    trace.push(part);
+  }
+  const tasks = trace.filter((e) => e.event === "tasks").map((e) => e.data);
+  const taskNames = new Set(tasks.map((t) => t.name));
+  check(taskNames.has("model") && taskNames.has("tools"), `runs.stream tasks: model and tools (${[...taskNames]})`);
+  check(tasks.some((t) => Array.isArray(t.result)) && tasks.some((t) => Array.isArray(t.triggers)), "runs.stream tasks: starts and results");
+  const streamedIds = trace
+    .filter((e) => e.event === "checkpoints")
+    .map((e) => e.data.config.configurable.checkpoint_id);
+  const keptIds = (await client.threads.getHistory(traced)).map((h) => h.checkpoint.checkpoint_id);
+  check(
+    streamedIds.length >= 2 && streamedIds.every((id) => keptIds.includes(id)),
+    `runs.stream checkpoints: each is in the history (${streamedIds} of ${keptIds})`,
+  );
+  const debugKinds = new Set(trace.filter((e) => e.event === "debug").map((e) => e.data.type));
+  check(["task", "task_result", "checkpoint"].every((k) => debugKinds.has(k)), `runs.stream debug: ${[...debugKinds]}`);
+  const callbacks = new Set(trace.filter((e) => e.event === "events").map((e) => e.data.event));
+  check(
+    ["on_chain_start", "on_chat_model_end", "on_tool_end", "on_chain_end"].every((k) => callbacks.has(k)),
+    `runs.stream events: ${[...callbacks]}`,
+  );
+
   const run = await client.runs.create(tid, "helper", { input: say("echo more") });
   check(run.status === "pending" && run.thread_id === tid, "runs.create: a pending run");
   const joined = await client.runs.join(tid, run.run_id);
