@@ -16,6 +16,7 @@ use super::follower::sse_response;
 use super::in_flight;
 use super::modes::Modes;
 use super::run_create::{create_checked, create_run};
+use super::run_options::OnDisconnect;
 use super::run_request;
 use super::run_resource::load_run;
 use super::state::ApiState;
@@ -90,8 +91,9 @@ async fn stream_new_run(
         in_flight::check(&state, &caller.tenant, 1).await?;
     }
     let modes = checked.modes;
+    let on_disconnect = checked.options.on_disconnect;
     let meta = create_checked(&state, &caller.tenant, thread_id, body, checked, None).await?;
-    Ok(sse_response(state, meta, modes, None))
+    Ok(sse_response(state, meta, modes, None, on_disconnect))
 }
 
 async fn join_stream(
@@ -111,7 +113,13 @@ async fn join_stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    Ok(sse_response(state, meta, modes, last))
+    Ok(sse_response(
+        state,
+        meta,
+        modes,
+        last,
+        OnDisconnect::Continue,
+    ))
 }
 
 #[cfg(test)]

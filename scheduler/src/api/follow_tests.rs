@@ -280,3 +280,48 @@ async fn a_stream_refuses_unknown_modes_and_runs() {
         .await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn a_client_that_leaves_a_stream_with_on_disconnect_cancel_cancels_its_run() {
+    use axum::body::Body as HttpBody;
+    use axum::http::Request;
+    use futures::StreamExt;
+    use tower::ServiceExt;
+
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let mut body = run_body("hi");
+    body["on_disconnect"] = json!("cancel");
+    let request = Request::builder()
+        .method("POST")
+        .uri(format!("/threads/{thread_id}/runs/stream"))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(HttpBody::from(body.to_string()))
+        .unwrap();
+    let response = api.router.clone().oneshot(request).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = response.into_body().into_data_stream();
+    // The metadata event, then the client goes away (no worker runs it).
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(format!("{first:?}").contains("metadata"));
+    let run_id = {
+        let runs = api
+            .send("GET", &format!("/threads/{thread_id}/runs"), None)
+            .await;
+        runs.json()[0]["run_id"].as_str().unwrap().to_owned()
+    };
+    drop(stream);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !api
+        .store
+        .cancel_requested(&thread_id, &run_id)
+        .await
+        .unwrap()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "leaving did not cancel the run"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

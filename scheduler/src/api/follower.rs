@@ -27,6 +27,7 @@ use tracing::warn;
 use super::convert::{thread_values, to_json};
 use super::modes::Modes;
 use super::partials::{Partials, mark_followed};
+use super::run_options::OnDisconnect;
 use super::run_resource::run_headers;
 use super::state::ApiState;
 use super::step_trace::trace_events;
@@ -44,16 +45,26 @@ type Sink = mpsc::Sender<Result<Event, Infallible>>;
 /// A `text/event-stream` 200 following the run: `metadata` first, then the
 /// modes' events per committed step, `: heartbeat` comments every 5 s, an
 /// `error` event if the run fails; the stream closes when the run ends.
+/// With [`OnDisconnect::Cancel`] a client that goes away before the end
+/// cancels the run.
 pub fn sse_response(
     state: ApiState,
     meta: RunMeta,
     modes: Modes,
     last_event_id: Option<String>,
+    on_disconnect: OnDisconnect,
 ) -> Response {
     let headers = run_headers(&meta, Some("/stream"));
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
         let followed = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
+        // Gone, not failed: the response's receiver was dropped.
+        if followed.is_err() && tx.is_closed() && on_disconnect == OnDisconnect::Cancel {
+            let mut meta = meta.clone();
+            if let Err(e) = state.life.cancel(&mut meta).await {
+                warn!(error = %e, run_id = %meta.run_id, "cancelling a run its client left");
+            }
+        }
         if modes.wants_tokens() {
             // Best effort: an unremoved mark lapses by itself.
             let _ = follow_marks(state.store()).delete(&meta.run_id).await;
@@ -87,6 +98,11 @@ async fn follow(
     let mut follower = Follower::start(state, meta, modes, last_event_id, tx).await?;
     let store = state.store();
     loop {
+        // A client gone is noticed within a poll, not at the next
+        // heartbeat.
+        if tx.is_closed() {
+            return Err(());
+        }
         // Status first: a run seen ended has appended all it will, but
         // its last event may still be on the way, hence the catch-up.
         let (done, status) = state.life.finished(meta).await.map_err(|_| ())?;

@@ -35,6 +35,7 @@ pub mod modes;
 pub mod openapi;
 pub mod partials;
 pub mod run_create;
+pub mod run_options;
 pub mod run_request;
 pub mod run_resource;
 pub mod runs;

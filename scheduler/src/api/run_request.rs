@@ -1,5 +1,6 @@
 //! A run request checked whole before anything is written: every field a
-//! create route reads (stream modes, `if_not_exists`, a resume command's
+//! create route reads (stream modes, the run options of
+//! [`super::run_options`], `if_not_exists`, a resume command's
 //! decisions, the input, the assistant, the runtime context, sealed) is
 //! checked here, so a request refused with 4xx has created no thread, no
 //! run and no queued step. What remains for [`super::run_create`] can only
@@ -17,6 +18,7 @@ use super::assistants;
 use super::convert::{input_files, input_messages};
 use super::error::ApiError;
 use super::modes::Modes;
+use super::run_options::{self, RunOptions};
 use super::state::ApiState;
 
 /// A request that passed every check.
@@ -26,6 +28,8 @@ pub struct CheckedRun {
     pub modes: Modes,
     /// What the request does.
     pub action: RunAction,
+    /// How it is served.
+    pub options: RunOptions,
 }
 
 impl CheckedRun {
@@ -70,6 +74,7 @@ pub async fn check(
 ) -> Result<CheckedRun, ApiError> {
     let mut modes = Modes::parse(body.stream_mode.as_ref())?;
     modes.subgraphs = body.stream_subgraphs.unwrap_or(false);
+    let options = run_options::check(body)?;
     let create_missing = match body.if_not_exists.as_deref() {
         None | Some("reject") => false,
         Some("create") => true,
@@ -86,7 +91,11 @@ pub async fn check(
             ));
         }
         let action = RunAction::Resume(command_decisions(command)?);
-        return Ok(CheckedRun { modes, action });
+        return Ok(CheckedRun {
+            modes,
+            action,
+            options,
+        });
     }
     let (input, files) = run_input(body, state.life.intake().limits())?;
     let webhook = webhook_of(state, tenant, body)?;
@@ -109,6 +118,7 @@ pub async fn check(
     Ok(CheckedRun {
         modes,
         action: RunAction::Start(Box::new(run)),
+        options,
     })
 }
 

@@ -532,7 +532,7 @@ async fn a_resume_needs_a_thread_with_an_interrupted_run() {
             json!("Thread has no interrupted run to resume.")
         )
     );
-    let no_resume = json!({"assistant_id": GRAPH, "command": {"goto": "model"}});
+    let no_resume = json!({"assistant_id": GRAPH, "command": {}});
     let answer = api.send("POST", &path, Some(no_resume)).await;
     assert_eq!(
         (answer.status, answer.json()["detail"].clone()),
@@ -540,6 +540,18 @@ async fn a_resume_needs_a_thread_with_an_interrupted_run() {
             StatusCode::UNPROCESSABLE_ENTITY,
             json!("command must carry `resume`")
         )
+    );
+    // A jump has nothing to jump to: refused by name, not ignored.
+    let goto =
+        json!({"assistant_id": GRAPH, "command": {"goto": "model", "resume": {"decisions": []}}});
+    let answer = api.send("POST", &path, Some(goto)).await;
+    assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(
+        answer.json()["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("command.goto")),
+        "{:?}",
+        answer.json()
     );
     // A malformed resume is refused as such, before the thread is looked at.
     let bad_shape = json!({"assistant_id": GRAPH, "command": {"resume": "yes"}});

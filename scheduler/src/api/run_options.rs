@@ -1,0 +1,175 @@
+//! The Agent Server's run options beyond the input and the assistant:
+//! which this server honours, and which it refuses with a 422 that says
+//! why, so that no option is silently ignored.
+//!
+//! A null, or an empty list, is the same as leaving an option out: that is
+//! how the SDKs send options nobody set.
+
+use deepfleet_proto::api::RunCreateParams;
+use serde_json::Value;
+
+use super::error::ApiError;
+
+/// What a follower does when its client goes away.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OnDisconnect {
+    /// The run goes on (the default).
+    #[default]
+    Continue,
+    /// The run is cancelled, as a client's cancel would.
+    Cancel,
+}
+
+/// Options a run request sets that change how it is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RunOptions {
+    /// `on_disconnect`, for the streaming and waiting routes.
+    pub on_disconnect: OnDisconnect,
+}
+
+/// Whether `value` sets anything.
+fn set(value: Option<&Value>) -> Option<&Value> {
+    value.filter(|v| match v {
+        Value::Null => false,
+        Value::Array(items) => !items.is_empty(),
+        _ => true,
+    })
+}
+
+/// Checks the options of `body` this module knows, refusing those this
+/// server has no counterpart for.
+pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
+    let rest = &body.rest;
+    for key in ["interrupt_before", "interrupt_after"] {
+        if set(rest.get(key)).is_some() {
+            return Err(ApiError::unprocessable(format!(
+                "{key} is not supported: a deep agent's graph has no nodes to pause \
+                 at; pause before tools with the assistant's interrupt_on settings"
+            )));
+        }
+    }
+    for key in ["checkpoint_id", "checkpoint"] {
+        if set(rest.get(key)).is_some() {
+            return Err(ApiError::unprocessable(format!(
+                "{key} is not supported yet: runs start from the thread's \
+                 current state; read an earlier state with /threads/{{id}}/history"
+            )));
+        }
+    }
+    if let Some(after) = set(rest.get("after_seconds")) {
+        match after.as_f64() {
+            Some(0.0) => {}
+            Some(secs) if secs > 0.0 => {
+                return Err(ApiError::unprocessable(
+                    "after_seconds is not supported yet: schedule a delayed run with a cron",
+                ));
+            }
+            _ => {
+                return Err(ApiError::unprocessable(format!(
+                    "after_seconds must be a number of seconds, not {after}"
+                )));
+            }
+        }
+    }
+    if set(rest.get("feedback_keys")).is_some() {
+        return Err(ApiError::unprocessable(
+            "feedback_keys is not supported: this server keeps no LangSmith feedback",
+        ));
+    }
+    match set(rest.get("durability")) {
+        // Every step commits before the next one starts: "sync" always,
+        // which satisfies what "async" and "exit" promise.
+        None => {}
+        Some(Value::String(d)) if ["sync", "async", "exit"].contains(&d.as_str()) => {}
+        Some(other) => {
+            return Err(ApiError::unprocessable(format!(
+                "durability must be sync, async or exit, not {other}"
+            )));
+        }
+    }
+    if let Some(command) = &body.command {
+        if set(command.goto.as_ref()).is_some() {
+            return Err(ApiError::unprocessable(
+                "command.goto is not supported: a deep agent's graph has no nodes to jump to",
+            ));
+        }
+        if set(command.update.as_ref()).is_some() {
+            return Err(ApiError::unprocessable(
+                "command.update is not supported yet: resume with command.resume alone",
+            ));
+        }
+    }
+    let on_disconnect = match set(rest.get("on_disconnect")) {
+        None => OnDisconnect::Continue,
+        Some(Value::String(s)) if s == "continue" => OnDisconnect::Continue,
+        Some(Value::String(s)) if s == "cancel" => OnDisconnect::Cancel,
+        Some(other) => {
+            return Err(ApiError::unprocessable(format!(
+                "on_disconnect must be cancel or continue, not {other}"
+            )));
+        }
+    };
+    Ok(RunOptions { on_disconnect })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(extra: Value) -> RunCreateParams {
+        let mut value = json!({"assistant_id": "a", "input": {}});
+        if let (Some(map), Value::Object(extra)) = (value.as_object_mut(), extra) {
+            map.extend(extra);
+        }
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn refusal(extra: Value) -> String {
+        match check(&body(extra)) {
+            Err(e) => format!("{e:?}"),
+            Ok(options) => panic!("accepted: {options:?}"),
+        }
+    }
+
+    #[test]
+    fn unset_options_are_the_defaults() {
+        let unset = json!({
+            "interrupt_before": null,
+            "interrupt_after": [],
+            "checkpoint_id": null,
+            "after_seconds": 0,
+            "feedback_keys": null,
+            "durability": "async",
+        });
+        assert_eq!(check(&body(unset)).unwrap(), RunOptions::default());
+    }
+
+    #[test]
+    fn options_without_a_counterpart_are_refused_by_name() {
+        for (extra, named) in [
+            (json!({"interrupt_before": "*"}), "interrupt_before"),
+            (json!({"interrupt_after": ["tools"]}), "interrupt_after"),
+            (json!({"checkpoint_id": "3"}), "checkpoint_id"),
+            (json!({"after_seconds": 5}), "after_seconds"),
+            (json!({"after_seconds": "soon"}), "after_seconds"),
+            (json!({"feedback_keys": ["score"]}), "feedback_keys"),
+            (json!({"durability": "never"}), "durability"),
+            (json!({"on_disconnect": "explode"}), "on_disconnect"),
+            (json!({"command": {"goto": "tools"}}), "command.goto"),
+            (
+                json!({"command": {"update": {"x": 1}, "resume": 1}}),
+                "command.update",
+            ),
+        ] {
+            let text = refusal(extra.clone());
+            assert!(text.contains(named), "{extra}: {text}");
+        }
+    }
+
+    #[test]
+    fn on_disconnect_cancel_is_honoured() {
+        let options = check(&body(json!({"on_disconnect": "cancel"}))).unwrap();
+        assert_eq!(options.on_disconnect, OnDisconnect::Cancel);
+    }
+}
