@@ -40,7 +40,7 @@ use crate::repo::runs::RunMeta;
 const EVENTS_PER_READ: usize = 256;
 
 /// Where an event stream goes.
-type Sink = mpsc::Sender<Result<Event, Infallible>>;
+pub(super) type Sink = mpsc::Sender<Result<Event, Infallible>>;
 
 /// A `text/event-stream` 200 following the run: `metadata` first, then the
 /// modes' events per committed step, `: heartbeat` comments every 5 s, an
@@ -88,7 +88,7 @@ pub fn sse_response(
 /// commit: a quiet run costs one run-record read and one empty stream read
 /// per [`POLL`]; a step costs reading just its new messages (and, for
 /// `values`, the thread state that mode sends anyway).
-async fn follow(
+pub(super) async fn follow(
     state: &ApiState,
     meta: &RunMeta,
     modes: Modes,

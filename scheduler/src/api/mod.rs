@@ -45,6 +45,7 @@ pub mod step_trace;
 pub mod store_items;
 pub mod stream;
 pub mod system;
+pub mod thread_stream;
 pub mod threads;
 pub mod wait;
 
@@ -91,6 +92,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(assistants::routes())
         .merge(threads::routes())
         .merge(history::routes())
+        .merge(thread_stream::routes())
         .merge(runs::routes())
         .merge(follow::routes())
         .merge(batches::routes())

@@ -490,6 +490,16 @@ fn following(s: &mut Schemas) -> Vec<Operation> {
                 stream(),
             )
         },
+        Operation {
+            query: s.query::<RunStreamQuery>(),
+            ..op(
+                "get",
+                "/threads/{thread_id}/stream",
+                "Stream the events of each run on a thread, in turn",
+                None,
+                stream(),
+            )
+        },
         op(
             "post",
             "/runs/batch",

@@ -1,0 +1,205 @@
+//! `GET /threads/{id}/stream`: following a thread rather than one run.
+//! The run occupying the thread when the client comes, and each run
+//! created on it while the client listens, is followed in turn, oldest
+//! first, from its `metadata` event to its end, as its own stream would
+//! be; between runs the stream sends heartbeats. It ends when the client
+//! leaves, the thread is deleted, or after [`THREAD_STREAM_LIMIT`] (a
+//! client reconnects to go on), so no follower outlives its use.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Extension;
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use chrono::{DateTime, Utc};
+use deepfleet_proto::Caller;
+use deepfleet_proto::api::{RunStreamQuery, StreamMode};
+use deepfleet_proto::keys::records::thread_runs;
+use deepfleet_store::{Order, StoreError};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::error::{ApiError, QueryString};
+use super::follower::{Sink, follow};
+use super::modes::Modes;
+use super::state::ApiState;
+use super::threads::load;
+use super::wait::{KEEP_ALIVE, POLL};
+use crate::repo::runs::{RunMeta, runs_of};
+use crate::repo::threads::threads;
+
+/// How long one thread stream lasts at most.
+pub const THREAD_STREAM_LIMIT: Duration = Duration::from_secs(3600);
+
+/// Runs followed by one stream are remembered so that none is followed
+/// twice; past this many, the oldest are forgotten (they ended long ago,
+/// and a walk stops before reaching them).
+const REMEMBERED_RUNS: usize = 1024;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new().route("/threads/{thread_id}/stream", get(thread_stream))
+}
+
+async fn thread_stream(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(thread_id): Path<String>,
+    QueryString(query): QueryString<RunStreamQuery>,
+) -> Result<Response, ApiError> {
+    let record = load(&state, &caller.tenant, &thread_id).await?;
+    let mode = query.stream_mode.map(StreamMode::One);
+    let mut modes = Modes::parse(mode.as_ref())?;
+    modes.subgraphs = query
+        .stream_subgraphs
+        .is_some_and(|v| v == "true" || v == "1");
+    // Taken now, not once the follower starts: a run created right after
+    // the answer is followed too.
+    let since = match state.life.active_run(&record).await? {
+        Some(run) => run.created_at.min(Utc::now()),
+        None => Utc::now(),
+    };
+    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
+    let thread_id = record.thread_id;
+    tokio::spawn(async move {
+        let deadline = Instant::now() + THREAD_STREAM_LIMIT;
+        let following = follow_thread(&state, &thread_id, since, modes, &tx);
+        let _ = tokio::time::timeout_at(deadline, following).await;
+    });
+    let events =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+    Ok(Sse::new(events).into_response())
+}
+
+/// Follows each run created on `thread_id` since `since` (and the run
+/// occupying it then), oldest first, until the client leaves (`Err`) or
+/// the thread is gone.
+async fn follow_thread(
+    state: &ApiState,
+    thread_id: &str,
+    since: DateTime<Utc>,
+    modes: Modes,
+    tx: &Sink,
+) -> Result<(), ()> {
+    let store = state.store();
+    let mut followed: VecDeque<String> = VecDeque::new();
+    let mut last_sent = Instant::now();
+    loop {
+        if tx.is_closed() {
+            return Err(());
+        }
+        if threads(store)
+            .get(thread_id)
+            .await
+            .map_err(|_| ())?
+            .is_none()
+        {
+            return Ok(());
+        }
+        let news = runs_since(state, thread_id, since, &followed)
+            .await
+            .map_err(|_| ())?;
+        if news.is_empty() {
+            if last_sent.elapsed() >= KEEP_ALIVE {
+                tx.send(Ok(Event::default().comment("heartbeat")))
+                    .await
+                    .map_err(|_| ())?;
+                last_sent = Instant::now();
+            }
+            tokio::time::sleep(POLL).await;
+            continue;
+        }
+        for meta in news {
+            if followed.len() == REMEMBERED_RUNS {
+                followed.pop_front();
+            }
+            followed.push_back(meta.run_id.clone());
+            follow(state, &meta, modes, None, tx).await?;
+        }
+        last_sent = Instant::now();
+    }
+}
+
+/// The thread's runs created at or after `since` that are not in
+/// `followed`, oldest first: a walk of its run index from the newest,
+/// stopping at the first older run.
+async fn runs_since(
+    state: &ApiState,
+    thread_id: &str,
+    since: DateTime<Utc>,
+    followed: &VecDeque<String>,
+) -> Result<Vec<RunMeta>, StoreError> {
+    let repo = runs_of(state.store(), thread_id);
+    let mut walk = repo
+        .walk(thread_runs(thread_id), Order::Descending)
+        .chunk(16);
+    let mut news = Vec::new();
+    while let Some(meta) = walk.next().await? {
+        if meta.created_at < since {
+            break;
+        }
+        if !followed.contains(&meta.run_id) {
+            news.push(meta);
+        }
+    }
+    news.reverse();
+    Ok(news)
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use deepfleet_proto::RunStatus;
+
+    use crate::api::test_support::{api, run_body};
+
+    #[tokio::test]
+    async fn a_thread_stream_follows_each_run_on_the_thread_in_turn() {
+        use axum::body::Body as HttpBody;
+        use axum::http::Request;
+        use futures::StreamExt;
+        use tower::ServiceExt;
+
+        let api = api().await;
+        let thread_id = api.thread().await;
+        let request = Request::builder()
+            .uri(format!("/threads/{thread_id}/stream?stream_mode=updates"))
+            .body(HttpBody::empty())
+            .unwrap();
+        let response = api.router.clone().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut body = response.into_body().into_data_stream();
+        let mut text = String::new();
+        for n in 0..2 {
+            api.run_on(&thread_id, run_body(&format!("run {n}"))).await;
+            api.work_one(RunStatus::Success).await;
+            // Read until this run's answer came.
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+            while text.matches("\"done\"").count() <= n {
+                let chunk = tokio::time::timeout_at(deadline, body.next())
+                    .await
+                    .expect("the run's events in time")
+                    .unwrap()
+                    .unwrap();
+                text.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        }
+        assert_eq!(text.matches("event: metadata").count(), 2, "{text}");
+        drop(body);
+
+        let missing = api.send("GET", "/threads/nope/stream", None).await;
+        assert_eq!(missing.status, StatusCode::NOT_FOUND);
+        let bad = api
+            .send(
+                "GET",
+                &format!("/threads/{thread_id}/stream?stream_mode=nope"),
+                None,
+            )
+            .await;
+        assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", bad.text);
+    }
+}
