@@ -35,7 +35,7 @@ pub use store_item::{
 pub use stream::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
 pub use system::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 pub use thread::{
-    CheckpointPointer, CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCreateParams,
-    ThreadHistoryParams, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
-    ThreadStatus,
+    CheckpointPointer, CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCountParams,
+    ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams, ThreadSearchParams, ThreadState,
+    ThreadStateCheckpointParams, ThreadStatus,
 };

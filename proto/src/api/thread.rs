@@ -42,6 +42,25 @@ pub struct ThreadSearchParams {
     pub offset: Option<usize>,
 }
 
+/// `PATCH /threads/{thread_id}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadPatchParams {
+    /// Merged into the thread's metadata: each key set, the others kept.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// `POST /threads/count`: the filters of [`ThreadSearchParams`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCountParams {
+    /// Only threads whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// Only threads with this status.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
 /// Where a thread is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -1,7 +1,8 @@
 //! The HTTP API, compatible with the LangGraph Agent Server protocol that
 //! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
 //!
-//! Routes are split by resource: [`assistants`], [`threads`], [`runs`]
+//! Routes are split by resource: [`assistants`], [`threads`] (with
+//! [`thread_patch`], [`thread_count`], [`thread_copy`]), [`runs`]
 //! (creation, listing, cancel), [`follow`] (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
 //! `/docs`: the description of all of them), [`store_items`] (the long-term
@@ -43,6 +44,9 @@ pub mod state;
 pub mod store_items;
 pub mod stream;
 pub mod system;
+pub mod thread_copy;
+pub mod thread_count;
+pub mod thread_patch;
 pub mod threads;
 pub mod wait;
 
@@ -88,6 +92,9 @@ pub fn router(state: ApiState) -> Router {
     let tenanted = Router::new()
         .merge(assistants::routes())
         .merge(threads::routes())
+        .merge(thread_patch::routes())
+        .merge(thread_count::routes())
+        .merge(thread_copy::routes())
         .merge(history::routes())
         .merge(runs::routes())
         .merge(follow::routes())

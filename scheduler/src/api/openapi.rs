@@ -21,8 +21,9 @@ use deepfleet_proto::api::{
     BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams,
     ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams,
     ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse, Run,
-    RunCancelQuery, RunCreateParams, RunListQuery, RunStreamQuery, Thread, ThreadCreateParams,
-    ThreadHistoryParams, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
+    RunCancelQuery, RunCreateParams, RunListQuery, RunStreamQuery, Thread, ThreadCountParams,
+    ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams, ThreadSearchParams, ThreadState,
+    ThreadStateCheckpointParams,
 };
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::{JsonSchema, Schema, json_schema};
@@ -185,7 +186,8 @@ fn drop_null_type(schema: &mut Value) {
 /// Every operation of the router.
 fn operations(s: &mut Schemas) -> Vec<Operation> {
     let mut all = system(s);
-    all.extend(assistants_and_threads(s));
+    all.extend(assistants(s));
+    all.extend(threads(s));
     all.extend(runs(s));
     all.extend(following(s));
     all.extend(crons_and_store(s));
@@ -286,8 +288,8 @@ fn system(s: &mut Schemas) -> Vec<Operation> {
     ]
 }
 
-/// Assistants and threads.
-fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
+/// Assistants.
+fn assistants(s: &mut Schemas) -> Vec<Operation> {
     vec![
         op(
             "post",
@@ -317,6 +319,12 @@ fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
             None,
             vec![Success::Json(200, object())],
         ),
+    ]
+}
+
+/// Threads, their state and history.
+fn threads(s: &mut Schemas) -> Vec<Operation> {
+    vec![
         op(
             "post",
             "/threads",
@@ -344,6 +352,27 @@ fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
             "Delete a thread",
             None,
             vec![Success::Json(200, object())],
+        ),
+        op(
+            "patch",
+            "/threads/{thread_id}",
+            "Update a thread's metadata",
+            s.request::<ThreadPatchParams>(),
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/count",
+            "Count threads",
+            s.request::<ThreadCountParams>(),
+            vec![Success::Json(200, s.response::<u64>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/copy",
+            "Copy a thread",
+            None,
+            vec![Success::Json(200, s.response::<Thread>())],
         ),
         op(
             "get",
