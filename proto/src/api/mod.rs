@@ -35,7 +35,8 @@ pub use store_item::{
 pub use stream::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
 pub use system::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 pub use thread::{
-    CheckpointPointer, CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCountParams,
-    ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams, ThreadSearchParams, ThreadState,
+    CheckpointPointer, CheckpointRef, PendingInterrupt, PruneStrategy, StateMetadata, Thread,
+    ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
+    ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
     ThreadStateCheckpointParams, ThreadStatus,
 };

@@ -2,8 +2,9 @@
 //! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
 //!
 //! Routes are split by resource: [`assistants`], [`threads`] (with
-//! [`thread_patch`], [`thread_count`], [`thread_copy`]), [`runs`]
-//! (creation, listing, cancel), [`follow`] (wait, join, streaming) and
+//! [`thread_patch`], [`thread_count`], [`thread_copy`] and
+//! [`thread_prune`]), [`runs`] (creation, listing, cancel), [`follow`]
+//! (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
 //! `/docs`: the description of all of them), [`store_items`] (the long-term
 //! store), [`crons`] (schedules; [`cron_search`] their search), plus
@@ -47,6 +48,7 @@ pub mod system;
 pub mod thread_copy;
 pub mod thread_count;
 pub mod thread_patch;
+pub mod thread_prune;
 pub mod threads;
 pub mod wait;
 
@@ -95,6 +97,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(thread_patch::routes())
         .merge(thread_count::routes())
         .merge(thread_copy::routes())
+        .merge(thread_prune::routes())
         .merge(history::routes())
         .merge(runs::routes())
         .merge(follow::routes())

@@ -22,8 +22,8 @@ use deepfleet_proto::api::{
     ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams,
     ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse, Run,
     RunCancelQuery, RunCreateParams, RunListQuery, RunStreamQuery, Thread, ThreadCountParams,
-    ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams, ThreadSearchParams, ThreadState,
-    ThreadStateCheckpointParams,
+    ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams, ThreadPruneParams,
+    ThreadPruneResponse, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
 };
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::{JsonSchema, Schema, json_schema};
@@ -373,6 +373,13 @@ fn threads(s: &mut Schemas) -> Vec<Operation> {
             "Copy a thread",
             None,
             vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/prune",
+            "Delete threads, or drop their older checkpoints",
+            s.request::<ThreadPruneParams>(),
+            vec![Success::Json(200, s.response::<ThreadPruneResponse>())],
         ),
         op(
             "get",
