@@ -25,8 +25,9 @@ pub use cron::{Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUp
 pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};
 pub use message::{MessageContent, MessageDict, ToolCallChunkDict, ToolCallDict};
 pub use run::{
-    MultitaskStrategy, ResumeDecisions, Run, RunCancelQuery, RunCommand, RunCreateParams,
-    RunListQuery, RunStatus, RunStreamQuery, RunWebhook, StreamMode,
+    CancelStatus, MultitaskStrategy, ResumeDecisions, Run, RunCancelManyParams, RunCancelManyQuery,
+    RunCancelQuery, RunCommand, RunCreateParams, RunListQuery, RunStatus, RunStreamQuery,
+    RunWebhook, StreamMode,
 };
 pub use store_item::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,

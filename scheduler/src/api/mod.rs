@@ -3,7 +3,8 @@
 //!
 //! Routes are split by resource: [`assistants`], [`threads`] (with
 //! [`thread_patch`], [`thread_count`], [`thread_copy`] and
-//! [`thread_prune`]), [`runs`] (creation, listing, cancel), [`follow`]
+//! [`thread_prune`]), [`runs`] (creation, listing, cancel; many at once:
+//! [`bulk_cancel`]), [`follow`]
 //! (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
 //! `/docs`: the description of all of them), [`store_items`] (the long-term
@@ -22,6 +23,7 @@
 pub mod assistants;
 pub mod auth;
 pub mod batches;
+pub mod bulk_cancel;
 pub mod checkpoint_ref;
 pub mod convert;
 pub mod cors;
@@ -100,6 +102,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(thread_prune::routes())
         .merge(history::routes())
         .merge(runs::routes())
+        .merge(bulk_cancel::routes())
         .merge(follow::routes())
         .merge(batches::routes())
         .merge(crons::routes())

@@ -21,9 +21,10 @@ use deepfleet_proto::api::{
     BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams,
     ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams,
     ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse, Run,
-    RunCancelQuery, RunCreateParams, RunListQuery, RunStreamQuery, Thread, ThreadCountParams,
-    ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams, ThreadPruneParams,
-    ThreadPruneResponse, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
+    RunCancelManyParams, RunCancelManyQuery, RunCancelQuery, RunCreateParams, RunListQuery,
+    RunStreamQuery, Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams,
+    ThreadPatchParams, ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
+    ThreadStateCheckpointParams,
 };
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::{JsonSchema, Schema, json_schema};
@@ -464,6 +465,16 @@ fn runs(s: &mut Schemas) -> Vec<Operation> {
                 "Cancel a run",
                 None,
                 vec![Success::Empty(202), Success::Json(200, any())],
+            )
+        },
+        Operation {
+            query: s.query::<RunCancelManyQuery>(),
+            ..op(
+                "post",
+                "/runs/cancel",
+                "Cancel many runs",
+                s.request::<RunCancelManyParams>(),
+                vec![Success::Empty(204)],
             )
         },
         op(
