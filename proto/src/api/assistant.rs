@@ -51,6 +51,17 @@ pub struct AssistantSearchParams {
     pub offset: Option<usize>,
 }
 
+/// `POST /assistants/count`: the filters of [`AssistantSearchParams`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AssistantCountParams {
+    /// Only assistants of this graph.
+    #[serde(default)]
+    pub graph_id: Option<String>,
+    /// Only assistants whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
 /// The Assistant resource; created ones are stored in this shape too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Assistant {

@@ -19,7 +19,9 @@ pub mod stream;
 pub mod system;
 pub mod thread;
 
-pub use assistant::{Assistant, AssistantCreateParams, AssistantSearchParams};
+pub use assistant::{
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantSearchParams,
+};
 pub use batch::{BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse};
 pub use cron::{Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams};
 pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};

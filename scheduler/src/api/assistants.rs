@@ -199,7 +199,8 @@ pub async fn find(
         .ok_or_else(|| ApiError::not_found(format!("Assistant '{id_or_graph}' not found.")))
 }
 
-fn system(state: &ApiState, graph: &str) -> Assistant {
+/// The system assistant of `graph`.
+pub(super) fn system(state: &ApiState, graph: &str) -> Assistant {
     Assistant {
         assistant_id: system_assistant_id(graph),
         graph_id: graph.to_owned(),

@@ -1,11 +1,10 @@
 //! The HTTP API, compatible with the LangGraph Agent Server protocol that
 //! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
 //!
-//! Routes are split by resource: [`assistants`], [`threads`] (with
-//! [`thread_patch`], [`thread_count`], [`thread_copy`] and
-//! [`thread_prune`]), [`runs`] (creation, listing, cancel; many at once:
-//! [`bulk_cancel`]), [`follow`]
-//! (wait, join, streaming) and
+//! Routes are split by resource: [`assistants`] (with [`assistant_count`]),
+//! [`threads`] (with [`thread_patch`], [`thread_count`], [`thread_copy`]
+//! and [`thread_prune`]), [`runs`] (creation, listing, cancel; many at
+//! once: [`bulk_cancel`]), [`follow`] (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
 //! `/docs`: the description of all of them), [`store_items`] (the long-term
 //! store), [`crons`] (schedules; [`cron_search`] their search), plus
@@ -20,6 +19,7 @@
 //! ids, tracing, a timeout on producing the response head and a body
 //! limit.
 
+pub mod assistant_count;
 pub mod assistants;
 pub mod auth;
 pub mod batches;
@@ -95,6 +95,7 @@ pub fn router(state: ApiState) -> Router {
     // Every route but the system ones needs a key (when keys exist).
     let tenanted = Router::new()
         .merge(assistants::routes())
+        .merge(assistant_count::routes())
         .merge(threads::routes())
         .merge(thread_patch::routes())
         .merge(thread_count::routes())

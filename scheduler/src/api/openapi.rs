@@ -17,11 +17,11 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use deepfleet_proto::Item;
 use deepfleet_proto::api::{
-    Assistant, AssistantCreateParams, AssistantSearchParams, BatchResponse, BatchRunsQuery,
-    BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams,
-    ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams,
-    ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse, Run,
-    RunCancelManyParams, RunCancelManyQuery, RunCancelQuery, RunCreateParams, RunListQuery,
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantSearchParams, BatchResponse,
+    BatchRunsQuery, BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams,
+    CronUpdateParams, ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams,
+    ItemSearchParams, ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse,
+    Run, RunCancelManyParams, RunCancelManyQuery, RunCancelQuery, RunCreateParams, RunListQuery,
     RunStreamQuery, Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams,
     ThreadPatchParams, ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
     ThreadStateCheckpointParams,
@@ -305,6 +305,13 @@ fn assistants(s: &mut Schemas) -> Vec<Operation> {
             "Search assistants",
             s.request::<AssistantSearchParams>(),
             vec![Success::Json(200, s.response::<Vec<Assistant>>())],
+        ),
+        op(
+            "post",
+            "/assistants/count",
+            "Count assistants",
+            s.request::<AssistantCountParams>(),
+            vec![Success::Json(200, s.response::<u64>())],
         ),
         op(
             "get",
