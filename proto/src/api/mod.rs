@@ -20,7 +20,8 @@ pub mod system;
 pub mod thread;
 
 pub use assistant::{
-    Assistant, AssistantCountParams, AssistantCreateParams, AssistantSearchParams,
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
+    AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams,
 };
 pub use batch::{BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse};
 pub use cron::{Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams};

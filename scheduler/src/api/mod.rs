@@ -1,7 +1,8 @@
 //! The HTTP API, compatible with the LangGraph Agent Server protocol that
 //! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
 //!
-//! Routes are split by resource: [`assistants`] (with [`assistant_count`]),
+//! Routes are split by resource: [`assistants`] (with [`assistant_count`]
+//! and [`assistant_versions`]),
 //! [`threads`] (with [`thread_patch`], [`thread_count`], [`thread_copy`]
 //! and [`thread_prune`]), [`runs`] (creation, listing, cancel; many at
 //! once: [`bulk_cancel`]), [`follow`] (wait, join, streaming) and
@@ -20,6 +21,7 @@
 //! limit.
 
 pub mod assistant_count;
+pub mod assistant_versions;
 pub mod assistants;
 pub mod auth;
 pub mod batches;
@@ -96,6 +98,7 @@ pub fn router(state: ApiState) -> Router {
     let tenanted = Router::new()
         .merge(assistants::routes())
         .merge(assistant_count::routes())
+        .merge(assistant_versions::routes())
         .merge(threads::routes())
         .merge(thread_patch::routes())
         .merge(thread_count::routes())

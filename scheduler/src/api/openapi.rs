@@ -17,7 +17,8 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use deepfleet_proto::Item;
 use deepfleet_proto::api::{
-    Assistant, AssistantCountParams, AssistantCreateParams, AssistantSearchParams, BatchResponse,
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
+    AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams, BatchResponse,
     BatchRunsQuery, BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams,
     CronUpdateParams, ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams,
     ItemSearchParams, ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse,
@@ -318,6 +319,27 @@ fn assistants(s: &mut Schemas) -> Vec<Operation> {
             "/assistants/{assistant_id}",
             "Get an assistant",
             None,
+            vec![Success::Json(200, s.response::<Assistant>())],
+        ),
+        op(
+            "patch",
+            "/assistants/{assistant_id}",
+            "Change an assistant (a new version)",
+            s.request::<AssistantPatchParams>(),
+            vec![Success::Json(200, s.response::<Assistant>())],
+        ),
+        op(
+            "post",
+            "/assistants/{assistant_id}/versions",
+            "An assistant's versions, newest first",
+            s.request::<AssistantVersionsParams>(),
+            vec![Success::Json(200, s.response::<Vec<Assistant>>())],
+        ),
+        op(
+            "post",
+            "/assistants/{assistant_id}/latest",
+            "Show and run another version of an assistant",
+            s.request::<AssistantLatestParams>(),
             vec![Success::Json(200, s.response::<Assistant>())],
         ),
         op(
