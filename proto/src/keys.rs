@@ -277,6 +277,14 @@ pub mod records {
     pub const TASK_BATCH_MEMBERS_PREFIX: &str = "task_batch/";
     /// What [`thread_runs`] puts before the thread id.
     pub const THREAD_RUNS_PREFIX: &str = "runs/";
+    /// What [`assistant_versions`] puts before the assistant id.
+    pub const ASSISTANT_VERSIONS_PREFIX: &str = "assistant_versions/";
+
+    /// The kind of one assistant's versions, by version number, and the
+    /// index of them by number.
+    pub fn assistant_versions(assistant_id: &str) -> String {
+        format!("{ASSISTANT_VERSIONS_PREFIX}{assistant_id}")
+    }
     /// What [`batch_members`] puts before the batch id.
     pub const BATCH_MEMBERS_PREFIX: &str = "batch/";
 

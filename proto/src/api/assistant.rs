@@ -51,6 +51,62 @@ pub struct AssistantSearchParams {
     pub offset: Option<usize>,
 }
 
+/// `POST /assistants/count`: the filters of [`AssistantSearchParams`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AssistantCountParams {
+    /// Only assistants of this graph.
+    #[serde(default)]
+    pub graph_id: Option<String>,
+    /// Only assistants whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// `PATCH /assistants/{assistant_id}`: a new version, from the shown one
+/// with these changes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AssistantPatchParams {
+    /// Another graph to run.
+    #[serde(default)]
+    pub graph_id: Option<String>,
+    /// Replaces the config.
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// Replaces the runtime context.
+    #[serde(default)]
+    pub context: Option<Value>,
+    /// Merged into the metadata: each key set, the others kept.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// Replaces the display name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Replaces the display description.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// `POST /assistants/{assistant_id}/versions`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AssistantVersionsParams {
+    /// Only versions whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// At most this many (default 10).
+    #[serde(default)]
+    pub limit: Option<usize>,
+    /// Skipped first.
+    #[serde(default)]
+    pub offset: Option<usize>,
+}
+
+/// `POST /assistants/{assistant_id}/latest`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AssistantLatestParams {
+    /// The version to show and run from now on.
+    pub version: u32,
+}
+
 /// The Assistant resource; created ones are stored in this shape too.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Assistant {
@@ -68,7 +124,7 @@ pub struct Assistant {
     pub name: String,
     /// Display description.
     pub description: Option<String>,
-    /// Always 1: assistants are not versioned here.
+    /// Its version: 1 when created, one more with each change.
     pub version: u32,
     /// When it was created.
     pub created_at: DateTime<Utc>,

@@ -19,14 +19,18 @@ pub mod stream;
 pub mod system;
 pub mod thread;
 
-pub use assistant::{Assistant, AssistantCreateParams, AssistantSearchParams};
+pub use assistant::{
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
+    AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams,
+};
 pub use batch::{BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse};
 pub use cron::{Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams};
 pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};
 pub use message::{MessageContent, MessageDict, ToolCallChunkDict, ToolCallDict};
 pub use run::{
-    MultitaskStrategy, ResumeDecisions, Run, RunCancelQuery, RunCommand, RunCreateParams,
-    RunListQuery, RunStatus, RunStreamQuery, RunWebhook, StreamMode,
+    CancelStatus, MultitaskStrategy, ResumeDecisions, Run, RunCancelManyParams, RunCancelManyQuery,
+    RunCancelQuery, RunCommand, RunCreateParams, RunListQuery, RunStatus, RunStreamQuery,
+    RunWebhook, StreamMode,
 };
 pub use store_item::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
@@ -35,7 +39,8 @@ pub use store_item::{
 pub use stream::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
 pub use system::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 pub use thread::{
-    CheckpointPointer, CheckpointRef, PendingInterrupt, StateMetadata, Thread, ThreadCreateParams,
-    ThreadHistoryParams, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
-    ThreadStatus,
+    CheckpointPointer, CheckpointRef, PendingInterrupt, PruneStrategy, StateMetadata, Thread,
+    ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
+    ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
+    ThreadStateCheckpointParams, ThreadStatus,
 };

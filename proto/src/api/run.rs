@@ -237,6 +237,56 @@ pub struct RunCancelQuery {
     pub action: Option<String>,
 }
 
+/// `POST /runs/cancel`: the runs to cancel, by thread, by id or by
+/// status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunCancelManyParams {
+    /// Only this thread's runs (all of them when no ids are given).
+    #[serde(default)]
+    pub thread_id: Option<String>,
+    /// These runs (of `thread_id` when given).
+    #[serde(default)]
+    pub run_ids: Option<Vec<String>>,
+    /// Only runs in this status (default `all`: pending or running).
+    #[serde(default)]
+    pub status: Option<CancelStatus>,
+    /// `interrupt` (default) or `rollback`, when the query names none.
+    #[serde(default)]
+    pub action: Option<String>,
+}
+
+/// The query of `POST /runs/cancel`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct RunCancelManyQuery {
+    /// `interrupt` (default) or `rollback` (also drop the runs).
+    #[serde(default)]
+    pub action: Option<String>,
+}
+
+/// Which runs `POST /runs/cancel` cancels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelStatus {
+    /// Runs that have not started.
+    Pending,
+    /// Runs that have started and not ended.
+    Running,
+    /// Both.
+    #[default]
+    All,
+}
+
+impl CancelStatus {
+    /// Whether a run in `status` is one of these.
+    pub fn takes(self, status: RunStatus) -> bool {
+        match self {
+            CancelStatus::Pending => status == RunStatus::Pending,
+            CancelStatus::Running => status == RunStatus::Running,
+            CancelStatus::All => matches!(status, RunStatus::Pending | RunStatus::Running),
+        }
+    }
+}
+
 /// `GET /threads/{id}/runs/{run_id}/stream`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct RunStreamQuery {

@@ -42,6 +42,54 @@ pub struct ThreadSearchParams {
     pub offset: Option<usize>,
 }
 
+/// `PATCH /threads/{thread_id}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadPatchParams {
+    /// Merged into the thread's metadata: each key set, the others kept.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// `POST /threads/count`: the filters of [`ThreadSearchParams`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadCountParams {
+    /// Only threads whose metadata has these key/values.
+    #[serde(default)]
+    pub metadata: Option<Map<String, Value>>,
+    /// Only threads with this status.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// `POST /threads/prune`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadPruneParams {
+    /// The threads to prune; ids the caller has no thread of are skipped.
+    pub thread_ids: Vec<String>,
+    /// What pruning a thread does.
+    #[serde(default)]
+    pub strategy: PruneStrategy,
+}
+
+/// What `POST /threads/prune` does to each thread.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PruneStrategy {
+    /// Deletes the thread with its runs, as `DELETE /threads/{id}`.
+    #[default]
+    Delete,
+    /// Keeps the thread and its current state; drops every checkpoint
+    /// but the newest.
+    KeepLatest,
+}
+
+/// The answer of `POST /threads/prune`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadPruneResponse {
+    /// Threads deleted, or whose older checkpoints were dropped.
+    pub pruned_count: u64,
+}
+
 /// Where a thread is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

@@ -7,7 +7,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchParams};
-use deepfleet_proto::keys::records::tenant_assistants;
+use deepfleet_proto::keys::records::{assistant_versions, tenant_assistants};
 use deepfleet_proto::{Caller, SealedContext, TenantId};
 use deepfleet_store::Order;
 use deepfleet_store::sealed::redact;
@@ -16,7 +16,7 @@ use serde_json::{Map, Value};
 use super::error::{ApiError, Body};
 use super::search::{Paging, metadata_matches};
 use super::state::ApiState;
-use crate::repo::assistants::{AssistantRecord, assistants};
+use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
 
 /// The namespace of system assistant ids, the reference server's, so a
 /// graph's system assistant has the same id on both servers.
@@ -65,8 +65,10 @@ async fn create(
         tenant: caller.tenant.clone(),
         assistant,
         sealed_context,
+        latest: 1,
     };
     if assistants(state.store()).insert(&id, &record).await? {
+        versions_of(state.store(), &id).put("1", &record).await?;
         return Ok(Json(record.assistant));
     }
     match body.if_exists.as_deref() {
@@ -124,18 +126,28 @@ async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
     let repo = assistants(state.store());
-    if repo.get_owned(&id, &caller.tenant).await?.is_some() && repo.delete(&id).await? {
-        Ok(Json(Map::new()))
-    } else {
-        Err(ApiError::not_found(format!("Assistant '{id}' not found.")))
+    if repo.get_owned(&id, &caller.tenant).await?.is_none() || !repo.delete(&id).await? {
+        return Err(ApiError::not_found(format!("Assistant '{id}' not found.")));
     }
+    // Its versions go with it.
+    let versions = versions_of(state.store(), &id);
+    let made = versions
+        .walk(assistant_versions(&id), Order::Ascending)
+        .all()
+        .await?;
+    for version in made {
+        versions
+            .delete(&version.assistant.version.to_string())
+            .await?;
+    }
+    Ok(Json(Map::new()))
 }
 
 /// `context` as an assistant of `graph` stores it: shown with the values of
 /// the graph's `context_secrets` redacted and, when that hid any, whole
 /// and sealed for its runs, so a secret is never stored or answered in
 /// clear.
-async fn seal_secrets(
+pub(super) async fn seal_secrets(
     state: &ApiState,
     graph: &str,
     id: &str,
@@ -199,7 +211,8 @@ pub async fn find(
         .ok_or_else(|| ApiError::not_found(format!("Assistant '{id_or_graph}' not found.")))
 }
 
-fn system(state: &ApiState, graph: &str) -> Assistant {
+/// The system assistant of `graph`.
+pub(super) fn system(state: &ApiState, graph: &str) -> Assistant {
     Assistant {
         assistant_id: system_assistant_id(graph),
         graph_id: graph.to_owned(),
@@ -214,7 +227,8 @@ fn system(state: &ApiState, graph: &str) -> Assistant {
     }
 }
 
-fn unknown_graph(state: &ApiState, graph: &str) -> ApiError {
+/// The 404 of a graph that is not registered.
+pub(super) fn unknown_graph(state: &ApiState, graph: &str) -> ApiError {
     ApiError::not_found(format!(
         "Graph '{graph}' not found. Expected one of: {:?}",
         state.graphs.names()

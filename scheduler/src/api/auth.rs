@@ -146,13 +146,19 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The role a request needs: reads (GETs, searches, counts, history, a
-/// state at a checkpoint, namespace listings) need `read`; assistants'
-/// writes `admin`; every other write `submit`.
+/// state at a checkpoint, an assistant's versions, namespace listings)
+/// need `read`; assistants' writes `admin`; every other write `submit`.
 pub fn required_role(method: &Method, path: &str) -> Role {
     if method == Method::GET || method == Method::HEAD {
         return Role::Read;
     }
-    let reads = ["/search", "/count", "/history", "/state/checkpoint"];
+    let reads = [
+        "/search",
+        "/count",
+        "/history",
+        "/state/checkpoint",
+        "/versions",
+    ];
     if method == Method::POST
         && (reads.iter().any(|r| path.ends_with(r)) || path == "/store/namespaces")
     {

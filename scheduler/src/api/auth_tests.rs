@@ -84,6 +84,15 @@ fn roles_follow_the_route() {
         (Method::DELETE, "/threads/t", Role::Submit),
         (Method::POST, "/assistants", Role::Admin),
         (Method::DELETE, "/assistants/x", Role::Admin),
+        (Method::POST, "/threads/count", Role::Read),
+        (Method::POST, "/assistants/count", Role::Read),
+        (Method::POST, "/assistants/x/versions", Role::Read),
+        (Method::PATCH, "/threads/t", Role::Submit),
+        (Method::POST, "/threads/t/copy", Role::Submit),
+        (Method::POST, "/threads/prune", Role::Submit),
+        (Method::POST, "/runs/cancel", Role::Submit),
+        (Method::PATCH, "/assistants/x", Role::Admin),
+        (Method::POST, "/assistants/x/latest", Role::Admin),
     ] {
         assert_eq!(required_role(&method, path), role, "{method} {path}");
     }

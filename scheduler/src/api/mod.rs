@@ -1,8 +1,11 @@
 //! The HTTP API, compatible with the LangGraph Agent Server protocol that
 //! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
 //!
-//! Routes are split by resource: [`assistants`], [`threads`], [`runs`]
-//! (creation, listing, cancel), [`follow`] (wait, join, streaming) and
+//! Routes are split by resource: [`assistants`] (with [`assistant_count`]
+//! and [`assistant_versions`]),
+//! [`threads`] (with [`thread_patch`], [`thread_count`], [`thread_copy`]
+//! and [`thread_prune`]), [`runs`] (creation, listing, cancel; many at
+//! once: [`bulk_cancel`]), [`follow`] (wait, join, streaming) and
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
 //! `/docs`: the description of all of them), [`store_items`] (the long-term
 //! store), [`crons`] (schedules; [`cron_search`] their search), plus
@@ -17,9 +20,12 @@
 //! ids, tracing, a timeout on producing the response head and a body
 //! limit.
 
+pub mod assistant_count;
+pub mod assistant_versions;
 pub mod assistants;
 pub mod auth;
 pub mod batches;
+pub mod bulk_cancel;
 pub mod checkpoint_ref;
 pub mod convert;
 pub mod cors;
@@ -45,6 +51,10 @@ pub mod step_trace;
 pub mod store_items;
 pub mod stream;
 pub mod system;
+pub mod thread_copy;
+pub mod thread_count;
+pub mod thread_patch;
+pub mod thread_prune;
 pub mod thread_stream;
 pub mod threads;
 pub mod wait;
@@ -90,10 +100,17 @@ pub fn router(state: ApiState) -> Router {
     // Every route but the system ones needs a key (when keys exist).
     let tenanted = Router::new()
         .merge(assistants::routes())
+        .merge(assistant_count::routes())
+        .merge(assistant_versions::routes())
         .merge(threads::routes())
+        .merge(thread_patch::routes())
+        .merge(thread_count::routes())
+        .merge(thread_copy::routes())
+        .merge(thread_prune::routes())
         .merge(history::routes())
         .merge(thread_stream::routes())
         .merge(runs::routes())
+        .merge(bulk_cancel::routes())
         .merge(follow::routes())
         .merge(batches::routes())
         .merge(crons::routes())

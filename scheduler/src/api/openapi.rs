@@ -17,12 +17,15 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use deepfleet_proto::Item;
 use deepfleet_proto::api::{
-    Assistant, AssistantCreateParams, AssistantSearchParams, BatchResponse, BatchRunsQuery,
-    BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams,
-    ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams,
-    ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse, Run,
-    RunCancelQuery, RunCreateParams, RunListQuery, RunStreamQuery, Thread, ThreadCreateParams,
-    ThreadHistoryParams, ThreadSearchParams, ThreadState, ThreadStateCheckpointParams,
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
+    AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams, BatchResponse,
+    BatchRunsQuery, BatchRunsResponse, Cron, CronCountParams, CronCreateParams, CronSearchParams,
+    CronUpdateParams, ErrorResponse, InfoResponse, ItemDeleteParams, ItemGetQuery, ItemPutParams,
+    ItemSearchParams, ItemSearchResponse, NamespaceListParams, NamespaceListResponse, OkResponse,
+    Run, RunCancelManyParams, RunCancelManyQuery, RunCancelQuery, RunCreateParams, RunListQuery,
+    RunStreamQuery, Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams,
+    ThreadPatchParams, ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
+    ThreadStateCheckpointParams,
 };
 use schemars::generate::{Contract, SchemaGenerator, SchemaSettings};
 use schemars::{JsonSchema, Schema, json_schema};
@@ -185,7 +188,8 @@ fn drop_null_type(schema: &mut Value) {
 /// Every operation of the router.
 fn operations(s: &mut Schemas) -> Vec<Operation> {
     let mut all = system(s);
-    all.extend(assistants_and_threads(s));
+    all.extend(assistants(s));
+    all.extend(threads(s));
     all.extend(runs(s));
     all.extend(following(s));
     all.extend(crons_and_store(s));
@@ -286,8 +290,8 @@ fn system(s: &mut Schemas) -> Vec<Operation> {
     ]
 }
 
-/// Assistants and threads.
-fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
+/// Assistants.
+fn assistants(s: &mut Schemas) -> Vec<Operation> {
     vec![
         op(
             "post",
@@ -304,10 +308,38 @@ fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
             vec![Success::Json(200, s.response::<Vec<Assistant>>())],
         ),
         op(
+            "post",
+            "/assistants/count",
+            "Count assistants",
+            s.request::<AssistantCountParams>(),
+            vec![Success::Json(200, s.response::<u64>())],
+        ),
+        op(
             "get",
             "/assistants/{assistant_id}",
             "Get an assistant",
             None,
+            vec![Success::Json(200, s.response::<Assistant>())],
+        ),
+        op(
+            "patch",
+            "/assistants/{assistant_id}",
+            "Change an assistant (a new version)",
+            s.request::<AssistantPatchParams>(),
+            vec![Success::Json(200, s.response::<Assistant>())],
+        ),
+        op(
+            "post",
+            "/assistants/{assistant_id}/versions",
+            "An assistant's versions, newest first",
+            s.request::<AssistantVersionsParams>(),
+            vec![Success::Json(200, s.response::<Vec<Assistant>>())],
+        ),
+        op(
+            "post",
+            "/assistants/{assistant_id}/latest",
+            "Show and run another version of an assistant",
+            s.request::<AssistantLatestParams>(),
             vec![Success::Json(200, s.response::<Assistant>())],
         ),
         op(
@@ -317,6 +349,12 @@ fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
             None,
             vec![Success::Json(200, object())],
         ),
+    ]
+}
+
+/// Threads, their state and history.
+fn threads(s: &mut Schemas) -> Vec<Operation> {
+    vec![
         op(
             "post",
             "/threads",
@@ -344,6 +382,34 @@ fn assistants_and_threads(s: &mut Schemas) -> Vec<Operation> {
             "Delete a thread",
             None,
             vec![Success::Json(200, object())],
+        ),
+        op(
+            "patch",
+            "/threads/{thread_id}",
+            "Update a thread's metadata",
+            s.request::<ThreadPatchParams>(),
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/count",
+            "Count threads",
+            s.request::<ThreadCountParams>(),
+            vec![Success::Json(200, s.response::<u64>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/copy",
+            "Copy a thread",
+            None,
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/prune",
+            "Delete threads, or drop their older checkpoints",
+            s.request::<ThreadPruneParams>(),
+            vec![Success::Json(200, s.response::<ThreadPruneResponse>())],
         ),
         op(
             "get",
@@ -428,6 +494,16 @@ fn runs(s: &mut Schemas) -> Vec<Operation> {
                 "Cancel a run",
                 None,
                 vec![Success::Empty(202), Success::Json(200, any())],
+            )
+        },
+        Operation {
+            query: s.query::<RunCancelManyQuery>(),
+            ..op(
+                "post",
+                "/runs/cancel",
+                "Cancel many runs",
+                s.request::<RunCancelManyParams>(),
+                vec![Success::Empty(204)],
             )
         },
         op(

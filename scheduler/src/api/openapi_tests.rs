@@ -81,7 +81,7 @@ async fn every_route_is_described_and_every_description_routed() {
     assert!(
         undescribed.is_empty() && unrouted.is_empty(),
         "routes without a description (add each to its resource's list, e.g. \
-         `assistants_and_threads`, in scheduler/src/api/openapi.rs): {undescribed:?}; \
+         `threads`, in scheduler/src/api/openapi.rs): {undescribed:?}; \
          described but not routed: {unrouted:?}"
     );
 }

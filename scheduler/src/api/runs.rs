@@ -126,6 +126,18 @@ fn flag(value: Option<&str>) -> Result<bool, ApiError> {
     }
 }
 
+/// Whether a cancel's `action` also drops the run (`rollback`) rather
+/// than only stopping it (`interrupt`, the default).
+pub(super) fn rolls_back(action: Option<&str>) -> Result<bool, ApiError> {
+    match action {
+        None | Some("interrupt") => Ok(false),
+        Some("rollback") => Ok(true),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "action must be interrupt or rollback; got '{other}'"
+        ))),
+    }
+}
+
 async fn cancel(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
@@ -133,15 +145,7 @@ async fn cancel(
     QueryString(query): QueryString<RunCancelQuery>,
 ) -> Result<Response, ApiError> {
     let mut meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
-    let rollback = match query.action.as_deref() {
-        None | Some("interrupt") => false,
-        Some("rollback") => true,
-        Some(other) => {
-            return Err(ApiError::unprocessable(format!(
-                "action must be interrupt or rollback; got '{other}'"
-            )));
-        }
-    };
+    let rollback = rolls_back(query.action.as_deref())?;
     state.life.cancel(&mut meta).await?;
     let response = if flag(query.wait.as_deref())? {
         wait_response(state.clone(), meta, "/join").await

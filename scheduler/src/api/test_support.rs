@@ -13,8 +13,8 @@ use chrono::Utc;
 use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_proto::hitl::{ActionRequest, DecisionType, Interrupt, ReviewConfig};
 use deepfleet_proto::{
-    AgentSpec, Envelope, Job, LoggedMessage, Message, PendingTools, RunError, RunEvent, RunStatus,
-    StepJob, TenantId,
+    AgentSpec, Envelope, Job, LoggedMessage, Message, PendingTools, Role, RunError, RunEvent,
+    RunStatus, StepJob, TenantId,
 };
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
@@ -24,7 +24,7 @@ use deepfleet_store::{StepCommit, Store};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::auth::ApiKeys;
+use super::auth::{ApiKeys, key_line};
 use super::{ApiState, router};
 use crate::intake::Intake;
 use crate::lifecycle::Lifecycle;
@@ -120,6 +120,22 @@ pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
         embedded,
         queue,
     }
+}
+
+/// Tenant `a`'s key in [`two_tenants`].
+pub const KEY_A: &str = "key-a";
+/// Tenant `b`'s key in [`two_tenants`].
+pub const KEY_B: &str = "key-b";
+
+/// The API with two admin keys, [`KEY_A`] of tenant `a` and [`KEY_B`] of
+/// tenant `b`: for the tests that a tenant never sees another's records.
+pub async fn two_tenants() -> TestApi {
+    let lines = [
+        key_line(KEY_A, &TenantId::new("a").unwrap(), Role::Admin),
+        key_line(KEY_B, &TenantId::new("b").unwrap(), Role::Admin),
+    ];
+    let keys = ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
+    api_with(keys, None).await
 }
 
 /// A run `r` on thread `t`, for the units that take run metadata.

@@ -1,7 +1,7 @@
 //! Created assistants: the API shape, with the tenant that owns it.
 
 use deepfleet_proto::api::Assistant;
-use deepfleet_proto::keys::records::{ASSISTANTS, tenant_assistants};
+use deepfleet_proto::keys::records::{ASSISTANTS, assistant_versions, tenant_assistants};
 use deepfleet_proto::{SealedContext, TenantId};
 use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
@@ -23,6 +23,19 @@ pub struct AssistantRecord {
     /// when redacting it hid a secret: what its runs start with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed_context: Option<SealedContext>,
+    /// The highest version made (the shown one may be older, see
+    /// `POST /assistants/{id}/latest`); records from before versions: 1.
+    /// Left out at 1, so those read and write back unchanged.
+    #[serde(default = "first_version", skip_serializing_if = "is_first_version")]
+    pub latest: u32,
+}
+
+fn first_version() -> u32 {
+    1
+}
+
+fn is_first_version(version: &u32) -> bool {
+    *version == 1
 }
 
 impl Owned for AssistantRecord {
@@ -39,6 +52,21 @@ pub fn assistants(store: &dyn Store) -> Repository<'_, AssistantRecord> {
         vec![Listing::new(
             tenant_assistants(record.tenant.as_str()),
             score_at(record.assistant.created_at),
+        )]
+    })
+}
+
+/// The versions of assistant `assistant_id`, by version number, each the
+/// record as that version made it, listed by number. Records from before
+/// versions have none until their first change.
+pub fn versions_of<'a>(
+    store: &'a dyn Store,
+    assistant_id: &str,
+) -> Repository<'a, AssistantRecord> {
+    Repository::new(store, assistant_versions(assistant_id)).indexed(|record: &AssistantRecord| {
+        vec![Listing::new(
+            assistant_versions(&record.assistant.assistant_id),
+            i64::from(record.assistant.version),
         )]
     })
 }

@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use super::Repository;
-use super::assistants::assistants;
+use super::assistants::{assistants, versions_of};
 use super::batches::{batches, members};
 use super::follow_marks::follow_marks;
 use super::queued::queued;
@@ -53,7 +53,14 @@ async fn every_kind_keeps_its_name_and_shape() {
     let assistant = json!({"assistant_id": "a", "graph_id": "g", "config": {}, "context": {},
         "metadata": {}, "name": "Untitled", "description": null, "version": 1,
         "created_at": AT, "updated_at": AT});
-    round_trip(&store, assistants(&store), "assistants", assistant).await;
+    round_trip(&store, assistants(&store), "assistants", assistant.clone()).await;
+    round_trip(
+        &store,
+        versions_of(&store, "a"),
+        "assistant_versions/a",
+        assistant,
+    )
+    .await;
     let header = json!({"batch_id": "b", "total": 2, "created_at": AT});
     round_trip(&store, batches(&store), "batches", header).await;
     let member = json!({"index": 1, "run_id": "r", "thread_id": "t"});

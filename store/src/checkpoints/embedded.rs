@@ -93,4 +93,17 @@ impl Checkpoints for EmbeddedStore {
         }
         Ok(())
     }
+
+    async fn copy_thread(&self, from: &str, to: &str) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        if state.threads.contains_key(to) || state.history.contains_key(to) {
+            return Ok(false);
+        }
+        let mut thread = state.threads.get(from).cloned().unwrap_or_default();
+        thread.pending = None;
+        let history = state.history.get(from).cloned().unwrap_or_default();
+        state.threads.insert(to.to_owned(), thread);
+        state.history.insert(to.to_owned(), history);
+        Ok(true)
+    }
 }

@@ -108,6 +108,13 @@ pub trait Checkpoints: Send + Sync + 'static {
     /// redelivery of that step does not publish them again. Only ever
     /// raises the mark, and writes nothing on a thread that is gone.
     async fn mark_published(&self, thread_id: &str, step: u64) -> Result<(), StoreError>;
+
+    /// Copies thread `from`'s checkpoint and history to the new thread
+    /// `to` (`POST /threads/{id}/copy`): one consistent snapshot of
+    /// `from`, written at once. The copy owns no run, so the original's
+    /// parked tool calls and latest run stay behind. Writes nothing and
+    /// answers `false` when `to` already has a checkpoint or history.
+    async fn copy_thread(&self, from: &str, to: &str) -> Result<bool, StoreError>;
 }
 
 /// Tokens of appended messages, for the thread's running total (kept by

@@ -10,7 +10,9 @@
 //!
 //! `lua/commit_step.lua` writes a step (with the run record and the
 //! fan-in reset, in the same slot), `lua/load_thread.lua` reads all three
-//! structures at once, `lua/mark_published.lua` raises the mark.
+//! structures at once, `lua/mark_published.lua` raises the mark. A copy
+//! spans two slots, so `lua/snapshot_thread.lua` reads the original whole
+//! and `lua/restore_thread.lua` writes the copy whole.
 
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -34,6 +36,14 @@ static LOAD_THREAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/load_thread.lua")));
 static MARK_PUBLISHED: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/mark_published.lua")));
+static SNAPSHOT_THREAD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/snapshot_thread.lua")));
+static RESTORE_THREAD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/restore_thread.lua")));
+
+/// Meta fields of a thread's runs rather than of its state, which a copy
+/// leaves behind (it owns no run).
+const RUN_FIELDS: [&str; 2] = ["pending", "latest"];
 
 #[async_trait]
 impl Checkpoints for RedisStore {
@@ -89,7 +99,53 @@ impl Checkpoints for RedisStore {
             .arg(step.to_string());
         self.run_script("mark published", &call).await
     }
+
+    async fn copy_thread(&self, from: &str, to: &str) -> Result<bool, StoreError> {
+        let keys = self.keys();
+        let call = Call::new(&SNAPSHOT_THREAD, thread_keys(keys, from).to_vec());
+        let (meta, log, files, history): RawSnapshot = self
+            .conn()
+            .call("snapshot thread", Retry::Once, |conn| call.invoke(conn))
+            .await?;
+        let meta: Vec<(String, String)> = meta
+            .into_iter()
+            .filter(|(field, _)| !RUN_FIELDS.contains(&field.as_str()))
+            .collect();
+        let counts = [meta.len() * 2, log.len(), files.len() * 2, history.len()];
+        let call = counts.iter().fold(
+            Call::new(&RESTORE_THREAD, thread_keys(keys, to).to_vec()),
+            |call, n| call.arg(n.to_string()),
+        );
+        let pairs = |map: Vec<(String, String)>| map.into_iter().flat_map(|(k, v)| [k, v]);
+        let call = pairs(meta)
+            .chain(log)
+            .chain(pairs(files.into_iter().collect()))
+            .chain(history)
+            .fold(call, Call::arg);
+        let written: u8 = self.run_script("restore thread", &call).await?;
+        Ok(written == 1)
+    }
 }
+
+/// A thread's meta, log, files and history keys, in the order the copy's
+/// scripts take them.
+fn thread_keys(keys: &Keys, thread: &str) -> [String; 4] {
+    [
+        keys.thread_meta(thread),
+        keys.thread_log(thread),
+        keys.thread_files(thread),
+        keys.thread_history(thread),
+    ]
+}
+
+/// The raw reply of `snapshot_thread.lua`: meta fields, log entries,
+/// files, history entries, all as stored.
+type RawSnapshot = (
+    BTreeMap<String, String>,
+    Vec<String>,
+    BTreeMap<String, String>,
+    Vec<String>,
+);
 
 /// `commit_step.lua`.
 fn commit_step_call(

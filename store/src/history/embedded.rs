@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{CheckpointState, History, HistoryQuery, replay};
+use super::{CheckpointState, History, HistoryQuery, keep_latest, replay};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 
@@ -22,5 +22,17 @@ impl History for EmbeddedStore {
             return Ok(Vec::new());
         };
         Ok(replay(&thread.messages, history, query))
+    }
+
+    async fn keep_latest_checkpoint(&self, thread_id: &str) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        let Some(history) = state.history.get_mut(thread_id) else {
+            return Ok(false);
+        };
+        let Some(kept) = keep_latest(history) else {
+            return Ok(false);
+        };
+        *history = kept;
+        Ok(true)
     }
 }

@@ -182,6 +182,63 @@ pub trait History: Send + Sync + 'static {
         };
         Ok(self.checkpoints(thread_id, &query).await?.pop())
     }
+
+    /// Drops every checkpoint but the newest (`POST /threads/prune` with
+    /// `keep_latest`): the changes up to its commit become one change
+    /// that writes the whole state then, so the current state and the
+    /// newest checkpoint read as before and the log stays whole. Written
+    /// at once, and only over the history it read (a commit meanwhile
+    /// makes it write nothing). Answers whether anything was dropped.
+    async fn keep_latest_checkpoint(&self, thread_id: &str) -> Result<bool, StoreError>;
+}
+
+/// `history` with its changes up to the newest commit folded into that
+/// commit (all its files, the whole custom state then) and the changes
+/// after it kept; `None` when there is nothing before it to drop.
+pub(crate) fn keep_latest(history: &[Logged]) -> Option<Vec<Logged>> {
+    let last = history
+        .iter()
+        .rposition(|l| matches!(l.change.kind, ChangeKind::Commit { .. }))?;
+    if last == 0 {
+        return None;
+    }
+    let mut files = BTreeMap::new();
+    let mut state = Map::new();
+    for Logged { change, .. } in &history[..=last] {
+        apply(change, &mut files, &mut state);
+    }
+    let newest = &history[last];
+    let folded = Logged {
+        log_len: newest.log_len,
+        change: Change {
+            state: Some(state),
+            files: files.into_iter().map(|(p, f)| (p, Some(f))).collect(),
+            ..newest.change.clone()
+        },
+    };
+    Some(
+        std::iter::once(folded)
+            .chain(history[last + 1..].iter().cloned())
+            .collect(),
+    )
+}
+
+/// Applies one change to the files and custom state replayed so far: a
+/// commit's state replaces the thread's, a seed's is set on top of it.
+fn apply(change: &Change, files: &mut BTreeMap<String, FileData>, state: &mut Map<String, Value>) {
+    for (path, file) in &change.files {
+        match file {
+            Some(file) => files.insert(path.clone(), file.clone()),
+            None => files.remove(path),
+        };
+    }
+    match (change.kind, &change.state) {
+        (ChangeKind::Commit { .. }, Some(new)) => *state = new.clone(),
+        (ChangeKind::Seed, Some(set)) => {
+            state.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        (_, None) => {}
+    }
 }
 
 /// Replays `history` over `log` into the checkpoints `query` asks for,
@@ -213,19 +270,7 @@ pub(crate) fn replay(
     let mut kept = Vec::with_capacity(wanted.len());
     let mut next = wanted.iter().peekable();
     for (i, Logged { log_len, change }) in history.iter().enumerate().take(last + 1) {
-        for (path, file) in &change.files {
-            match file {
-                Some(file) => files.insert(path.clone(), file.clone()),
-                None => files.remove(path),
-            };
-        }
-        match (change.kind, &change.state) {
-            (ChangeKind::Commit { .. }, Some(new)) => state = new.clone(),
-            (ChangeKind::Seed, Some(set)) => {
-                state.extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
-            }
-            (_, None) => {}
-        }
+        apply(change, &mut files, &mut state);
         let (ChangeKind::Commit { step }, Some(_)) = (change.kind, next.next_if(|&&w| w == i))
         else {
             continue;
@@ -363,5 +408,44 @@ mod tests {
         assert_eq!(all[0].checkpoint.files["/s"], file("seed"));
         assert_eq!(all[0].checkpoint.state["todo"], json!(1));
         assert!(Change::of_seed("r", &ThreadSeed::default()).is_none());
+    }
+
+    #[test]
+    fn keeping_the_latest_folds_up_to_the_newest_commit_and_keeps_later_seeds() {
+        let seed = ThreadSeed {
+            messages: Vec::new(),
+            files: BTreeMap::from([("/s".to_owned(), file("seed"))]),
+            state: Map::new(),
+        };
+        let Some(seeded) = Change::of_seed("r1", &seed) else {
+            panic!("a seed with files is a change");
+        };
+        let later = Logged {
+            log_len: 4,
+            change: seeded,
+        };
+        let history = [
+            commit(0, 2, &[("/x", Some("1"))]),
+            commit(1, 3, &[("/x", None), ("/y", Some("2"))]),
+            later.clone(),
+        ];
+        let Some(kept) = keep_latest(&history) else {
+            panic!("an older checkpoint is there to drop");
+        };
+        assert_eq!(kept.len(), 2);
+        assert_eq!(kept[1], later);
+        assert_eq!(
+            (kept[0].log_len, kept[0].change.kind),
+            (3, ChangeKind::Commit { step: 1 })
+        );
+        assert_eq!(
+            kept[0].change.files,
+            BTreeMap::from([("/y".to_owned(), Some(file("2")))])
+        );
+        let log: Vec<_> = ["a", "b", "c", "d"].into_iter().map(message).collect();
+        let all = HistoryQuery::newest(10);
+        assert_eq!(replay(&log, &kept, &all), replay(&log, &history, &all)[..1]);
+        assert_eq!(keep_latest(&kept[..1]), None);
+        assert_eq!(keep_latest(&[later]), None);
     }
 }

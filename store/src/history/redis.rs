@@ -1,14 +1,15 @@
 //! History on Redis: `thread_history`, a list in the thread's slot of
 //! (log length, [`Change`] JSON) pairs, appended by `lua/commit_step.lua`
 //! and `lua/create_run.lua` beside the change itself. `lua/load_history.lua`
-//! reads it with the log at once.
+//! reads it with the log at once; `lua/replace_history.lua` swaps in the
+//! history that keeps only the newest checkpoint.
 
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{Change, CheckpointState, History, HistoryQuery, Logged, replay};
+use super::{Change, CheckpointState, History, HistoryQuery, Logged, keep_latest, replay};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
@@ -17,6 +18,8 @@ use crate::redis::scripts::Call;
 
 static LOAD_HISTORY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/load_history.lua")));
+static REPLACE_HISTORY: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/replace_history.lua")));
 
 #[async_trait]
 impl History for RedisStore {
@@ -39,6 +42,27 @@ impl History for RedisStore {
             .collect::<Result<Vec<_>, _>>()?;
         let history = entries(self.codec(), &history_key, &history)?;
         Ok(replay(&log, &history, query))
+    }
+
+    async fn keep_latest_checkpoint(&self, thread_id: &str) -> Result<bool, StoreError> {
+        let key = self.keys().thread_history(thread_id);
+        let raw: Vec<String> = self
+            .query(
+                "load history",
+                Retry::Once,
+                redis::cmd("LRANGE").arg(&key).arg(0).arg(-1),
+            )
+            .await?;
+        let Some(kept) = keep_latest(&entries(self.codec(), &key, &raw)?) else {
+            return Ok(false);
+        };
+        let call = Call::new(&REPLACE_HISTORY, vec![key.clone()]).arg(raw.len().to_string());
+        let call = kept.iter().try_fold(call, |call, logged| {
+            let change = self.codec().encode(&key, &logged.change)?;
+            Ok::<_, StoreError>(call.arg(logged.log_len.to_string()).arg(change))
+        })?;
+        let replaced: u8 = self.run_script("replace history", &call).await?;
+        Ok(replaced == 1)
     }
 }
 

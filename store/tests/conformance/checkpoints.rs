@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use deepfleet_proto::{ContextCursor, EvictedMessage, RunStatus, SummaryEvent};
-use deepfleet_store::{Checkpoint, CommitOutcome, StepCommit, Store, StoreError, ThreadSeed};
+use deepfleet_store::{
+    Checkpoint, CommitOutcome, HistoryQuery, StepCommit, Store, StoreError, ThreadSeed,
+};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -227,7 +229,77 @@ pub async fn load_messages_from_an_index(store: Arc<dyn Store>) {
     assert!(store.load_messages("nobody", 0).await.unwrap().is_empty());
 }
 
+pub async fn a_copy_is_the_thread_with_its_history_and_no_run(store: Arc<dyn Store>) {
+    let mut run = record("t1", "r1");
+    let seed = ThreadSeed {
+        messages: vec![msg("task")],
+        files: BTreeMap::from([("/a.md".to_owned(), file("a"))]),
+        state: object(json!({"todos": ["a"]})),
+    };
+    store.create_run(&run, &seed).await.unwrap();
+    let first = StepCommit {
+        messages: vec![msg("one")],
+        files: BTreeMap::from([("/b.md".to_owned(), Some(file("b")))]),
+        ..commit(&run, 0)
+    };
+    store.commit_step(&first).await.unwrap();
+    run.steps = 2;
+    let second = StepCommit {
+        messages: vec![msg("two")],
+        pending: Some(pending("c1")),
+        ..commit(&run, 1)
+    };
+    store.commit_step(&second).await.unwrap();
+
+    assert!(store.copy_thread("t1", "t2").await.unwrap());
+    let original = store.load_thread("t1").await.unwrap();
+    let copy = store.load_thread("t2").await.unwrap();
+    // The parked calls are the original run's; the copy has none.
+    assert_eq!(
+        copy,
+        Checkpoint {
+            pending: None,
+            ..original.clone()
+        }
+    );
+    let all = HistoryQuery::newest(10);
+    let history = |thread| {
+        let store = Arc::clone(&store);
+        let all = all.clone();
+        async move {
+            store
+                .checkpoints(thread, &all)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|c| (c.id, c.run_id, c.checkpoint))
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(history("t2").await, history("t1").await);
+    assert_eq!(history("t2").await.len(), 2);
+
+    // The copy is on its own: the original moves on without it, and an
+    // existing thread is never overwritten.
+    run.steps = 3;
+    let third = StepCommit {
+        messages: vec![msg("three")],
+        ..commit(&run, 2)
+    };
+    store.commit_step(&third).await.unwrap();
+    assert_eq!(store.load_thread("t2").await.unwrap(), copy);
+    assert!(!store.copy_thread("t1", "t2").await.unwrap());
+    assert_eq!(store.load_thread("t2").await.unwrap(), copy);
+    // An unknown thread copies as the empty thread it reads as.
+    assert!(store.copy_thread("nobody", "t3").await.unwrap());
+    assert_eq!(
+        store.load_thread("t3").await.unwrap(),
+        Checkpoint::default()
+    );
+}
+
 conformance!(
+    a_copy_is_the_thread_with_its_history_and_no_run,
     unknown_thread_is_empty,
     commit_step_applies_everything,
     context_cursor_and_token_total,

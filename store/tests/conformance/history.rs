@@ -209,7 +209,42 @@ pub async fn a_commit_that_writes_nothing_records_nothing(store: Arc<dyn Store>)
     );
 }
 
+pub async fn keeping_the_latest_drops_older_checkpoints_only(store: Arc<dyn Store>) {
+    three_steps(&*store).await;
+    let all = HistoryQuery::newest(10);
+    let before = store.checkpoints("t1", &all).await.unwrap();
+    let current = store.load_thread("t1").await.unwrap();
+    assert!(store.keep_latest_checkpoint("t1").await.unwrap());
+    let after = store.checkpoints("t1", &all).await.unwrap();
+    assert_eq!(after, before[..1]);
+    assert_eq!(store.load_thread("t1").await.unwrap(), current);
+    // One checkpoint left: nothing more to drop.
+    assert!(!store.keep_latest_checkpoint("t1").await.unwrap());
+    assert!(!store.keep_latest_checkpoint("nobody").await.unwrap());
+
+    // Later steps build on the kept checkpoint as on the whole history.
+    let mut run = record("t1", "r1");
+    run.steps = 4;
+    let next = StepCommit {
+        messages: vec![msg("five")],
+        files: BTreeMap::from([("/c.md".to_owned(), Some(file("c")))]),
+        ..commit(&run, 3)
+    };
+    store.commit_step(&next).await.unwrap();
+    let newest = store.checkpoints("t1", &all).await.unwrap();
+    assert_eq!(newest.iter().map(|c| c.id).collect::<Vec<_>>(), [4, 3]);
+    assert_eq!(
+        newest[0].checkpoint.messages,
+        store.load_thread("t1").await.unwrap().messages
+    );
+    let mut files = before[0].checkpoint.files.clone();
+    files.insert("/c.md".to_owned(), file("c"));
+    assert_eq!(newest[0].checkpoint.files, files);
+    assert_eq!(newest[0].checkpoint.state, before[0].checkpoint.state);
+}
+
 conformance!(
+    keeping_the_latest_drops_older_checkpoints_only,
     each_commit_is_a_checkpoint,
     history_pages_back_from_before,
     a_later_run_leaves_earlier_checkpoints_alone,

@@ -44,7 +44,15 @@ async function assistants(client) {
   const doomed = await client.assistants.create({ graphId: "helper" });
   await client.assistants.delete(doomed.assistant_id);
   check((await status(client.assistants.get(doomed.assistant_id))) === 404, "assistants.delete");
-  return created;
+  check((await client.assistants.count({ metadata: { suite: "js" } })) === 1, "assistants.count by metadata");
+  const renamed = await client.assistants.update(created.assistant_id, { name: "drier helper", metadata: { v: 2 } });
+  check(renamed.version === 2 && renamed.name === "drier helper" && renamed.metadata.suite === "js", "assistants.update makes version 2");
+  const versions = await client.assistants.getVersions(created.assistant_id);
+  check(versions.map((v) => v.version).join() === "2,1", "assistants.getVersions: newest first");
+  const back = await client.assistants.setLatest(created.assistant_id, 1);
+  check(back.version === 1 && back.name === "dry helper", "assistants.setLatest shows version 1");
+  check((await status(client.assistants.setLatest(created.assistant_id, 9))) === 404, "assistants.setLatest of an unknown version is 404");
+  return back;
 }
 
 async function threadsAndRuns(client, assistant) {
@@ -130,9 +138,37 @@ async function threadsAndRuns(client, assistant) {
   await client.runs.delete(busy, looping.run_id);
   check((await status(client.runs.get(busy, looping.run_id))) === 404, "runs.delete");
 
+  const many = (await client.threads.create()).thread_id;
+  const first = await client.runs.create(many, "helper", { input: say("loop") });
+  const second = await client.runs.create(many, "helper", { input: say("echo y") });
+  await client.runs.cancelMany({ threadId: many });
+  check((await client.runs.get(many, second.run_id)).status === "interrupted", "runs.cancelMany: the queued run is interrupted");
+  await client.runs.join(many, first.run_id);
+  check((await client.runs.get(many, first.run_id)).status === "interrupted", "runs.cancelMany: the started run stops");
+  check((await status(client.runs.cancelMany({ runIds: ["00000000-0000-0000-0000-000000000000"] }))) === 404, "runs.cancelMany of an unknown run is 404");
+
   const gone = (await client.threads.create()).thread_id;
   await client.threads.delete(gone);
   check((await status(client.threads.get(gone))) === 404, "threads.delete");
+
+  const patched = await client.threads.update(tid, { metadata: { reviewed: true } });
+  check(patched.metadata.suite === "js" && patched.metadata.reviewed === true, "threads.update merges metadata");
+  check((await client.threads.count({ metadata: { reviewed: true } })) === 1, "threads.count by metadata");
+  const copy = await client.threads.copy(tid);
+  check(copy.thread_id !== tid && copy.metadata.reviewed === true, "threads.copy");
+  const original = await client.threads.getState(tid);
+  const copied = await client.threads.getState(copy.thread_id);
+  check(
+    lastText(copied.values) === lastText(original.values) && copied.checkpoint.checkpoint_id === original.checkpoint.checkpoint_id,
+    "threads.copy keeps the state",
+  );
+  const checkpoints = (await client.threads.getHistory(copy.thread_id)).length;
+  const kept = await client.threads.prune([copy.thread_id], { strategy: "keep_latest" });
+  check(kept.pruned_count === (checkpoints > 1 ? 1 : 0), "threads.prune keep_latest");
+  check((await client.threads.getHistory(copy.thread_id)).length === 1, "threads.prune keep_latest leaves one checkpoint");
+  check(lastText((await client.threads.getState(copy.thread_id)).values) === lastText(original.values), "threads.prune keep_latest keeps the state");
+  check((await client.threads.prune([copy.thread_id])).pruned_count === 1, "threads.prune (delete)");
+  check((await status(client.threads.get(copy.thread_id))) === 404, "threads.prune deleted the copy");
 }
 
 async function interrupts(client) {

@@ -1,0 +1,186 @@
+//! Assistant versions: `PATCH /assistants/{id}` makes a new one and shows
+//! it, `POST /assistants/{id}/versions` lists them newest first, `POST
+//! /assistants/{id}/latest` shows (and runs) an earlier or later one.
+//! Each version is the whole record as it made it, sealed context
+//! included, so showing one again needs nothing else.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::routing::{patch, post};
+use axum::{Json, Router};
+use chrono::Utc;
+use deepfleet_proto::api::{
+    Assistant, AssistantLatestParams, AssistantPatchParams, AssistantVersionsParams,
+};
+use deepfleet_proto::keys::records::assistant_versions;
+use deepfleet_proto::{Caller, TenantId};
+use deepfleet_store::Order;
+
+use super::assistants::{seal_secrets, system, system_assistant_id, unknown_graph};
+use super::error::{ApiError, Body};
+use super::search::{DEFAULT_LIMIT, Paging, metadata_matches};
+use super::state::ApiState;
+use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
+
+/// The most versions one page lists.
+pub const MAX_VERSIONS_LIMIT: usize = 1000;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/assistants/{assistant_id}", patch(update))
+        .route("/assistants/{assistant_id}/versions", post(list))
+        .route("/assistants/{assistant_id}/latest", post(set_latest))
+}
+
+/// The next version starts from the shown one; a record from before
+/// versions first gets its own version written, so it stays listed.
+async fn update(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(body): Body<AssistantPatchParams>,
+) -> Result<Json<Assistant>, ApiError> {
+    let mut record = load(&state, &caller.tenant, &id).await?;
+    let versions = versions_of(state.store(), &id);
+    let shown = record.assistant.version.to_string();
+    if versions.get(&shown).await?.is_none() {
+        versions.put(&shown, &record).await?;
+    }
+    let mut next = record.assistant.clone();
+    if let Some(graph_id) = body.graph_id {
+        if !state.graphs.contains(&graph_id) {
+            return Err(unknown_graph(&state, &graph_id));
+        }
+        next.graph_id = graph_id;
+    }
+    if let Some(config) = body.config {
+        next.config = config;
+    }
+    next.metadata.extend(body.metadata.unwrap_or_default());
+    if let Some(name) = body.name {
+        next.name = name;
+    }
+    if body.description.is_some() {
+        next.description = body.description;
+    }
+    if let Some(context) = body.context {
+        let (shown, sealed) = seal_secrets(&state, &next.graph_id, &id, context).await?;
+        next.context = shown;
+        record.sealed_context = sealed;
+    }
+    record.latest = record.latest.saturating_add(1);
+    next.version = record.latest;
+    next.updated_at = Utc::now();
+    record.assistant = next;
+    versions.put(&record.latest.to_string(), &record).await?;
+    assistants(state.store()).put(&id, &record).await?;
+    Ok(Json(record.assistant))
+}
+
+/// Newest first. A record from before versions lists its one version.
+async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(body): Body<AssistantVersionsParams>,
+) -> Result<Json<Vec<Assistant>>, ApiError> {
+    let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit > MAX_VERSIONS_LIMIT {
+        return Err(ApiError::unprocessable(format!(
+            "limit must be at most {MAX_VERSIONS_LIMIT}, got {limit}"
+        )));
+    }
+    // A system assistant has its one version, as has a record from
+    // before versions.
+    let single = |only: Assistant| {
+        let keep = metadata_matches(body.metadata.as_ref(), &only.metadata)
+            && body.offset.unwrap_or(0) == 0
+            && limit > 0;
+        Json(if keep { vec![only] } else { Vec::new() })
+    };
+    if let Some(graph) = system_graph(&state, &id) {
+        return Ok(single(system(&state, &graph)));
+    }
+    let record = load(&state, &caller.tenant, &id).await?;
+    let index = assistant_versions(&id);
+    if state.store().index_count(&index).await? == 0 {
+        return Ok(single(record.assistant));
+    }
+    let mut paging = Paging::new(body.offset, Some(limit), body.metadata.is_some());
+    let versions = versions_of(state.store(), &id);
+    let mut walk = versions
+        .walk(index, Order::Descending)
+        .from(paging.from)
+        .chunk(paging.chunk());
+    let mut out = Vec::new();
+    while out.len() < paging.limit {
+        let Some(version) = walk.next().await? else {
+            break;
+        };
+        if metadata_matches(body.metadata.as_ref(), &version.assistant.metadata) && !paging.skips()
+        {
+            out.push(version.assistant);
+        }
+    }
+    Ok(Json(out))
+}
+
+/// Shows version `version` (its config, context and metadata are what
+/// runs start from now on); the highest version made stays as it was,
+/// so the next change still makes a new number.
+async fn set_latest(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(body): Body<AssistantLatestParams>,
+) -> Result<Json<Assistant>, ApiError> {
+    let mut record = load(&state, &caller.tenant, &id).await?;
+    let version = body.version;
+    let chosen = match versions_of(state.store(), &id)
+        .get(&version.to_string())
+        .await?
+    {
+        Some(chosen) => chosen,
+        // A record from before versions has only the one it shows.
+        None if version == record.assistant.version => record.clone(),
+        None => {
+            return Err(ApiError::not_found(format!(
+                "Version {version} of assistant '{id}' not found."
+            )));
+        }
+    };
+    record.assistant = chosen.assistant;
+    record.sealed_context = chosen.sealed_context;
+    assistants(state.store()).put(&id, &record).await?;
+    Ok(Json(record.assistant))
+}
+
+/// `tenant`'s created assistant `id`: 404 for another tenant's or an
+/// unknown one, 409 for a graph's system assistant (made by the server,
+/// so it has no versions to make).
+async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<AssistantRecord, ApiError> {
+    if system_graph(state, id).is_some() {
+        return Err(ApiError::conflict(format!(
+            "Assistant '{id}' is a graph's system assistant; it has no versions. \
+             Create an assistant of the graph to change it."
+        )));
+    }
+    assistants(state.store())
+        .get_owned(id, tenant)
+        .await?
+        .ok_or_else(|| ApiError::not_found(format!("Assistant '{id}' not found.")))
+}
+
+/// The graph whose system assistant `id` names (by its id or the graph's
+/// name), if any.
+fn system_graph(state: &ApiState, id: &str) -> Option<String> {
+    state
+        .graphs
+        .names()
+        .into_iter()
+        .find(|g| g == id || system_assistant_id(g) == id)
+}
+
+#[cfg(test)]
+#[path = "assistant_versions_tests.rs"]
+mod router_tests;

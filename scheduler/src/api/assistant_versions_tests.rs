@@ -1,0 +1,166 @@
+//! Router tests of assistant versions: `PATCH /assistants/{id}`,
+//! `POST /assistants/{id}/versions` and `POST /assistants/{id}/latest`.
+
+use axum::http::StatusCode;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::super::test_support::{GRAPH, KEY_A, KEY_B, TestApi, api, two_tenants};
+use super::MAX_VERSIONS_LIMIT;
+use crate::api::assistants::system_assistant_id;
+
+async fn create(api: &TestApi, id: &str) -> Value {
+    let body = json!({"graph_id": GRAPH, "assistant_id": id, "config": {"tags": ["a"]},
+        "metadata": {"team": "red"}, "name": "first"});
+    let created = api.send("POST", "/assistants", Some(body)).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    created.json()
+}
+
+async fn patch(api: &TestApi, id: &str, body: Value) -> Value {
+    let answer = api
+        .send("PATCH", &format!("/assistants/{id}"), Some(body))
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
+    answer.json()
+}
+
+fn versions(answer: &Value) -> Vec<u64> {
+    answer
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["version"].as_u64().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_change_is_a_new_version_listed_newest_first() {
+    let api = api().await;
+    let first = create(&api, "a1").await;
+    let second = patch(
+        &api,
+        "a1",
+        json!({"name": "second", "metadata": {"tier": 2}}),
+    )
+    .await;
+    assert_eq!(second["version"], 2);
+    assert_eq!(second["name"], "second");
+    assert_eq!(second["metadata"], json!({"team": "red", "tier": 2}));
+    assert_eq!(second["config"], first["config"]);
+    assert_eq!(second["created_at"], first["created_at"]);
+    let third = patch(&api, "a1", json!({"config": {"tags": ["b"]}})).await;
+    assert_eq!(
+        (third["version"].clone(), third["name"].clone()),
+        (json!(3), json!("second"))
+    );
+    assert_eq!(api.send("GET", "/assistants/a1", None).await.json(), third);
+
+    let list = |body: Value| api.send("POST", "/assistants/a1/versions", Some(body));
+    let all = list(json!({})).await;
+    assert_eq!(all.status, StatusCode::OK, "{}", all.text);
+    assert_eq!(versions(&all.json()), [3, 2, 1]);
+    assert_eq!(all.json()[2], first);
+    assert_eq!(
+        versions(&list(json!({"limit": 1, "offset": 1})).await.json()),
+        [2]
+    );
+    assert_eq!(
+        versions(&list(json!({"metadata": {"tier": 2}})).await.json()),
+        [3, 2]
+    );
+    let too_many = list(json!({"limit": MAX_VERSIONS_LIMIT + 1})).await;
+    assert_eq!(too_many.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let bad = api
+        .send("PATCH", "/assistants/a1", Some(json!({"graph_id": "nope"})))
+        .await;
+    assert_eq!(bad.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn setting_the_latest_shows_that_version_and_later_changes_still_count_up() {
+    let api = api().await;
+    let first = create(&api, "a1").await;
+    patch(&api, "a1", json!({"name": "second"})).await;
+    let set = api
+        .send("POST", "/assistants/a1/latest", Some(json!({"version": 1})))
+        .await;
+    assert_eq!(set.status, StatusCode::OK, "{}", set.text);
+    assert_eq!(set.json()["name"], first["name"]);
+    assert_eq!(set.json()["version"], 1);
+    assert_eq!(
+        api.send("GET", "/assistants/a1", None).await.json(),
+        set.json()
+    );
+    // The next change starts from the shown version and takes number 3.
+    let third = patch(&api, "a1", json!({"description": "d"})).await;
+    assert_eq!(
+        (third["version"].clone(), third["name"].clone()),
+        (json!(3), json!("first"))
+    );
+    let unknown = api
+        .send("POST", "/assistants/a1/latest", Some(json!({"version": 9})))
+        .await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    let bad = api
+        .send("POST", "/assistants/a1/latest", Some(json!({})))
+        .await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_system_assistant_lists_one_version_and_cannot_change() {
+    let api = api().await;
+    let id = system_assistant_id(GRAPH);
+    let listed = api
+        .send(
+            "POST",
+            &format!("/assistants/{id}/versions"),
+            Some(json!({})),
+        )
+        .await;
+    assert_eq!(versions(&listed.json()), [1]);
+    let changed = api
+        .send(
+            "PATCH",
+            &format!("/assistants/{GRAPH}"),
+            Some(json!({"name": "x"})),
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::CONFLICT);
+}
+
+#[tokio::test]
+async fn deleting_an_assistant_deletes_its_versions() {
+    let api = api().await;
+    create(&api, "a1").await;
+    patch(&api, "a1", json!({"name": "second"})).await;
+    api.send("DELETE", "/assistants/a1", None).await;
+    create(&api, "a1").await;
+    let listed = api
+        .send("POST", "/assistants/a1/versions", Some(json!({})))
+        .await;
+    assert_eq!(versions(&listed.json()), [1]);
+}
+
+#[tokio::test]
+async fn another_tenants_assistant_has_no_versions_to_see_or_make() {
+    let api = two_tenants().await;
+    let body = json!({"graph_id": GRAPH, "assistant_id": "a1"});
+    let created = api
+        .send_as(Some(KEY_A), "POST", "/assistants", Some(body))
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    for (method, uri, body) in [
+        ("PATCH", "/assistants/a1", json!({"name": "x"})),
+        ("POST", "/assistants/a1/versions", json!({})),
+        ("POST", "/assistants/a1/latest", json!({"version": 1})),
+    ] {
+        let answer = api.send_as(Some(KEY_B), method, uri, Some(body)).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{method} {uri}");
+    }
+    let own = api
+        .send_as(Some(KEY_A), "GET", "/assistants/a1", None)
+        .await;
+    assert_eq!(own.json()["version"], 1);
+}

@@ -1,0 +1,47 @@
+//! `POST /threads/{thread_id}/copy`: a new thread with the original's
+//! metadata, state, files, checkpoints and history as they are now.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Json, Router};
+use deepfleet_proto::Caller;
+use deepfleet_proto::api::Thread;
+
+use super::error::ApiError;
+use super::state::ApiState;
+use super::threads::{load, thread_resource};
+use crate::repo::threads::{ThreadRecord, threads};
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new().route("/threads/{thread_id}/copy", post(copy))
+}
+
+/// The checkpoint is copied before the record is written, so the copy
+/// is never listed without its state; it owns none of the original's
+/// runs, so it starts idle.
+async fn copy(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<Json<Thread>, ApiError> {
+    let original = load(&state, &caller.tenant, &id).await?;
+    let copy_id = uuid::Uuid::new_v4().to_string();
+    let conflict = || ApiError::conflict(format!("Thread '{copy_id}' already exists."));
+    if !state.store().copy_thread(&id, &copy_id).await? {
+        return Err(conflict());
+    }
+    let record = ThreadRecord::new(
+        caller.tenant.clone(),
+        copy_id.clone(),
+        original.metadata.clone(),
+    );
+    if !threads(state.store()).insert(&copy_id, &record).await? {
+        return Err(conflict());
+    }
+    Ok(Json(thread_resource(&state, &record).await?))
+}
+
+#[cfg(test)]
+#[path = "thread_copy_tests.rs"]
+mod router_tests;

@@ -1,0 +1,51 @@
+//! `POST /threads/count`: how many of the caller's threads a search with
+//! the same filters would list, over all its pages.
+
+use axum::Extension;
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use deepfleet_proto::Caller;
+use deepfleet_proto::api::ThreadCountParams;
+use deepfleet_proto::keys::records::tenant_threads;
+use deepfleet_store::Order;
+
+use super::error::{ApiError, Body};
+use super::search::metadata_matches;
+use super::state::ApiState;
+use crate::repo::threads::threads;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new().route("/threads/count", post(count))
+}
+
+/// Walks the tenant's index, as a search does: the index also lists
+/// records deleted since, which only reading them tells apart. The status
+/// is looked up only for threads the metadata filter keeps.
+async fn count(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Body(body): Body<ThreadCountParams>,
+) -> Result<Json<u64>, ApiError> {
+    let repo = threads(state.store());
+    let mut walk = repo.walk(tenant_threads(caller.tenant.as_str()), Order::Descending);
+    let mut n = 0;
+    while let Some(record) = walk.next().await? {
+        if record.tenant != caller.tenant
+            || !metadata_matches(body.metadata.as_ref(), &record.metadata)
+        {
+            continue;
+        }
+        if let Some(status) = &body.status
+            && state.life.thread_status(&record).await?.as_str() != status
+        {
+            continue;
+        }
+        n += 1;
+    }
+    Ok(Json(n))
+}
+
+#[cfg(test)]
+#[path = "thread_count_tests.rs"]
+mod router_tests;

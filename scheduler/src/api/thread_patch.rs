@@ -1,0 +1,37 @@
+//! `PATCH /threads/{thread_id}`: a thread's metadata, merged.
+
+use axum::Extension;
+use axum::extract::{Path, State};
+use axum::routing::patch;
+use axum::{Json, Router};
+use chrono::Utc;
+use deepfleet_proto::Caller;
+use deepfleet_proto::api::{Thread, ThreadPatchParams};
+
+use super::error::{ApiError, Body};
+use super::state::ApiState;
+use super::threads::{load, thread_resource};
+use crate::repo::threads::threads;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new().route("/threads/{thread_id}", patch(update))
+}
+
+/// Sets each given metadata key and keeps the others, as the reference
+/// merges; answers the thread as it is now.
+async fn update(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(body): Body<ThreadPatchParams>,
+) -> Result<Json<Thread>, ApiError> {
+    let mut record = load(&state, &caller.tenant, &id).await?;
+    record.metadata.extend(body.metadata.unwrap_or_default());
+    record.updated_at = Utc::now();
+    threads(state.store()).put(&id, &record).await?;
+    Ok(Json(thread_resource(&state, &record).await?))
+}
+
+#[cfg(test)]
+#[path = "thread_patch_tests.rs"]
+mod router_tests;
