@@ -169,6 +169,30 @@ async function threadsAndRuns(client, assistant) {
   check(lastText((await client.threads.getState(copy.thread_id)).values) === lastText(original.values), "threads.prune keep_latest keeps the state");
   check((await client.threads.prune([copy.thread_id])).pruned_count === 1, "threads.prune (delete)");
   check((await status(client.threads.get(copy.thread_id))) === 404, "threads.prune deleted the copy");
+
+  // A thread's stream follows each run created on it while it is open.
+  const watched = (await client.threads.create()).thread_id;
+  const leave = new AbortController();
+  const heard = [];
+  const listening = (async () => {
+    try {
+      for await (const part of client.threads.joinStream(watched, { streamMode: "updates", signal: leave.signal })) {
+        heard.push(part);
+        if (heard.filter((e) => e.event === "metadata").length === 2 && part.event === "updates" && JSON.stringify(part.data).includes("wrote")) {
+          leave.abort();
+        }
+      }
+    } catch (error) {
+      if (!leave.signal.aborted) throw error;
+    }
+  })();
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  await client.runs.wait(watched, "helper", { input: say("echo one") });
+  await client.runs.wait(watched, "helper", { input: say("write notes") });
+  await Promise.race([listening, new Promise((resolve) => setTimeout(resolve, 20000))]);
+  leave.abort();
+  const runsHeard = heard.filter((e) => e.event === "metadata").length;
+  check(runsHeard === 2, `threads.joinStream follows both runs (${heard.map((e) => e.event)})`);
 }
 
 async function interrupts(client) {
