@@ -68,14 +68,31 @@ async fn update(
         next.context = shown;
         record.sealed_context = sealed;
     }
-    record.latest = record.latest.saturating_add(1);
-    next.version = record.latest;
     next.updated_at = Utc::now();
-    record.assistant = next;
-    versions.put(&record.latest.to_string(), &record).await?;
+    // Each version number is claimed by a create-if-absent write: two
+    // PATCHes at once get a version each, never the same one.
+    let mut claimed = false;
+    for _ in 0..VERSION_CLAIMS {
+        record.latest = record.latest.saturating_add(1);
+        next.version = record.latest;
+        record.assistant = next.clone();
+        if versions.insert(&record.latest.to_string(), &record).await? {
+            claimed = true;
+            break;
+        }
+    }
+    if !claimed {
+        return Err(ApiError::conflict(format!(
+            "Assistant '{id}' is being changed by other requests; try again."
+        )));
+    }
     assistants(state.store()).put(&id, &record).await?;
     Ok(Json(record.assistant))
 }
+
+/// How many version numbers one PATCH tries before giving up: each taken
+/// one means another PATCH won it just now.
+const VERSION_CLAIMS: usize = 16;
 
 /// Newest first. A record from before versions lists its one version.
 async fn list(

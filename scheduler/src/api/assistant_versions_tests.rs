@@ -164,3 +164,29 @@ async fn another_tenants_assistant_has_no_versions_to_see_or_make() {
         .await;
     assert_eq!(own.json()["version"], 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn patches_at_once_each_get_a_version_of_their_own() {
+    let api = api().await;
+    create(&api, "busy").await;
+    let patches = (0..8).map(|n| {
+        let api = &api;
+        async move { patch(api, "busy", json!({"metadata": {"n": n}})).await["version"].clone() }
+    });
+    let mut made: Vec<u64> = futures::future::join_all(patches)
+        .await
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    made.sort_unstable();
+    made.dedup();
+    assert_eq!(made.len(), 8, "two patches took one version: {made:?}");
+    let listed = api
+        .send(
+            "POST",
+            "/assistants/busy/versions",
+            Some(json!({"limit": 100})),
+        )
+        .await;
+    assert_eq!(versions(&listed.json()).len(), 9, "{}", listed.text);
+}
