@@ -296,6 +296,10 @@ pub struct RunStreamQuery {
     /// `true`/`1` adds the subagents' events.
     #[serde(default)]
     pub stream_subgraphs: Option<String>,
+    /// `true`/`1`: the run is cancelled when this client goes away
+    /// before it ends (a join stream only; default `false`).
+    #[serde(default)]
+    pub cancel_on_disconnect: Option<String>,
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use super::run_create::{create_checked, create_run};
 use super::run_options::OnDisconnect;
 use super::run_request;
 use super::run_resource::load_run;
+use super::runs::flag;
 use super::state::ApiState;
 use super::wait::wait_response;
 
@@ -113,13 +114,12 @@ async fn join_stream(
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    Ok(sse_response(
-        state,
-        meta,
-        modes,
-        last,
-        OnDisconnect::Continue,
-    ))
+    let on_disconnect = if flag(query.cancel_on_disconnect.as_deref())? {
+        OnDisconnect::Cancel
+    } else {
+        OnDisconnect::Continue
+    };
+    Ok(sse_response(state, meta, modes, last, on_disconnect))
 }
 
 #[cfg(test)]

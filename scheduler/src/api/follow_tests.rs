@@ -325,3 +325,44 @@ async fn a_client_that_leaves_a_stream_with_on_disconnect_cancel_cancels_its_run
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+#[tokio::test]
+async fn a_join_stream_with_cancel_on_disconnect_cancels_the_run_its_client_leaves() {
+    use axum::body::Body as HttpBody;
+    use axum::http::Request;
+    use futures::StreamExt;
+    use tower::ServiceExt;
+
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let run = api.run_on(&thread_id, run_body("hi")).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    let join = |cancel: &str| {
+        Request::builder()
+            .uri(format!(
+                "/threads/{thread_id}/runs/{run_id}/stream?cancel_on_disconnect={cancel}"
+            ))
+            .body(HttpBody::empty())
+            .unwrap()
+    };
+    let bad = api.raw(join("maybe")).await;
+    assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let response = api.router.clone().oneshot(join("true")).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut stream = response.into_body().into_data_stream();
+    assert!(stream.next().await.is_some());
+    drop(stream);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while !api
+        .store
+        .cancel_requested(&thread_id, &run_id)
+        .await
+        .unwrap()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "leaving did not cancel the run"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -116,7 +116,7 @@ async fn delete(
 }
 
 /// A query flag as the SDK sends it.
-fn flag(value: Option<&str>) -> Result<bool, ApiError> {
+pub(super) fn flag(value: Option<&str>) -> Result<bool, ApiError> {
     match value {
         None | Some("0" | "false") => Ok(false),
         Some("1" | "true") => Ok(true),

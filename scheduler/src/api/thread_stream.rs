@@ -53,6 +53,11 @@ async fn thread_stream(
 ) -> Result<Response, ApiError> {
     let record = load(&state, &caller.tenant, &thread_id).await?;
     let mode = query.stream_mode.map(StreamMode::One);
+    if query.cancel_on_disconnect.is_some() {
+        return Err(ApiError::unprocessable(
+            "cancel_on_disconnect applies to one run's stream, not a thread's",
+        ));
+    }
     let mut modes = Modes::parse(mode.as_ref())?;
     modes.subgraphs = query
         .stream_subgraphs
