@@ -1,0 +1,107 @@
+//! The threads' operations: the resource, its state and its history.
+
+use deepfleet_proto::api::{
+    Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
+    ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
+    ThreadStateCheckpointParams,
+};
+
+use super::operation::{Operation, Success, object, op};
+use super::schemas::Schemas;
+
+/// Threads, their state and history.
+pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
+    vec![
+        op(
+            "post",
+            "/threads",
+            "Create a thread",
+            s.request::<ThreadCreateParams>(),
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/search",
+            "Search threads",
+            s.request::<ThreadSearchParams>(),
+            vec![Success::Json(200, s.response::<Vec<Thread>>())],
+        ),
+        op(
+            "get",
+            "/threads/{thread_id}",
+            "Get a thread",
+            None,
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "delete",
+            "/threads/{thread_id}",
+            "Delete a thread",
+            None,
+            vec![Success::Json(200, object())],
+        ),
+        op(
+            "patch",
+            "/threads/{thread_id}",
+            "Update a thread's metadata",
+            s.request::<ThreadPatchParams>(),
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/count",
+            "Count threads",
+            s.request::<ThreadCountParams>(),
+            vec![Success::Json(200, s.response::<u64>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/copy",
+            "Copy a thread",
+            None,
+            vec![Success::Json(200, s.response::<Thread>())],
+        ),
+        op(
+            "post",
+            "/threads/prune",
+            "Delete threads, or drop their older checkpoints",
+            s.request::<ThreadPruneParams>(),
+            vec![Success::Json(200, s.response::<ThreadPruneResponse>())],
+        ),
+        op(
+            "get",
+            "/threads/{thread_id}/state",
+            "A thread's state",
+            None,
+            vec![Success::Json(200, s.response::<ThreadState>())],
+        ),
+        op(
+            "get",
+            "/threads/{thread_id}/history",
+            "A thread's past states",
+            None,
+            vec![Success::Json(200, s.response::<Vec<ThreadState>>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/history",
+            "A thread's past states",
+            s.request::<ThreadHistoryParams>(),
+            vec![Success::Json(200, s.response::<Vec<ThreadState>>())],
+        ),
+        op(
+            "get",
+            "/threads/{thread_id}/state/{checkpoint_id}",
+            "A thread's state at a checkpoint",
+            None,
+            vec![Success::Json(200, s.response::<ThreadState>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/state/checkpoint",
+            "A thread's state at a checkpoint",
+            s.request::<ThreadStateCheckpointParams>(),
+            vec![Success::Json(200, s.response::<ThreadState>())],
+        ),
+    ]
+}
