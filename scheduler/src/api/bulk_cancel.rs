@@ -6,7 +6,7 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::routing::post;
-use deepfleet_proto::api::{RunCancelManyParams, RunCancelManyQuery};
+use deepfleet_proto::api::{CancelStatus, RunCancelManyParams, RunCancelManyQuery};
 use deepfleet_proto::keys::records::{tenant_threads, thread_runs};
 use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
@@ -38,36 +38,90 @@ async fn cancel_many(
     Body(body): Body<RunCancelManyParams>,
 ) -> Result<StatusCode, ApiError> {
     let rollback = rolls_back(query.action.or(body.action).as_deref())?;
-    let wanted = body.status.unwrap_or_default();
-    let candidates = match (&body.thread_id, &body.run_ids) {
+    let cancel = Cancel {
+        state: &state,
+        wanted: body.status.unwrap_or_default(),
+        rollback,
+    };
+    match (&body.thread_id, &body.run_ids) {
         (_, Some(ids)) if ids.len() > MAX_RUN_IDS => {
             return Err(ApiError::unprocessable(format!(
                 "run_ids must hold at most {MAX_RUN_IDS} ids, got {}",
                 ids.len()
             )));
         }
-        (thread_id, Some(ids)) => named(&state, &caller.tenant, thread_id.as_deref(), ids).await?,
+        (thread_id, Some(ids)) => {
+            for meta in named(&state, &caller.tenant, thread_id.as_deref(), ids).await? {
+                cancel.one(meta).await?;
+            }
+        }
         (Some(thread_id), None) => {
             threads::load(&state, &caller.tenant, thread_id).await?;
-            runs_of_thread(&state, thread_id).await?
+            cancel.thread(thread_id).await?;
         }
-        (None, None) if body.status.is_some() => all_of(&state, &caller.tenant).await?,
+        (None, None) if body.status.is_some() => {
+            let repo = thread_records(state.store());
+            let mut walk = repo.walk(tenant_threads(caller.tenant.as_str()), Order::Ascending);
+            while let Some(thread) = walk.next().await? {
+                if thread.tenant == caller.tenant {
+                    cancel.thread(&thread.thread_id).await?;
+                }
+            }
+        }
         (None, None) => {
             return Err(ApiError::unprocessable(
                 "name the runs to cancel: a thread_id, run_ids or a status",
             ));
         }
-    };
-    for mut meta in candidates {
-        if !wanted.takes(state.life.run_status(&meta).await?.0) {
-            continue;
-        }
-        state.life.cancel(&mut meta).await?;
-        if rollback {
-            state.life.forget(&meta.thread_id, &meta.run_id).await?;
-        }
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Cancelling the runs a request picked, one at a time as they are read,
+/// so a thread (or a tenant) with many runs is walked, never held whole.
+struct Cancel<'a> {
+    state: &'a ApiState,
+    wanted: CancelStatus,
+    rollback: bool,
+}
+
+impl Cancel<'_> {
+    /// Cancels `meta` if its status is wanted (an ended run is left as
+    /// it is).
+    async fn one(&self, mut meta: RunMeta) -> Result<(), ApiError> {
+        if !self
+            .wanted
+            .takes(self.state.life.run_status(&meta).await?.0)
+        {
+            return Ok(());
+        }
+        self.state.life.cancel(&mut meta).await?;
+        if self.rollback {
+            self.state
+                .life
+                .forget(&meta.thread_id, &meta.run_id)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Cancels each wanted run of `thread_id`. A rollback drops runs from
+    /// the very list being walked, which would shift the walk past some:
+    /// it reads the thread's list first.
+    async fn thread(&self, thread_id: &str) -> Result<(), ApiError> {
+        let repo = runs_of(self.state.store(), thread_id);
+        let mut walk = repo.walk(thread_runs(thread_id), Order::Ascending);
+        if self.rollback {
+            for meta in walk.all().await? {
+                self.one(meta).await?;
+            }
+            return Ok(());
+        }
+        while let Some(meta) = walk.next().await? {
+            self.one(meta).await?;
+        }
+        Ok(())
+    }
 }
 
 /// The runs named by id, of `thread_id` when given, else found by id
@@ -106,28 +160,6 @@ async fn thread_of(state: &ApiState, run_id: &str) -> Result<Option<String>, Api
     }
     let record = state.store().find_run(run_id).await?;
     Ok(record.map(|r| r.thread_id))
-}
-
-/// Every run of a thread.
-async fn runs_of_thread(state: &ApiState, thread_id: &str) -> Result<Vec<RunMeta>, ApiError> {
-    let repo = runs_of(state.store(), thread_id);
-    Ok(repo
-        .walk(thread_runs(thread_id), Order::Ascending)
-        .all()
-        .await?)
-}
-
-/// Every run of the tenant's listed threads.
-async fn all_of(state: &ApiState, tenant: &TenantId) -> Result<Vec<RunMeta>, ApiError> {
-    let repo = thread_records(state.store());
-    let mut walk = repo.walk(tenant_threads(tenant.as_str()), Order::Ascending);
-    let mut out = Vec::new();
-    while let Some(thread) = walk.next().await? {
-        if thread.tenant == *tenant {
-            out.extend(runs_of_thread(state, &thread.thread_id).await?);
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
