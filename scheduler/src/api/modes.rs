@@ -63,6 +63,22 @@ impl Modes {
         self.tasks || self.checkpoints || self.debug || self.events
     }
 
+    /// Every mode either asks for.
+    pub fn union(self, other: Modes) -> Modes {
+        Modes {
+            values: self.values || other.values,
+            updates: self.updates || other.updates,
+            messages: self.messages || other.messages,
+            messages_tuple: self.messages_tuple || other.messages_tuple,
+            custom: self.custom || other.custom,
+            tasks: self.tasks || other.tasks,
+            checkpoints: self.checkpoints || other.checkpoints,
+            debug: self.debug || other.debug,
+            events: self.events || other.events,
+            subgraphs: self.subgraphs || other.subgraphs,
+        }
+    }
+
     /// Whether token streaming is asked for.
     pub fn wants_tokens(&self) -> bool {
         self.messages || self.messages_tuple

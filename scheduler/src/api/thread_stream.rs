@@ -58,7 +58,7 @@ async fn thread_stream(
             "cancel_on_disconnect applies to one run's stream, not a thread's",
         ));
     }
-    let mut modes = Modes::parse(mode.as_ref())?;
+    let mut modes = ThreadModes::parse(mode.as_ref())?;
     modes.subgraphs = query
         .stream_subgraphs
         .is_some_and(|v| v == "true" || v == "1");
@@ -80,6 +80,70 @@ async fn thread_stream(
     Ok(Sse::new(events).into_response())
 }
 
+/// What a thread stream sends of each run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ThreadModes {
+    /// `run_modes` (the default): each run's own stream modes, as its
+    /// creator asked for them (`values` when it asked for none).
+    run_modes: bool,
+    /// Modes asked for every run: `state_update` is `values`; a run's
+    /// own mode names are taken as they are.
+    extra: Modes,
+    subgraphs: bool,
+}
+
+impl ThreadModes {
+    /// Parses a thread stream's `stream_mode` (default `run_modes`).
+    fn parse(value: Option<&StreamMode>) -> Result<ThreadModes, ApiError> {
+        let names = value.map_or_else(|| vec!["run_modes"], StreamMode::names);
+        let mut run_modes = false;
+        let mut extra = Vec::new();
+        for name in names {
+            match name {
+                "run_modes" => run_modes = true,
+                "state_update" => extra.push("values".to_owned()),
+                "lifecycle" => {
+                    return Err(ApiError::unprocessable(
+                        "stream_mode 'lifecycle' is not supported yet; each run's stream \
+                         starts with its metadata event",
+                    ));
+                }
+                other => extra.push(other.to_owned()),
+            }
+        }
+        let extra = if extra.is_empty() {
+            Modes::default()
+        } else {
+            Modes::parse(Some(&StreamMode::Many(extra)))?
+        };
+        Ok(ThreadModes {
+            run_modes,
+            extra,
+            subgraphs: false,
+        })
+    }
+
+    /// The modes `meta` is followed with.
+    fn for_run(&self, meta: &RunMeta) -> Modes {
+        let own = if self.run_modes {
+            let asked: Option<StreamMode> = meta
+                .kwargs
+                .get("stream_mode")
+                .and_then(|v| serde_json::from_value(v.clone()).ok());
+            // A run's modes were checked when it was created.
+            Modes::parse(asked.as_ref()).unwrap_or(Modes {
+                values: true,
+                ..Modes::default()
+            })
+        } else {
+            Modes::default()
+        };
+        let mut modes = own.union(self.extra);
+        modes.subgraphs = self.subgraphs || own.subgraphs;
+        modes
+    }
+}
+
 /// Follows each run created on `thread_id` since `since` (and the run
 /// occupying it then), oldest first, until the client leaves (`Err`) or
 /// the thread is gone.
@@ -87,7 +151,7 @@ async fn follow_thread(
     state: &ApiState,
     thread_id: &str,
     since: DateTime<Utc>,
-    modes: Modes,
+    modes: ThreadModes,
     tx: &Sink,
 ) -> Result<(), ()> {
     let store = state.store();
@@ -123,7 +187,7 @@ async fn follow_thread(
                 followed.pop_front();
             }
             followed.push_back(meta.run_id.clone());
-            follow(state, &meta, modes, None, tx).await?;
+            follow(state, &meta, modes.for_run(&meta), None, tx).await?;
         }
         last_sent = Instant::now();
     }
@@ -159,6 +223,32 @@ async fn runs_since(
 mod tests {
     use axum::http::StatusCode;
     use deepfleet_proto::RunStatus;
+    use deepfleet_proto::api::StreamMode;
+    use serde_json::json;
+
+    use super::{Modes, ThreadModes};
+    use crate::api::test_support::sample_meta;
+
+    #[test]
+    fn by_default_each_run_streams_in_its_own_modes() {
+        let modes = ThreadModes::parse(None).unwrap();
+        let mut meta = sample_meta();
+        meta.kwargs
+            .insert("stream_mode".into(), json!(["updates", "messages-tuple"]));
+        let followed = modes.for_run(&meta);
+        assert!(followed.updates && followed.messages_tuple && !followed.values);
+        meta.kwargs.remove("stream_mode");
+        assert_eq!(
+            modes.for_run(&meta),
+            Modes {
+                values: true,
+                ..Modes::default()
+            }
+        );
+        let updates = ThreadModes::parse(Some(&StreamMode::One("state_update".into()))).unwrap();
+        assert!(updates.for_run(&meta).values);
+        assert!(ThreadModes::parse(Some(&StreamMode::One("lifecycle".into()))).is_err());
+    }
 
     use crate::api::test_support::{api, run_body};
 

@@ -166,6 +166,53 @@ async def main(url):
     await client.runs.cancel(busy, queued["run_id"], wait=True)
     check((await client.runs.get(busy, queued["run_id"]))["status"] == "interrupted", "cancel with wait")
 
+    # Versions, counts, copies, prunes, bulk cancel and the thread stream.
+    updated = await client.assistants.update(created["assistant_id"], metadata={"tier": 2})
+    check(updated["version"] == 2 and updated["metadata"]["tier"] == 2, "assistants.update makes version 2")
+    versions = await client.assistants.get_versions(created["assistant_id"])
+    check([v["version"] for v in versions] == [2, 1], "assistants.get_versions, newest first")
+    back = await client.assistants.set_latest(created["assistant_id"], 1)
+    check(back["version"] == 1 and "tier" not in back["metadata"], "assistants.set_latest shows version 1")
+    check(await client.assistants.count(graph_id="helper") >= 2, "assistants.count")
+    patched = await client.threads.update(tid, metadata={"reviewed": True})
+    check(patched["metadata"] == {"suite": "sdk", "reviewed": True}, "threads.update merges metadata")
+    check(await client.threads.count(metadata={"suite": "sdk", "reviewed": True}) == 1, "threads.count")
+    original = await client.threads.get_state(tid)
+    copy = await client.threads.copy(tid)
+    check(copy["thread_id"] != tid, "threads.copy makes a new thread")
+    copied = await client.threads.get_state(copy["thread_id"])
+    said = lambda st: [(m["type"], m["content"]) for m in st["values"]["messages"]]  # noqa: E731
+    check(said(copied) == said(original)
+          and copied["checkpoint"]["checkpoint_id"] == original["checkpoint"]["checkpoint_id"],
+          "the copy has the state")
+    pruned = await client.threads.prune([copy["thread_id"]])
+    check(pruned["pruned_count"] == 1, "threads.prune deletes the copy")
+    many = (await client.threads.create())["thread_id"]
+    ahead = await client.runs.create(many, "helper", input={"messages": [{"role": "user", "content": "loop"}]})
+    behind = await client.runs.create(many, "helper", input={"messages": [{"role": "user", "content": "echo z"}]})
+    await client.runs.cancel_many(thread_id=many)
+    await client.runs.join(many, ahead["run_id"])
+    for run in (ahead, behind):
+        check((await client.runs.get(many, run["run_id"]))["status"] == "interrupted", "runs.cancel_many stops each run")
+    watched = (await client.threads.create())["thread_id"]
+    heard = []
+
+    async def listen():
+        async for part in await client.threads.join_stream(watched):
+            heard.append(part)
+            if part.event == "updates" and "wrote notes" in str(part.data):
+                return
+
+    listening = asyncio.create_task(listen())
+    await asyncio.sleep(0.3)
+    made = await client.runs.create(watched, "helper", stream_mode=["updates"],
+                                    input={"messages": [{"role": "user", "content": "write notes"}]})
+    await client.runs.join(watched, made["run_id"])
+    await asyncio.wait_for(listening, 20)
+    events = [p.event for p in heard]
+    check(events.count("metadata") == 1 and "values" not in events,
+          f"threads.join_stream follows the run in the modes it was made with: {events}")
+
     print("all flows passed", flush=True)
 
 
