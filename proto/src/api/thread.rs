@@ -31,6 +31,10 @@ pub struct ThreadSearchParams {
     /// Only threads whose metadata has these key/values.
     #[serde(default)]
     pub metadata: Option<Map<String, Value>>,
+    /// Only threads whose current values have these top-level
+    /// key/values (a thread with no state has none).
+    #[serde(default)]
+    pub values: Option<Map<String, Value>>,
     /// Only threads with this status.
     #[serde(default)]
     pub status: Option<String>,
@@ -56,6 +60,10 @@ pub struct ThreadCountParams {
     /// Only threads whose metadata has these key/values.
     #[serde(default)]
     pub metadata: Option<Map<String, Value>>,
+    /// Only threads whose current values have these top-level
+    /// key/values (a thread with no state has none).
+    #[serde(default)]
+    pub values: Option<Map<String, Value>>,
     /// Only threads with this status.
     #[serde(default)]
     pub status: Option<String>,

@@ -96,6 +96,13 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// A thread's values, or `None` while it has no state yet (no message and
+/// no file), as a new thread's resource shows it.
+pub fn values_if_any(thread_id: &str, checkpoint: &Checkpoint) -> Option<Value> {
+    (!checkpoint.messages.is_empty() || !checkpoint.files.is_empty())
+        .then(|| thread_values(thread_id, checkpoint))
+}
+
 /// The thread's `values` as deepagents shapes them.
 pub fn thread_values(thread_id: &str, checkpoint: &Checkpoint) -> Value {
     let mut values: Map<String, Value> = checkpoint.state.clone();

@@ -18,6 +18,16 @@ pub fn metadata_matches(
     filter.is_none_or(|f| f.iter().all(|(k, v)| metadata.get(k) == Some(v)))
 }
 
+/// Whether a thread's `values` (none when it has no state) have every
+/// top-level key/value of `filter`.
+pub fn values_match(filter: Option<&Map<String, Value>>, values: Option<&Value>) -> bool {
+    filter.is_none_or(|f| {
+        values
+            .and_then(Value::as_object)
+            .is_some_and(|v| metadata_matches(Some(f), v))
+    })
+}
+
 /// A page read from an index walk (see `crate::repo::walk`): without a
 /// filter the index skips `offset` itself, so the page costs its own
 /// size; with one, the walk starts at the first record and the matches

@@ -10,8 +10,9 @@ use deepfleet_proto::api::ThreadCountParams;
 use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_store::Order;
 
+use super::convert::values_if_any;
 use super::error::{ApiError, Body};
-use super::search::metadata_matches;
+use super::search::{metadata_matches, values_match};
 use super::state::ApiState;
 use crate::repo::threads::threads;
 
@@ -21,7 +22,8 @@ pub(super) fn routes() -> Router<ApiState> {
 
 /// Walks the tenant's index, as a search does: the index also lists
 /// records deleted since, which only reading them tells apart. The status
-/// is looked up only for threads the metadata filter keeps.
+/// and the values are looked up only for threads the metadata filter
+/// keeps.
 async fn count(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
@@ -40,6 +42,13 @@ async fn count(
             && state.life.thread_status(&record).await?.as_str() != status
         {
             continue;
+        }
+        if body.values.is_some() {
+            let checkpoint = state.store().load_thread(&record.thread_id).await?;
+            let values = values_if_any(&record.thread_id, &checkpoint);
+            if !values_match(body.values.as_ref(), values.as_ref()) {
+                continue;
+            }
         }
         n += 1;
     }

@@ -30,6 +30,29 @@ async fn counts_what_a_search_lists_over_all_pages() {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         assert_eq!(answer.json(), json!(expected), "{filter}");
     }
+    // A values filter matches the thread's current values, key by key;
+    // a thread with no state has none to match.
+    let t3 = api.send("GET", "/threads/t3", None).await.json();
+    let messages = t3["values"]["messages"].clone();
+    assert!(messages.as_array().is_some_and(|m| !m.is_empty()), "{t3}");
+    for (filter, expected) in [
+        (json!({"values": {"messages": messages}}), 1),
+        (json!({"values": {"messages": []}}), 0),
+        (json!({"values": {"nope": 1}}), 0),
+    ] {
+        let count = api
+            .send("POST", "/threads/count", Some(filter.clone()))
+            .await;
+        assert_eq!(count.json(), json!(expected), "{filter}");
+        let listed = api
+            .send("POST", "/threads/search", Some(filter.clone()))
+            .await;
+        assert_eq!(
+            listed.json().as_array().map(Vec::len),
+            Some(expected),
+            "{filter}"
+        );
+    }
     let bad = api
         .send("POST", "/threads/count", Some(json!({"metadata": 1})))
         .await;

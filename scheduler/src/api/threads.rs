@@ -16,9 +16,9 @@ use deepfleet_store::Order;
 use serde_json::{Map, Value};
 
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, parent_ref};
-use super::convert::{self, thread_values};
+use super::convert::{self, thread_values, values_if_any};
 use super::error::{ApiError, Body};
-use super::search::{Paging, metadata_matches};
+use super::search::{Paging, metadata_matches, values_match};
 use super::state::ApiState;
 use crate::repo::threads::{ThreadRecord, threads};
 
@@ -58,7 +58,7 @@ async fn search(
     Extension(caller): Extension<Caller>,
     Body(body): Body<ThreadSearchParams>,
 ) -> Result<Json<Vec<Thread>>, ApiError> {
-    let filtered = body.metadata.is_some() || body.status.is_some();
+    let filtered = body.metadata.is_some() || body.status.is_some() || body.values.is_some();
     let mut paging = Paging::new(body.offset, body.limit, filtered);
     let repo = threads(state.store());
     // Newest first, as the reference sorts by default.
@@ -76,7 +76,7 @@ async fn search(
         {
             continue;
         }
-        if body.status.is_none() && paging.skips() {
+        if body.status.is_none() && body.values.is_none() && paging.skips() {
             continue;
         }
         let thread = thread_resource(&state, &record).await?;
@@ -84,6 +84,7 @@ async fn search(
             .status
             .as_ref()
             .is_some_and(|s| thread.status.as_str() != s)
+            || !values_match(body.values.as_ref(), thread.values.as_ref())
         {
             continue;
         }
@@ -135,8 +136,7 @@ pub async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<Threa
 pub async fn thread_resource(state: &ApiState, record: &ThreadRecord) -> Result<Thread, ApiError> {
     let status = state.life.thread_status(record).await?;
     let checkpoint = state.store().load_thread(&record.thread_id).await?;
-    let values = (!checkpoint.messages.is_empty() || !checkpoint.files.is_empty())
-        .then(|| thread_values(&record.thread_id, &checkpoint));
+    let values = values_if_any(&record.thread_id, &checkpoint);
     let interrupts = match (status, &record.active_run) {
         (ThreadStatus::Interrupted, Some(run_id)) => {
             convert::interrupts(&checkpoint, run_id).map(|i| BTreeMap::from([(run_id.clone(), i)]))
