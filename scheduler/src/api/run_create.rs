@@ -47,6 +47,7 @@ pub async fn create_checked(
     checked: CheckedRun,
     batch_id: Option<String>,
 ) -> Result<RunMeta, ApiError> {
+    let delay = checked.options.delay;
     let run = match checked.action {
         RunAction::Resume(decisions) => {
             let Some(thread_id) = thread_id else {
@@ -118,6 +119,8 @@ pub async fn create_checked(
             cancelled: false,
             priority,
             created_at: Utc::now(),
+            not_before: delay
+                .and_then(|d| chrono::Duration::from_std(d).ok().map(|d| Utc::now() + d)),
         };
         // Before the run: a crash in between leaves a delivery whose run never
         // comes (dropped by the delivery loop), never a run whose webhook is
@@ -126,9 +129,14 @@ pub async fn create_checked(
             let record = WebhookRecord::waiting(&meta, url);
             webhooks(state.store()).put(&meta.run_id, &record).await?;
         }
+        // A delayed run waits in the thread's queue like one behind a
+        // busy thread; the starter leaves it there until its time.
         state
             .life
-            .submit(&meta, admission != Admission::Start)
+            .submit(
+                &meta,
+                admission != Admission::Start || meta.not_before.is_some(),
+            )
             .await?;
         Ok::<_, ApiError>(meta)
     }

@@ -5,6 +5,8 @@
 //! A null, or an empty list, is the same as leaving an option out: that is
 //! how the SDKs send options nobody set.
 
+use std::time::Duration;
+
 use deepfleet_proto::api::RunCreateParams;
 use serde_json::Value;
 
@@ -25,7 +27,13 @@ pub enum OnDisconnect {
 pub struct RunOptions {
     /// `on_disconnect`, for the streaming and waiting routes.
     pub on_disconnect: OnDisconnect,
+    /// `after_seconds`: how long the run waits before it starts.
+    pub delay: Option<Duration>,
 }
+
+/// The longest `after_seconds` (a week): a run further off is a cron's
+/// job, and a queue entry is not a scheduler.
+pub const MAX_AFTER_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
 
 /// Whether `value` sets anything.
 fn set(value: Option<&Value>) -> Option<&Value> {
@@ -56,21 +64,20 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
             )));
         }
     }
-    if let Some(after) = set(rest.get("after_seconds")) {
-        match after.as_f64() {
-            Some(0.0) => {}
-            Some(secs) if secs > 0.0 => {
-                return Err(ApiError::unprocessable(
-                    "after_seconds is not supported yet: schedule a delayed run with a cron",
-                ));
+    let delay = match set(rest.get("after_seconds")) {
+        None => None,
+        Some(after) => match after.as_f64() {
+            Some(secs) if (0.0..=MAX_AFTER_SECONDS).contains(&secs) => {
+                (secs > 0.0).then(|| Duration::from_secs_f64(secs))
             }
             _ => {
                 return Err(ApiError::unprocessable(format!(
-                    "after_seconds must be a number of seconds, not {after}"
+                    "after_seconds must be a number of seconds from 0 to \
+                     {MAX_AFTER_SECONDS}, not {after}; schedule later runs with a cron"
                 )));
             }
-        }
-    }
+        },
+    };
     if set(rest.get("feedback_keys")).is_some() {
         return Err(ApiError::unprocessable(
             "feedback_keys is not supported: this server keeps no LangSmith feedback",
@@ -109,7 +116,10 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
             )));
         }
     };
-    Ok(RunOptions { on_disconnect })
+    Ok(RunOptions {
+        on_disconnect,
+        delay,
+    })
 }
 
 #[cfg(test)]
@@ -151,7 +161,8 @@ mod tests {
             (json!({"interrupt_before": "*"}), "interrupt_before"),
             (json!({"interrupt_after": ["tools"]}), "interrupt_after"),
             (json!({"checkpoint_id": "3"}), "checkpoint_id"),
-            (json!({"after_seconds": 5}), "after_seconds"),
+            (json!({"after_seconds": -1}), "after_seconds"),
+            (json!({"after_seconds": 1e9}), "after_seconds"),
             (json!({"after_seconds": "soon"}), "after_seconds"),
             (json!({"feedback_keys": ["score"]}), "feedback_keys"),
             (json!({"durability": "never"}), "durability"),
@@ -168,8 +179,10 @@ mod tests {
     }
 
     #[test]
-    fn on_disconnect_cancel_is_honoured() {
+    fn on_disconnect_cancel_and_a_delay_are_honoured() {
         let options = check(&body(json!({"on_disconnect": "cancel"}))).unwrap();
         assert_eq!(options.on_disconnect, OnDisconnect::Cancel);
+        let options = check(&body(json!({"after_seconds": 1.5}))).unwrap();
+        assert_eq!(options.delay, Some(Duration::from_millis(1500)));
     }
 }

@@ -595,3 +595,32 @@ async fn a_requests_timeout_bounds_its_run_and_a_bad_one_is_refused() {
     assert_eq!(record.timeout_secs, Some(30));
     assert_eq!(run["kwargs"]["timeout_secs"], 30);
 }
+
+#[tokio::test]
+async fn a_delayed_run_waits_in_its_threads_queue_until_its_time() {
+    use deepfleet_queue::Queue;
+
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let mut body = run_body("later");
+    body["after_seconds"] = json!(600);
+    let run = api.run_on(&thread_id, body).await;
+    assert_eq!(run["status"], "pending");
+    assert_eq!(run["kwargs"]["after_seconds"], 600);
+    let thread = api
+        .send("GET", &format!("/threads/{thread_id}"), None)
+        .await;
+    assert_eq!(thread.json()["status"], "busy");
+    // Not before its time: nothing published, the starter leaves it.
+    assert_eq!(api.state.life.start_queued().await.unwrap(), 0);
+    assert_eq!(api.queue.depth().await.unwrap(), Some(0));
+    // Its time comes (set, rather than waited for).
+    let repo = crate::repo::queued::queued(api.store.as_ref());
+    let run_id = run["run_id"].as_str().unwrap();
+    let mut meta = repo.get(run_id).await.unwrap().unwrap();
+    assert!(meta.not_before.is_some_and(|at| at > chrono::Utc::now()));
+    meta.not_before = Some(chrono::Utc::now());
+    repo.put(run_id, &meta).await.unwrap();
+    assert_eq!(api.state.life.start_queued().await.unwrap(), 1);
+    assert_eq!(api.queue.depth().await.unwrap(), Some(1));
+}

@@ -154,6 +154,7 @@ pub fn sample_meta() -> RunMeta {
         files: Default::default(),
         context: None,
         cancelled: false,
+        not_before: None,
         priority: Default::default(),
         created_at: Utc::now(),
     }

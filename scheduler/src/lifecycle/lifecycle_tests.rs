@@ -45,6 +45,7 @@ fn meta(run_id: &str, thread_id: &str, age_s: i64) -> RunMeta {
         files: Default::default(),
         context: None,
         cancelled: false,
+        not_before: None,
         priority: Default::default(),
         created_at: Utc::now() - Duration::seconds(age_s),
     }

@@ -121,8 +121,9 @@ impl Lifecycle {
         Ok(())
     }
 
-    /// Starts the oldest queued run of every thread that is free. Returns
-    /// how many runs it started.
+    /// Starts the oldest queued run of every thread that is free, unless
+    /// it is delayed (`after_seconds`) past now. Returns how many runs it
+    /// started.
     pub async fn start_queued(&self) -> Result<usize, SchedulerError> {
         let mut started = 0;
         for entry in self.queued_threads().await? {
@@ -134,6 +135,10 @@ impl Lifecycle {
             };
             if meta.cancelled {
                 queued(self.store().as_ref()).delete(&meta.run_id).await?;
+                continue;
+            }
+            // A delayed run holds its thread's queue until its time.
+            if meta.not_before.is_some_and(|at| at > Utc::now()) {
                 continue;
             }
             let busy = match threads(self.store().as_ref()).get(&entry.id).await? {

@@ -58,6 +58,10 @@ pub struct RunMeta {
     pub priority: Priority,
     /// When it was accepted.
     pub created_at: DateTime<Utc>,
+    /// Not started before this (`after_seconds`): it waits in its
+    /// thread's queue until then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_before: Option<DateTime<Utc>>,
 }
 
 /// The request field (kept in `kwargs`) of a run's own deadline, in
