@@ -204,6 +204,9 @@ async fn searches_filter_sort_page_and_select_counts_filter() {
     let api = api().await;
     let thread_id = api.thread().await;
     let mut ids = Vec::new();
+    // Each cron's next run, to know which comes first at whatever time of
+    // day the test runs (01:30 puts the 01:00 one last).
+    let mut next = Vec::new();
     for (schedule, team) in [
         ("0 1 * * *", "red"),
         ("0 2 * * *", "blue"),
@@ -213,8 +216,18 @@ async fn searches_filter_sort_page_and_select_counts_filter() {
         body["metadata"] = json!({"team": team});
         let cron = create(&api, &format!("/threads/{thread_id}/runs/crons"), body).await;
         ids.push(cron["cron_id"].as_str().unwrap().to_owned());
+        next.push((cron["next_run_date"].as_str().unwrap().to_owned(), schedule));
     }
-    create(&api, "/runs/crons", cron_body("0 4 * * *")).await;
+    let stateless = create(&api, "/runs/crons", cron_body("0 4 * * *")).await;
+    next.push((
+        stateless["next_run_date"].as_str().unwrap().to_owned(),
+        "0 4 * * *",
+    ));
+    let mut all_ids = ids.clone();
+    all_ids.push(stateless["cron_id"].as_str().unwrap().to_owned());
+    let soonest = (0..next.len())
+        .min_by_key(|&i| chrono::DateTime::parse_from_rfc3339(&next[i].0).unwrap())
+        .unwrap();
     let search = |body: Value| {
         let api = &api;
         async move {
@@ -244,7 +257,7 @@ async fn searches_filter_sort_page_and_select_counts_filter() {
     .await;
     assert_eq!(
         selected,
-        json!([{"cron_id": ids[0], "schedule": "0 1 * * *"}])
+        json!([{"cron_id": all_ids[soonest], "schedule": next[soonest].1}])
     );
     let bad = api
         .send(
