@@ -112,15 +112,7 @@ async fn bad_requests_are_422() {
 #[tokio::test]
 async fn a_tenant_cannot_cancel_another_tenants_runs() {
     let api = two_tenants().await;
-    let created = api
-        .send_as(
-            Some(KEY_A),
-            "POST",
-            "/threads",
-            Some(json!({"thread_id": "t1"})),
-        )
-        .await;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    api.thread_as(KEY_A, "t1").await;
     let run = api
         .send_as(
             Some(KEY_A),

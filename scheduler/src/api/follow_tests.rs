@@ -10,7 +10,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::super::convert::message_id;
-use super::super::test_support::{Answer, api, finish, review, run_body};
+use super::super::test_support::{Answer, TestApi, api, finish, review, run_body};
 
 /// The `(event, data)` pairs of an SSE body.
 fn events(answer: &Answer) -> Vec<(String, Value)> {
@@ -311,19 +311,7 @@ async fn a_client_that_leaves_a_stream_with_on_disconnect_cancel_cancels_its_run
         runs.json()[0]["run_id"].as_str().unwrap().to_owned()
     };
     drop(stream);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !api
-        .store
-        .cancel_requested(&thread_id, &run_id)
-        .await
-        .unwrap()
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "leaving did not cancel the run"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    cancelled_soon(&api, &thread_id, &run_id).await;
 }
 
 #[tokio::test]
@@ -352,13 +340,13 @@ async fn a_join_stream_with_cancel_on_disconnect_cancels_the_run_its_client_leav
     let mut stream = response.into_body().into_data_stream();
     assert!(stream.next().await.is_some());
     drop(stream);
+    cancelled_soon(&api, &thread_id, &run_id).await;
+}
+
+/// Waits (10 s at most) until `run_id`'s cancel was requested.
+async fn cancelled_soon(api: &TestApi, thread_id: &str, run_id: &str) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while !api
-        .store
-        .cancel_requested(&thread_id, &run_id)
-        .await
-        .unwrap()
-    {
+    while !api.store.cancel_requested(thread_id, run_id).await.unwrap() {
         assert!(
             tokio::time::Instant::now() < deadline,
             "leaving did not cancel the run"

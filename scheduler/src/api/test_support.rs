@@ -207,6 +207,15 @@ impl TestApi {
         }
     }
 
+    /// Creates thread `thread_id` as the tenant of API key `key`.
+    pub async fn thread_as(&self, key: &str, thread_id: &str) {
+        let body = json!({"thread_id": thread_id});
+        let created = self
+            .send_as(Some(key), "POST", "/threads", Some(body))
+            .await;
+        assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    }
+
     /// Creates a thread and returns its id.
     pub async fn thread(&self) -> String {
         let answer = self.send("POST", "/threads", Some(json!({}))).await;

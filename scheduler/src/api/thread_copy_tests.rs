@@ -64,15 +64,7 @@ async fn a_copy_has_the_state_and_history_of_the_original_then() {
 #[tokio::test]
 async fn copying_an_unknown_or_another_tenants_thread_is_404() {
     let api = two_tenants().await;
-    let created = api
-        .send_as(
-            Some(KEY_A),
-            "POST",
-            "/threads",
-            Some(json!({"thread_id": "t1"})),
-        )
-        .await;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    api.thread_as(KEY_A, "t1").await;
     for (key, uri) in [(KEY_B, "/threads/t1/copy"), (KEY_A, "/threads/nope/copy")] {
         let answer = api.send_as(Some(key), "POST", uri, None).await;
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{key} {uri}");

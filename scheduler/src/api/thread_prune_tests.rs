@@ -83,15 +83,7 @@ async fn bad_bodies_are_refused() {
 #[tokio::test]
 async fn another_tenants_threads_are_left_alone() {
     let api = two_tenants().await;
-    let created = api
-        .send_as(
-            Some(KEY_A),
-            "POST",
-            "/threads",
-            Some(json!({"thread_id": "t1"})),
-        )
-        .await;
-    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    api.thread_as(KEY_A, "t1").await;
     for strategy in ["keep_latest", "delete"] {
         let body = json!({"thread_ids": ["t1"], "strategy": strategy});
         let answer = api
