@@ -178,6 +178,7 @@ async fn queue_on_newest(store: &dyn Store, tenant: &TenantId, size: usize) -> a
             context: None,
             cancelled: false,
             not_before: None,
+            rewind: None,
             priority: Default::default(),
             created_at: created(size) + chrono::Duration::milliseconds(i as i64),
         })

@@ -268,6 +268,10 @@ pub mod records {
     /// Index: the threads that have queued runs (thread id, scored by when
     /// a run was last queued on it), which the run starter walks.
     pub const QUEUED_THREADS: &str = "queued_threads";
+    /// Index: the threads with a run to roll back once it has stopped
+    /// (thread id, scored by when it was asked), which the run starter
+    /// walks.
+    pub const ROLLBACK_THREADS: &str = "rollback_threads";
     /// Crons, by cron id.
     pub const CRONS: &str = "crons";
     /// Index: every enabled cron (cron id, scored by its next fire time,

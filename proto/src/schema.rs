@@ -34,6 +34,8 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::api::ThreadSearchParams>("api_thread_search_params"),
         one::<crate::api::ThreadState>("api_thread_state"),
         one::<crate::api::ThreadStateCheckpointParams>("api_thread_state_checkpoint_params"),
+        one::<crate::api::ThreadStateUpdate>("api_thread_state_update"),
+        one::<crate::api::ThreadStateUpdateResponse>("api_thread_state_update_response"),
         one::<crate::api::Assistant>("api_assistant"),
         one::<crate::api::AssistantCreateParams>("api_assistant_create_params"),
         one::<crate::api::AssistantSearchParams>("api_assistant_search_params"),

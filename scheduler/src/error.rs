@@ -3,6 +3,8 @@ use deepfleet_proto::SpecError;
 use deepfleet_queue::QueueError;
 use deepfleet_store::StoreError;
 
+use crate::state_edit::EditError;
+
 /// Why the scheduler refused or failed a request.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
@@ -61,6 +63,16 @@ pub enum SchedulerError {
     /// No spec by that name is registered.
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),
+    /// The thread has no checkpoint by that id.
+    #[error("Checkpoint '{0}' not found.")]
+    UnknownCheckpoint(u64),
+    /// A change to a thread's state found it changed since it was read
+    /// (a run's step or seed in between); nothing was written.
+    #[error("The thread changed while its state was updated; read it again and retry.")]
+    ThreadChanged,
+    /// An edit of the thread's values cannot apply.
+    #[error(transparent)]
+    Edit(#[from] EditError),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),

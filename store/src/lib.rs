@@ -48,10 +48,15 @@ pub mod spend;
 pub use admission::{Admission, AdmissionState, Entered};
 pub use at_rest::Keyring;
 pub use batches::Batches;
-pub use checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit};
+pub use checkpoints::{
+    Checkpoint, CheckpointSource, Checkpoints, CommitOutcome, StepCommit, UpdateMark,
+};
 pub use error::StoreError;
 pub use fan_in::FanIn;
-pub use history::{CheckpointState, History, HistoryQuery};
+pub use history::{
+    CheckpointState, Conversation, Fence, History, HistoryQuery, Restore, ThreadUpdate, Timeline,
+    UpdateOutcome,
+};
 pub use items::Items;
 pub use record_index::{IndexEntry, Order, RecordIndex};
 pub use records::Records;

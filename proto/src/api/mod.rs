@@ -42,5 +42,5 @@ pub use thread::{
     CheckpointPointer, CheckpointRef, PendingInterrupt, PruneStrategy, StateMetadata, Thread,
     ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
     ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
-    ThreadStateCheckpointParams, ThreadStatus,
+    ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
 };

@@ -59,10 +59,11 @@ pub struct RunCommand {
     /// [`ResumeDecisions`]).
     #[serde(default)]
     pub resume: Option<Value>,
-    /// State update (accepted, not applied).
+    /// Values written to the thread before the run goes on, as
+    /// `update_state` takes them.
     #[serde(default)]
     pub update: Option<Value>,
-    /// Node to go to (accepted, not applied).
+    /// Node to go to (refused: a deep agent has no nodes to name).
     #[serde(default)]
     pub goto: Option<Value>,
 }

@@ -233,6 +233,31 @@ pub struct ThreadStateCheckpointParams {
     pub subgraphs: Option<bool>,
 }
 
+/// `POST /threads/{id}/state` (`update_state`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadStateUpdate {
+    /// The values to write: `messages` (added, or by id replaced or
+    /// removed), `files` (null deletes one), any other key set.
+    #[serde(default)]
+    pub values: Option<Value>,
+    /// The node the update is made as; a deep agent has none to name.
+    #[serde(default)]
+    pub as_node: Option<String>,
+    /// The checkpoint to update from (a fork); the latest when absent.
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointPointer>,
+    /// The same, by id alone.
+    #[serde(default)]
+    pub checkpoint_id: Option<String>,
+}
+
+/// The answer to `update_state`: the checkpoint it made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadStateUpdateResponse {
+    /// The new checkpoint's address.
+    pub checkpoint: CheckpointRef,
+}
+
 /// The ThreadState resource (`/state`, and each entry of `/history`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ThreadState {

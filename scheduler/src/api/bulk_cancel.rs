@@ -99,7 +99,7 @@ impl Cancel<'_> {
         if self.rollback {
             self.state
                 .life
-                .forget(&meta.thread_id, &meta.run_id)
+                .roll_back(&meta.thread_id, &meta.run_id)
                 .await?;
         }
         Ok(())

@@ -1,11 +1,10 @@
 //! How the API names checkpoints: a checkpoint's address and its
 //! parent's, and the metadata every state carries. Shared by the current
-//! state (`threads.rs`) and the history (`history.rs`).
+//! state (`threads.rs`), the history (`history.rs`) and the checkpoint
+//! stream events (`step_trace.rs`).
 
 use deepfleet_proto::api::{CheckpointRef, StateMetadata};
-
-/// What a checkpoint's metadata says made it.
-pub const SOURCE: &str = "loop";
+use deepfleet_store::{Checkpoint, CheckpointSource, CheckpointState};
 
 /// The address of checkpoint `id` of `thread_id`.
 pub fn checkpoint_ref(thread_id: &str, id: u64) -> CheckpointRef {
@@ -17,16 +16,51 @@ pub fn checkpoint_ref(thread_id: &str, id: u64) -> CheckpointRef {
     }
 }
 
-/// The parent of checkpoint `id`: the one before it, none for the first.
-pub fn parent_ref(thread_id: &str, id: u64) -> Option<CheckpointRef> {
-    (id > 1).then(|| checkpoint_ref(thread_id, id - 1))
+/// The address of a history checkpoint's parent, if it has one.
+pub fn parent_ref(thread_id: &str, found: &CheckpointState) -> Option<CheckpointRef> {
+    found.parent.map(|id| checkpoint_ref(thread_id, id))
+}
+
+/// The parent of the thread's current state: the one an update outside
+/// a step names while it is the current state, else the checkpoint
+/// before it (none for the first).
+pub fn current_parent_ref(thread_id: &str, checkpoint: &Checkpoint) -> Option<CheckpointRef> {
+    match checkpoint.update {
+        Some(mark) => mark.parent,
+        None => checkpoint.step.checked_sub(1).filter(|&id| id > 0),
+    }
+    .map(|id| checkpoint_ref(thread_id, id))
+}
+
+/// The metadata of a history checkpoint.
+pub fn metadata(found: &CheckpointState) -> StateMetadata {
+    StateMetadata {
+        source: found.source.as_str().to_owned(),
+        step: found.id,
+        run_id: (!found.run_id.is_empty()).then(|| found.run_id.clone()),
+    }
 }
 
 /// The metadata of a thread's current state.
-pub fn current_metadata(step: u64) -> StateMetadata {
+pub fn current_metadata(checkpoint: &Checkpoint) -> StateMetadata {
+    let source = checkpoint
+        .update
+        .map_or(CheckpointSource::Loop, |mark| mark.source);
     StateMetadata {
-        source: SOURCE.to_owned(),
-        step,
+        source: source.as_str().to_owned(),
+        step: checkpoint.step,
         run_id: None,
     }
+}
+
+/// The source a history filter's `metadata.source` names, if any.
+pub fn source_named(name: &str) -> Option<CheckpointSource> {
+    [
+        CheckpointSource::Loop,
+        CheckpointSource::Update,
+        CheckpointSource::Fork,
+        CheckpointSource::Rollback,
+    ]
+    .into_iter()
+    .find(|source| source.as_str() == name)
 }

@@ -11,6 +11,8 @@ use deepfleet_proto::{ContentBlock, Message};
 use deepfleet_store::Checkpoint;
 use serde_json::{Map, Value};
 
+pub use crate::message_ids::message_id;
+
 /// The LangChain dict of `message`, the `index`-th of `thread_id`'s log.
 /// Its id is derived from both, so it is stable across reads.
 pub fn message_dict(thread_id: &str, index: usize, message: &Message) -> MessageDict {
@@ -67,15 +69,6 @@ pub fn tool_call(
         args: serde_json::from_str::<Value>(arguments)
             .unwrap_or_else(|_| broken(arguments.to_owned())),
     }
-}
-
-/// A stable message id: a UUIDv5 of the thread and the log position.
-pub fn message_id(thread_id: &str, index: usize) -> String {
-    uuid::Uuid::new_v5(
-        &uuid::Uuid::NAMESPACE_OID,
-        format!("{thread_id}/{index}").as_bytes(),
-    )
-    .to_string()
 }
 
 /// Text-only content is a plain string, as LangChain writes it; mixed
@@ -158,7 +151,8 @@ pub fn input_messages(input: &Value) -> Result<Vec<Message>, InputError> {
         .collect()
 }
 
-fn input_message(item: &Value) -> Result<Message, String> {
+/// One user message of an input: text, or a human/user dict.
+pub fn input_message(item: &Value) -> Result<Message, String> {
     let text = match item {
         Value::String(text) => text.clone(),
         dict => dict_text(dict)?,
@@ -183,6 +177,12 @@ fn dict_text(item: &Value) -> Result<String, String> {
             "only human/user messages can be sent, not `{kind}`"
         ));
     }
+    content_text(item)
+}
+
+/// The text of a LangChain message dict's `content`: a string, or the
+/// text of its blocks.
+pub fn content_text(item: &Value) -> Result<String, String> {
     let text = match item.get("content") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(blocks)) => blocks
@@ -210,23 +210,33 @@ pub fn input_files(
             "input.files must be an object of path -> file".into(),
         ));
     };
-    let mut out = std::collections::BTreeMap::new();
-    for (path, file) in files {
-        let normal = deepfleet_proto::path::validate(path)
-            .map_err(|e| InputError(format!("input.files: {e}")))?;
-        let data = match file {
-            Value::String(text) => deepfleet_proto::FileData::text(text.clone(), now),
-            Value::Object(_) => serde_json::from_value(file.clone())
-                .map_err(|e| InputError(format!("input.files[{path}]: {e}")))?,
-            _ => {
-                return Err(InputError(format!(
-                    "input.files[{path}] must be text or a file object"
-                )));
-            }
-        };
-        out.insert(normal, data);
-    }
-    Ok(out)
+    files
+        .iter()
+        .map(|(path, file)| input_file("input.files", path, file, now))
+        .collect()
+}
+
+/// One file of `field` (text, or a file object), its path checked and
+/// normalised.
+pub fn input_file(
+    field: &str,
+    path: &str,
+    file: &Value,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(String, deepfleet_proto::FileData), InputError> {
+    let normal =
+        deepfleet_proto::path::validate(path).map_err(|e| InputError(format!("{field}: {e}")))?;
+    let data = match file {
+        Value::String(text) => deepfleet_proto::FileData::text(text.clone(), now),
+        Value::Object(_) => serde_json::from_value(file.clone())
+            .map_err(|e| InputError(format!("{field}[{path}]: {e}")))?,
+        _ => {
+            return Err(InputError(format!(
+                "{field}[{path}] must be text or a file object"
+            )));
+        }
+    };
+    Ok((normal, data))
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use serde::de::DeserializeOwned;
 use tracing::error;
 
 use crate::error::SchedulerError;
+use crate::state_edit::EditError;
 
 /// An API failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -167,7 +168,13 @@ impl From<SchedulerError> for ApiError {
             }
             e @ (SchedulerError::NotInterrupted { .. }
             | SchedulerError::ThreadBusy
-            | SchedulerError::ThreadContended) => ApiError::conflict(e.to_string()),
+            | SchedulerError::ThreadContended
+            | SchedulerError::ThreadChanged
+            | SchedulerError::Edit(EditError::WaitsOnTools)) => ApiError::conflict(e.to_string()),
+            e @ SchedulerError::UnknownCheckpoint(_) => ApiError::not_found(e.to_string()),
+            e @ SchedulerError::Edit(EditError::UnknownMessage(_)) => {
+                ApiError::unprocessable(e.to_string())
+            }
             SchedulerError::RunStillRunning(_) => {
                 ApiError::conflict("Run is still running; cancel it first.")
             }

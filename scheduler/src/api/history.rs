@@ -11,13 +11,13 @@ use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{
-    CheckpointPointer, StateMetadata, ThreadHistoryParams, ThreadState, ThreadStateCheckpointParams,
+    CheckpointPointer, ThreadHistoryParams, ThreadState, ThreadStateCheckpointParams,
 };
 use deepfleet_store::{CheckpointState, HistoryQuery};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::checkpoint_ref::{SOURCE, checkpoint_ref, parent_ref};
+use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
 use super::convert::thread_values;
 use super::error::{ApiError, Body};
 use super::search::DEFAULT_LIMIT;
@@ -186,7 +186,13 @@ fn narrow(filter: &Map<String, Value>, query: &mut HistoryQuery) -> bool {
     filter
         .iter()
         .all(|(key, value)| match (key.as_str(), value) {
-            ("source", Value::String(source)) => source == SOURCE,
+            ("source", Value::String(name)) => match source_named(name) {
+                Some(source) if query.source.is_none_or(|s| s == source) => {
+                    query.source = Some(source);
+                    true
+                }
+                _ => false,
+            },
             ("step", step) => match step.as_u64() {
                 Some(step) if query.id.is_none_or(|id| id == step) => {
                     query.id = Some(step);
@@ -208,13 +214,9 @@ fn checkpoint_state(thread_id: &str, found: &CheckpointState) -> ThreadState {
         values: thread_values(thread_id, &found.checkpoint),
         next: Vec::new(),
         checkpoint: checkpoint_ref(thread_id, found.id),
-        metadata: StateMetadata {
-            source: SOURCE.to_owned(),
-            step: found.id,
-            run_id: Some(found.run_id.clone()),
-        },
+        metadata: metadata(found),
         created_at: found.created_at,
-        parent_checkpoint: parent_ref(thread_id, found.id),
+        parent_checkpoint: parent_ref(thread_id, found),
         tasks: Vec::new(),
         interrupts: Vec::new(),
     }

@@ -1,26 +1,10 @@
 //! Router tests of a thread's history and its state at a checkpoint.
 
 use axum::http::StatusCode;
-use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::super::test_support::{TestApi, api, finish, run_body};
-
-/// A thread with two runs, each ended by one step: checkpoints 1 and 2.
-/// Returns the thread's and the runs' ids.
-async fn two_runs(api: &TestApi) -> (String, [String; 2]) {
-    let thread_id = api.thread().await;
-    let mut runs = Vec::new();
-    for text in ["hi", "again"] {
-        let run = api.run_on(&thread_id, run_body(text)).await;
-        let run_id = run["run_id"].as_str().unwrap().to_owned();
-        finish(api.store.as_ref(), &thread_id, &run_id, RunStatus::Success).await;
-        runs.push(run_id);
-    }
-    let [first, second] = <[String; 2]>::try_from(runs).unwrap();
-    (thread_id, [first, second])
-}
+use super::super::test_support::api;
 
 fn ids(answer: &Value) -> Vec<&str> {
     answer
@@ -34,7 +18,7 @@ fn ids(answer: &Value) -> Vec<&str> {
 #[tokio::test]
 async fn history_lists_every_checkpoint_newest_first() {
     let api = api().await;
-    let (thread_id, [first, second]) = two_runs(&api).await;
+    let (thread_id, [first, second]) = api.two_runs().await;
     let path = format!("/threads/{thread_id}/history");
     let all = api.send("POST", &path, Some(json!({}))).await;
     assert_eq!(all.status, StatusCode::OK, "{}", all.text);
@@ -75,7 +59,7 @@ async fn history_lists_every_checkpoint_newest_first() {
 #[tokio::test]
 async fn history_pages_and_filters() {
     let api = api().await;
-    let (thread_id, [first, _]) = two_runs(&api).await;
+    let (thread_id, [first, _]) = api.two_runs().await;
     let path = format!("/threads/{thread_id}/history");
     let post = |body: Value| api.send("POST", &path, Some(body));
     assert_eq!(ids(&post(json!({"limit": 1})).await.json()), ["2"]);
@@ -124,7 +108,7 @@ async fn history_pages_and_filters() {
 #[tokio::test]
 async fn the_state_at_a_checkpoint_is_its_history_entry() {
     let api = api().await;
-    let (thread_id, _) = two_runs(&api).await;
+    let (thread_id, _) = api.two_runs().await;
     let history = api
         .send(
             "POST",

@@ -47,6 +47,8 @@ pub mod run_resource;
 pub mod runs;
 pub mod search;
 pub mod state;
+pub mod state_update;
+pub mod state_values;
 pub mod step_trace;
 pub mod store_items;
 pub mod stream;
@@ -108,6 +110,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(thread_copy::routes())
         .merge(thread_prune::routes())
         .merge(history::routes())
+        .merge(state_update::routes())
         .merge(thread_stream::routes())
         .merge(runs::routes())
         .merge(bulk_cancel::routes())

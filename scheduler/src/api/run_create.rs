@@ -5,7 +5,7 @@
 
 use chrono::Utc;
 use deepfleet_proto::api::RunCreateParams;
-use deepfleet_proto::{Decision, Priority, TenantId};
+use deepfleet_proto::{Decision, Priority, RunStatus, TenantId};
 use serde_json::{Map, Value};
 
 use super::convert::to_json;
@@ -15,10 +15,12 @@ use super::run_request::{self, CheckedRun, NewRun, RunAction};
 use super::run_resource::load_run;
 use super::state::ApiState;
 use super::threads;
+use crate::error::SchedulerError;
 use crate::lifecycle::multitask::Admission;
 use crate::repo::runs::{RunMeta, TIMEOUT_SECS};
 use crate::repo::threads::threads;
 use crate::repo::webhooks::{WebhookRecord, webhooks};
+use crate::state_edit::{Rewind, StateEdit};
 
 /// Checks `body`, then creates its run on `thread_id` or (stateless) on a
 /// new temporary thread; starts or queues it per its multitask strategy.
@@ -49,13 +51,13 @@ pub async fn create_checked(
 ) -> Result<RunMeta, ApiError> {
     let delay = checked.options.delay;
     let run = match checked.action {
-        RunAction::Resume(decisions) => {
+        RunAction::Resume(decisions, update) => {
             let Some(thread_id) = thread_id else {
                 return Err(ApiError::bad_request(
                     "You must provide a thread_id when resuming.",
                 ));
             };
-            return resume_run(state, tenant, thread_id, decisions).await;
+            return resume_run(state, tenant, thread_id, decisions, update).await;
         }
         RunAction::Start(run) => *run,
     };
@@ -66,6 +68,7 @@ pub async fn create_checked(
         context,
         create_missing,
         webhook,
+        rewind,
     } = run;
     let keep = thread_id.is_none() && keeps_its_thread(body)?;
     check_timeout(body)?;
@@ -74,6 +77,7 @@ pub async fn create_checked(
         .thread_for_run(tenant, thread_id, create_missing)
         .await?
         .ok_or_else(|| ApiError::not_found("Thread or assistant not found."))?;
+    check_checkpoint(state, &thread.thread_id, rewind.as_ref()).await?;
     if keep {
         // `on_completion: keep`: the stateless run's thread stays, as any
         // thread does.
@@ -121,6 +125,7 @@ pub async fn create_checked(
             created_at: Utc::now(),
             not_before: delay
                 .and_then(|d| chrono::Duration::from_std(d).ok().map(|d| Utc::now() + d)),
+            rewind,
         };
         // Before the run: a crash in between leaves a delivery whose run never
         // comes (dropped by the delivery loop), never a run whose webhook is
@@ -145,6 +150,22 @@ pub async fn create_checked(
     let meta = admitted?;
     in_flight::track(state, &meta).await?;
     Ok(meta)
+}
+
+/// Refuses a run from a checkpoint its thread does not have now, rather
+/// than when the run starts, which may be later.
+async fn check_checkpoint(
+    state: &ApiState,
+    thread_id: &str,
+    rewind: Option<&Rewind>,
+) -> Result<(), ApiError> {
+    let Some(id) = rewind.and_then(|r| r.checkpoint) else {
+        return Ok(());
+    };
+    match state.store().checkpoint_at(thread_id, id).await? {
+        Some(_) => Ok(()),
+        None => Err(SchedulerError::UnknownCheckpoint(id).into()),
+    }
 }
 
 /// Whether a stateless request keeps its thread once the run ends:
@@ -196,12 +217,14 @@ fn kwargs(body: &RunCreateParams) -> Map<String, Value> {
 
 /// `command.resume` on a thread whose last run waits for a human: the
 /// decisions resume *that* run (deepfleet keeps one run per invocation),
-/// and the response follows it.
+/// and the response follows it. A `command.update` beside it is written
+/// first, once the run is known to wait.
 async fn resume_run(
     state: &ApiState,
     tenant: &TenantId,
     thread_id: &str,
     decisions: Vec<Decision>,
+    update: Option<StateEdit>,
 ) -> Result<RunMeta, ApiError> {
     let thread = threads::load(state, tenant, thread_id).await?;
     let Some(run_id) = thread.active_run.clone() else {
@@ -209,6 +232,15 @@ async fn resume_run(
             "Thread has no interrupted run to resume.",
         ));
     };
+    if let Some(edit) = update {
+        let waiting = state.store().get_run(thread_id, &run_id).await?;
+        if waiting.is_none_or(|run| run.status != RunStatus::Interrupted) {
+            return Err(ApiError::conflict(
+                "Thread has no interrupted run to resume.",
+            ));
+        }
+        state.life.update_state(thread_id, None, &edit).await?;
+    }
     crate::resume::resume(
         state.store(),
         state.life.intake().queue().as_ref(),

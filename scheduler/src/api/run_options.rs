@@ -56,14 +56,6 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
             )));
         }
     }
-    for key in ["checkpoint_id", "checkpoint"] {
-        if set(rest.get(key)).is_some() {
-            return Err(ApiError::unprocessable(format!(
-                "{key} is not supported yet: runs start from the thread's \
-                 current state; read an earlier state with /threads/{{id}}/history"
-            )));
-        }
-    }
     let delay = match set(rest.get("after_seconds")) {
         None => None,
         Some(after) => match after.as_f64() {
@@ -94,17 +86,12 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
             )));
         }
     }
-    if let Some(command) = &body.command {
-        if set(command.goto.as_ref()).is_some() {
-            return Err(ApiError::unprocessable(
-                "command.goto is not supported: a deep agent's graph has no nodes to jump to",
-            ));
-        }
-        if set(command.update.as_ref()).is_some() {
-            return Err(ApiError::unprocessable(
-                "command.update is not supported yet: resume with command.resume alone",
-            ));
-        }
+    if let Some(command) = &body.command
+        && set(command.goto.as_ref()).is_some()
+    {
+        return Err(ApiError::unprocessable(
+            "command.goto is not supported: a deep agent's graph has no nodes to jump to",
+        ));
     }
     let on_disconnect = match set(rest.get("on_disconnect")) {
         None => OnDisconnect::Continue,
@@ -160,7 +147,6 @@ mod tests {
         for (extra, named) in [
             (json!({"interrupt_before": "*"}), "interrupt_before"),
             (json!({"interrupt_after": ["tools"]}), "interrupt_after"),
-            (json!({"checkpoint_id": "3"}), "checkpoint_id"),
             (json!({"after_seconds": -1}), "after_seconds"),
             (json!({"after_seconds": 1e9}), "after_seconds"),
             (json!({"after_seconds": "soon"}), "after_seconds"),
@@ -168,10 +154,6 @@ mod tests {
             (json!({"durability": "never"}), "durability"),
             (json!({"on_disconnect": "explode"}), "on_disconnect"),
             (json!({"command": {"goto": "tools"}}), "command.goto"),
-            (
-                json!({"command": {"update": {"x": 1}, "resume": 1}}),
-                "command.update",
-            ),
         ] {
             let text = refusal(extra.clone());
             assert!(text.contains(named), "{extra}: {text}");

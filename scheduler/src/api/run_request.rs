@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 
 use chrono::Utc;
-use deepfleet_proto::api::{Assistant, ResumeDecisions, RunCommand, RunCreateParams};
+use deepfleet_proto::api::{Assistant, CheckpointPointer, ResumeDecisions, RunCreateParams};
 use deepfleet_proto::{Decision, FileData, InputLimits, Message, SealedContext, TenantId};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -20,6 +20,9 @@ use super::error::ApiError;
 use super::modes::Modes;
 use super::run_options::{self, RunOptions};
 use super::state::ApiState;
+use super::state_update::checkpoint_of;
+use super::state_values::state_edit;
+use crate::state_edit::{Rewind, StateEdit};
 
 /// A request that passed every check.
 pub struct CheckedRun {
@@ -41,8 +44,9 @@ impl CheckedRun {
 
 /// What a checked request does.
 pub enum RunAction {
-    /// Answers the thread's interrupted run with these decisions.
-    Resume(Vec<Decision>),
+    /// Answers the thread's interrupted run with these decisions, after
+    /// writing the command's update, if any.
+    Resume(Vec<Decision>, Option<StateEdit>),
     /// Starts a new run.
     Start(Box<NewRun>),
 }
@@ -62,6 +66,8 @@ pub struct NewRun {
     pub create_missing: bool,
     /// Where the run's end is POSTed, checked.
     pub webhook: Option<String>,
+    /// The checkpoint it starts from and the update it writes first.
+    pub rewind: Option<Rewind>,
 }
 
 /// Checks `tenant`'s `body` (for `thread_id`, or stateless) without
@@ -84,20 +90,54 @@ pub async fn check(
             )));
         }
     };
-    if let Some(command) = &body.command {
+    let limits = state.life.intake().limits();
+    let from = checkpoint_of(
+        string_of(body.rest.get("checkpoint_id"))?,
+        pointer_of(body.rest.get("checkpoint"))?.as_ref(),
+    )?;
+    let update = match body.command.as_ref().and_then(|c| c.update.as_ref()) {
+        Some(values) if !values.is_null() => Some(state_edit("command.update", values, limits)?),
+        _ => None,
+    };
+    if let Some(resume) = body.command.as_ref().and_then(|c| c.resume.as_ref()) {
         if thread_id.is_none() {
             return Err(ApiError::bad_request(
                 "You must provide a thread_id when resuming.",
             ));
         }
-        let action = RunAction::Resume(command_decisions(command)?);
+        if from.is_some() {
+            return Err(ApiError::unprocessable(
+                "a resume answers the thread's pending interrupt: it cannot start from \
+                 another checkpoint",
+            ));
+        }
+        let action = RunAction::Resume(decisions_of(resume)?, update);
         return Ok(CheckedRun {
             modes,
             action,
             options,
         });
     }
-    let (input, files) = run_input(body, state.life.intake().limits())?;
+    if body.command.is_some() && update.is_none() {
+        return Err(ApiError::unprocessable(
+            "command must carry `resume` or `update`",
+        ));
+    }
+    if (from.is_some() || update.is_some()) && thread_id.is_none() {
+        return Err(ApiError::unprocessable(
+            "a stateless run has no checkpoint to start from or update: name a thread",
+        ));
+    }
+    let rewind = (from.is_some() || update.is_some()).then_some(Rewind {
+        checkpoint: from,
+        edit: update,
+    });
+    // A run from a checkpoint or an update may bring no new input.
+    let (input, files) = if body.input.is_none() && rewind.is_some() {
+        Default::default()
+    } else {
+        run_input(body, limits)?
+    };
     let webhook = webhook_of(state, tenant, body)?;
     let (assistant, assistant_context) =
         assistants::find_for_run(state, tenant, &body.assistant_id).await?;
@@ -114,6 +154,7 @@ pub async fn check(
         context,
         create_missing,
         webhook,
+        rewind,
     };
     Ok(CheckedRun {
         modes,
@@ -196,12 +237,25 @@ fn merged_context(
     (!context.is_empty()).then_some(Value::Object(context))
 }
 
-/// The decisions of a `command`, which must carry `resume`.
-fn command_decisions(command: &RunCommand) -> Result<Vec<Decision>, ApiError> {
-    let Some(resume) = &command.resume else {
-        return Err(ApiError::unprocessable("command must carry `resume`"));
-    };
-    decisions_of(resume)
+/// A run option that must be a string, if set.
+fn string_of(value: Option<&Value>) -> Result<Option<&str>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "checkpoint_id must be a string, not {other}"
+        ))),
+    }
+}
+
+/// A run's `checkpoint` option (an address, or an id), if set.
+fn pointer_of(value: Option<&Value>) -> Result<Option<CheckpointPointer>, ApiError> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => CheckpointPointer::deserialize(value)
+            .map(Some)
+            .map_err(|e| ApiError::unprocessable(format!("checkpoint: {e}"))),
+    }
 }
 
 /// The decisions of a resume value: `{"decisions": [...]}`, or a map of

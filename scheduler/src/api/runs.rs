@@ -153,7 +153,7 @@ async fn cancel(
         StatusCode::ACCEPTED.into_response()
     };
     if rollback {
-        state.life.forget(&thread_id, &run_id).await?;
+        state.life.roll_back(&thread_id, &run_id).await?;
     }
     Ok(response)
 }

@@ -538,7 +538,7 @@ async fn a_resume_needs_a_thread_with_an_interrupted_run() {
         (answer.status, answer.json()["detail"].clone()),
         (
             StatusCode::UNPROCESSABLE_ENTITY,
-            json!("command must carry `resume`")
+            json!("command must carry `resume` or `update`")
         )
     );
     // A jump has nothing to jump to: refused by name, not ignored.

@@ -18,7 +18,7 @@ use deepfleet_proto::Message;
 use deepfleet_store::CheckpointState;
 use serde_json::{Value, json};
 
-use super::checkpoint_ref::{SOURCE, checkpoint_ref, parent_ref};
+use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref};
 use super::convert::{message_dict, thread_values, to_json};
 use super::modes::Modes;
 use super::stream::{event, node_of};
@@ -148,9 +148,9 @@ pub fn checkpoint_payload(thread_id: &str, found: &CheckpointState) -> Value {
     let config = |r: deepfleet_proto::api::CheckpointRef| json!({ "configurable": r });
     json!({
         "config": config(checkpoint_ref(thread_id, found.id)),
-        "parent_config": parent_ref(thread_id, found.id).map(config),
+        "parent_config": parent_ref(thread_id, found).map(config),
         "values": thread_values(thread_id, &found.checkpoint),
-        "metadata": {"source": SOURCE, "step": found.id, "run_id": found.run_id},
+        "metadata": metadata(found),
         "next": [],
         "tasks": [],
     })
@@ -225,7 +225,7 @@ pub fn trace_events(
 mod tests {
     use super::*;
     use deepfleet_proto::{AssistantMessage, ToolCall, ToolStatus};
-    use deepfleet_store::Checkpoint;
+    use deepfleet_store::{Checkpoint, CheckpointSource};
     use pretty_assertions::assert_eq;
 
     use crate::api::test_support::sample_meta as meta;
@@ -276,6 +276,8 @@ mod tests {
         let found = CheckpointState {
             id: 3,
             run_id: "r1".into(),
+            parent: Some(2),
+            source: CheckpointSource::Loop,
             created_at: Utc::now(),
             checkpoint: Checkpoint::default(),
         };
@@ -288,6 +290,7 @@ mod tests {
         assert_eq!(payload["metadata"]["step"], 3);
         let first = CheckpointState {
             id: 1,
+            parent: None,
             ..found.clone()
         };
         assert!(checkpoint_payload("t1", &first)["parent_config"].is_null());

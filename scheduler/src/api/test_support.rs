@@ -155,6 +155,7 @@ pub fn sample_meta() -> RunMeta {
         context: None,
         cancelled: false,
         not_before: None,
+        rewind: None,
         priority: Default::default(),
         created_at: Utc::now(),
     }
@@ -230,6 +231,21 @@ impl TestApi {
             .await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         answer.json()
+    }
+
+    /// A thread with two runs (inputs `hi` and `again`), each ended by one
+    /// step: checkpoints 1 and 2. Returns the thread's and the runs' ids.
+    pub async fn two_runs(&self) -> (String, [String; 2]) {
+        let thread_id = self.thread().await;
+        let mut runs = Vec::new();
+        for text in ["hi", "again"] {
+            let run = self.run_on(&thread_id, run_body(text)).await;
+            let run_id = run["run_id"].as_str().unwrap().to_owned();
+            finish(self.store.as_ref(), &thread_id, &run_id, RunStatus::Success).await;
+            runs.push(run_id);
+        }
+        let [first, second] = <[String; 2]>::try_from(runs).unwrap();
+        (thread_id, [first, second])
     }
 
     /// Creates a thread with one run that ended with `status`; returns the

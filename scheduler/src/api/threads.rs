@@ -1,5 +1,5 @@
 //! Threads: create, get, search, delete and the current state (history
-//! and earlier states: `history.rs`).
+//! and earlier states: `history.rs`; updates: `state_update.rs`).
 
 use std::collections::BTreeMap;
 
@@ -15,7 +15,7 @@ use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 use serde_json::{Map, Value};
 
-use super::checkpoint_ref::{checkpoint_ref, current_metadata, parent_ref};
+use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
 use super::convert::{self, thread_values, values_if_any};
 use super::error::{ApiError, Body};
 use super::search::{Paging, metadata_matches, values_match};
@@ -164,9 +164,9 @@ pub async fn thread_state(
         values: thread_values(&record.thread_id, &checkpoint),
         next: Vec::new(),
         checkpoint: checkpoint_ref(&record.thread_id, checkpoint.step),
-        metadata: current_metadata(checkpoint.step),
+        metadata: current_metadata(&checkpoint),
         created_at: record.updated_at,
-        parent_checkpoint: parent_ref(&record.thread_id, checkpoint.step),
+        parent_checkpoint: current_parent_ref(&record.thread_id, &checkpoint),
         tasks: Vec::new(),
         interrupts: Vec::new(),
     })

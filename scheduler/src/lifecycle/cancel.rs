@@ -22,7 +22,7 @@ impl Lifecycle {
         Ok(())
     }
 
-    /// Drops a run from its thread's list (a rollback).
+    /// Drops a run from its thread's list (a delete, or a rollback).
     pub async fn forget(&self, thread_id: &str, run_id: &str) -> Result<(), SchedulerError> {
         runs_of(self.store().as_ref(), thread_id)
             .delete(run_id)

@@ -46,6 +46,7 @@ fn meta(run_id: &str, thread_id: &str, age_s: i64) -> RunMeta {
         context: None,
         cancelled: false,
         not_before: None,
+        rewind: None,
         priority: Default::default(),
         created_at: Utc::now() - Duration::seconds(age_s),
     }

@@ -14,6 +14,7 @@
 pub mod cancel;
 pub mod multitask;
 pub mod queue;
+pub mod rewind;
 pub mod status;
 pub mod thread_lease;
 pub mod threads;
@@ -49,7 +50,8 @@ impl Lifecycle {
         &self.intake
     }
 
-    /// Runs [`Lifecycle::start_queued`] and the batch admission sweep
+    /// Runs the rollbacks of stopped runs, [`Lifecycle::start_queued`]
+    /// and the batch admission sweep
     /// ([`AdmissionSweep::sweep`]) every `every` until the task is
     /// dropped; errors are logged and retried on the next round.
     pub async fn run_starter(self, every: Duration) {
@@ -61,6 +63,9 @@ impl Lifecycle {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            if let Err(e) = self.settle_rollbacks().await {
+                warn!(error = %e, "rolling back stopped runs");
+            }
             if let Err(e) = self.start_queued().await {
                 warn!(error = %e, "starting queued runs");
             }

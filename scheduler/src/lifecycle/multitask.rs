@@ -62,7 +62,7 @@ impl Lifecycle {
         if let Some(run) = &active {
             store.request_cancel(&run.thread_id, &run.run_id).await?;
             if rollback {
-                runs.delete(&run.run_id).await?;
+                self.roll_back(&run.thread_id, &run.run_id).await?;
             }
         }
         for meta in &mut ahead {

@@ -65,10 +65,27 @@ impl Lifecycle {
         }
     }
 
-    /// Starts a recorded run: applies its input to the thread and
+    /// Starts a recorded run: settles a rollback of the run before it,
+    /// writes its fork or update, applies its input to the thread and
     /// publishes its first step.
     pub async fn start(&self, meta: &RunMeta) -> Result<(), SchedulerError> {
         let store = self.store().as_ref();
+        // A rollback of the run before it, then its own fork or update:
+        // the run starts from the thread they leave.
+        let mut settled = false;
+        for _ in 0..3 {
+            settled = self.settle_rollback(&meta.thread_id).await?;
+            if settled {
+                break;
+            }
+        }
+        if !settled {
+            return Err(SchedulerError::ThreadChanged);
+        }
+        if let Some(rewind) = &meta.rewind {
+            self.rewind_for_run(&meta.thread_id, &meta.run_id, rewind)
+                .await?;
+        }
         let mut temporary = false;
         if let Some(mut thread) = threads(store).get(&meta.thread_id).await? {
             temporary = thread.temporary;

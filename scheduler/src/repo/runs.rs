@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::{Listing, Repository, score_at};
+use crate::state_edit::Rewind;
 
 /// What the API keeps about a run beside its run record: the request
 /// that made it, so a queued run can start later and `GET` shows it.
@@ -62,6 +63,10 @@ pub struct RunMeta {
     /// thread's queue until then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_before: Option<DateTime<Utc>>,
+    /// Where it starts from, when not from the thread as it is: a fork
+    /// from a checkpoint, its `command.update`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rewind: Option<Rewind>,
 }
 
 /// The request field (kept in `kwargs`) of a run's own deadline, in

@@ -32,6 +32,9 @@ pub struct ThreadRecord {
     /// Made for a stateless run; listed in no search.
     #[serde(default)]
     pub temporary: bool,
+    /// A run to roll back once it has stopped (`action=rollback`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<String>,
 }
 
 impl ThreadRecord {
@@ -46,6 +49,7 @@ impl ThreadRecord {
             metadata,
             active_run: None,
             temporary: false,
+            rollback: None,
         }
     }
 }

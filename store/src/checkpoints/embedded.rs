@@ -1,5 +1,7 @@
 //! Checkpoints in the embedded store's `threads` map; a commit also
-//! writes `runs` and resets `fan_in`, all in one critical section.
+//! writes `runs` and resets `fan_in`, all in one critical section. A
+//! stored thread's `messages` are its whole log, every branch included;
+//! a load hands out the conversation, from `log_base` on.
 
 use std::collections::BTreeMap;
 
@@ -18,7 +20,7 @@ impl Checkpoints for EmbeddedStore {
             .lock()
             .threads
             .get(thread_id)
-            .cloned()
+            .map(conversation)
             .unwrap_or_default())
     }
 
@@ -32,7 +34,14 @@ impl Checkpoints for EmbeddedStore {
             .lock()
             .threads
             .get(thread_id)
-            .map(|t| t.messages.iter().skip(from).cloned().collect())
+            .map(|t| {
+                let base = usize::try_from(t.log_base).unwrap_or(usize::MAX);
+                t.messages
+                    .iter()
+                    .skip(base.saturating_add(from))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default())
     }
 
@@ -48,6 +57,7 @@ impl Checkpoints for EmbeddedStore {
             });
         }
         thread.step += 1;
+        thread.update = None;
         thread.messages.extend(commit.messages.iter().cloned());
         thread.tokens += log_tokens(&commit.messages);
         if let Some(context) = &commit.context {
@@ -105,5 +115,25 @@ impl Checkpoints for EmbeddedStore {
         state.threads.insert(to.to_owned(), thread);
         state.history.insert(to.to_owned(), history);
         Ok(true)
+    }
+}
+
+/// A stored thread as a step sees it: its conversation, not the branches
+/// left behind.
+fn conversation(thread: &Checkpoint) -> Checkpoint {
+    let base = usize::try_from(thread.log_base)
+        .unwrap_or(usize::MAX)
+        .min(thread.messages.len());
+    Checkpoint {
+        step: thread.step,
+        published: thread.published,
+        messages: thread.messages[base..].to_vec(),
+        log_base: thread.log_base,
+        files: thread.files.clone(),
+        state: thread.state.clone(),
+        pending: thread.pending.clone(),
+        tokens: thread.tokens,
+        context: thread.context.clone(),
+        update: thread.update,
     }
 }

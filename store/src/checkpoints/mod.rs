@@ -3,6 +3,7 @@
 //! writes back everything the step produced.
 
 mod embedded;
+mod made_by;
 mod redis;
 
 use std::collections::BTreeMap;
@@ -13,6 +14,8 @@ use serde_json::{Map, Value};
 
 use crate::error::StoreError;
 
+pub use made_by::{CheckpointSource, UpdateMark};
+
 /// A thread as a step sees it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
@@ -21,8 +24,13 @@ pub struct Checkpoint {
     pub step: u64,
     /// The highest step whose follow-up messages are known to be published.
     pub published: u64,
-    /// The whole message log, oldest first.
+    /// The conversation, oldest first: the thread's log from `log_base`
+    /// on.
     pub messages: Vec<LoggedMessage>,
+    /// Where the conversation starts in the thread's append-only log: the
+    /// entries before it belong to branches an update left behind (see
+    /// [`crate::history`]), kept for the history.
+    pub log_base: u64,
     /// The state backend's files.
     pub files: BTreeMap<String, FileData>,
     /// Custom state fields (todos, agent-declared fields).
@@ -34,6 +42,8 @@ pub struct Checkpoint {
     pub tokens: u64,
     /// What context compression has done to the log.
     pub context: ContextCursor,
+    /// The newest update outside a step, while no step has followed it.
+    pub update: Option<UpdateMark>,
 }
 
 /// Everything one step writes, applied atomically.
@@ -92,9 +102,9 @@ pub trait Checkpoints: Send + Sync + 'static {
     /// Loads a thread's checkpoint (empty for an unknown thread).
     async fn load_thread(&self, thread_id: &str) -> Result<Checkpoint, StoreError>;
 
-    /// The messages of a thread's log from index `from` on, without the
-    /// rest of the checkpoint: what a follower of a step needs, O(new
-    /// messages) rather than O(conversation).
+    /// The messages of a thread's conversation from index `from` on,
+    /// without the rest of the checkpoint: what a follower of a step
+    /// needs, O(new messages) rather than O(conversation).
     async fn load_messages(
         &self,
         thread_id: &str,

@@ -1,8 +1,9 @@
 //! Checkpoints on Redis. Every thread key carries the thread id as a hash
 //! tag, so one thread lives in one slot:
 //!
-//! - `thread_meta`: hash with `step`, `published`, `tokens`, `state` (JSON
-//!   object), `pending` and `context` (JSON, absent = none);
+//! - `thread_meta`: hash with `step`, `published`, `tokens`, `base` (where
+//!   the conversation starts in the log; absent = 0), `state` (JSON
+//!   object), `pending`, `context` and `update` (JSON, absent = none);
 //! - `thread_log`: list of [`LoggedMessage`] JSON, only ever appended to;
 //! - `thread_files`: hash path -> [`deepfleet_proto::FileData`] JSON;
 //! - `thread_history`: list of (log length, [`crate::history::Change`]
@@ -22,7 +23,7 @@ use deepfleet_proto::{Keys, LoggedMessage};
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
+use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, UpdateMark, log_tokens};
 use crate::error::StoreError;
 use crate::history::Change;
 use crate::redis::RedisStore;
@@ -34,6 +35,8 @@ static COMMIT_STEP: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/commit_step.lua")));
 static LOAD_THREAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/load_thread.lua")));
+static LOAD_MESSAGES: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/load_messages.lua")));
 static MARK_PUBLISHED: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/mark_published.lua")));
 static SNAPSHOT_THREAD: LazyLock<Script> =
@@ -68,18 +71,20 @@ impl Checkpoints for RedisStore {
         from: u64,
     ) -> Result<Vec<LoggedMessage>, StoreError> {
         let key = self.keys().thread_log(thread_id);
-        let raw: Vec<String> = self
-            .query(
-                "load messages",
-                Retry::Once,
-                redis::cmd("LRANGE").arg(&key).arg(from).arg(-1),
-            )
+        let call = Call::new(
+            &LOAD_MESSAGES,
+            vec![self.keys().thread_meta(thread_id), key.clone()],
+        )
+        .arg(from.to_string());
+        let (base, raw): (u64, Vec<String>) = self
+            .conn()
+            .call("load messages", Retry::Once, |conn| call.invoke(conn))
             .await?;
         raw.iter()
             .enumerate()
             .map(|(i, raw)| {
                 self.codec()
-                    .decode(&format!("{key}[{}]", from + i as u64), raw)
+                    .decode(&format!("{key}[{}]", base + from + i as u64), raw)
             })
             .collect()
     }
@@ -236,6 +241,9 @@ fn checkpoint(
     };
     let step = counter("step", meta.remove("step"))?;
     let published = counter("published", meta.remove("published"))?;
+    let log_base = counter("base", meta.remove("base"))?;
+    let update: Option<UpdateMark> =
+        codec.decode_opt(&format!("{} update", keys.meta), meta.remove("update"))?;
     let state: Map<String, Value> = codec
         .decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?
         .unwrap_or_default();
@@ -247,7 +255,7 @@ fn checkpoint(
     let messages = log
         .iter()
         .enumerate()
-        .map(|(i, raw)| codec.decode(&format!("{}[{i}]", keys.log), raw))
+        .map(|(i, raw)| codec.decode(&format!("{}[{}]", keys.log, log_base + i as u64), raw))
         .collect::<Result<_, _>>()?;
     let files = files
         .into_iter()
@@ -260,11 +268,14 @@ fn checkpoint(
         step,
         published,
         messages,
+        log_base,
         files,
         state,
         pending,
         tokens,
         context,
+        // The mark tells of the current state only until a step follows.
+        update: update.filter(|mark| mark.checkpoint == step),
     })
 }
 

@@ -1,27 +1,26 @@
 //! History in the embedded store's `history` map, appended to by the
 //! commits and seeds themselves (`checkpoints/embedded.rs`,
-//! `runs/embedded.rs`) in their critical sections.
+//! `runs/embedded.rs`) and by updates here, in their critical sections.
 
 use async_trait::async_trait;
 
-use super::{CheckpointState, History, HistoryQuery, keep_latest, replay};
+use super::{Fence, History, Logged, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 
 #[async_trait]
 impl History for EmbeddedStore {
-    async fn checkpoints(
-        &self,
-        thread_id: &str,
-        query: &HistoryQuery,
-    ) -> Result<Vec<CheckpointState>, StoreError> {
+    async fn timeline(&self, thread_id: &str) -> Result<Timeline, StoreError> {
         let state = self.lock();
-        let (Some(thread), Some(history)) =
-            (state.threads.get(thread_id), state.history.get(thread_id))
-        else {
-            return Ok(Vec::new());
+        let Some(thread) = state.threads.get(thread_id) else {
+            return Ok(Timeline::default());
         };
-        Ok(replay(&thread.messages, history, query))
+        Ok(Timeline {
+            step: thread.step,
+            base: thread.log_base,
+            log: thread.messages.clone(),
+            history: state.history.get(thread_id).cloned().unwrap_or_default(),
+        })
     }
 
     async fn keep_latest_checkpoint(&self, thread_id: &str) -> Result<bool, StoreError> {
@@ -34,5 +33,45 @@ impl History for EmbeddedStore {
         };
         *history = kept;
         Ok(true)
+    }
+
+    async fn update_thread(&self, update: &ThreadUpdate) -> Result<UpdateOutcome, StoreError> {
+        let mut state = self.lock();
+        let thread = state.threads.entry(update.thread_id.clone()).or_default();
+        let now = Fence {
+            step: thread.step,
+            base: thread.log_base,
+            log_len: thread.messages.len() as u64,
+        };
+        if now != update.fence {
+            return Ok(UpdateOutcome::Conflict);
+        }
+        if let Some(base) = update.new_base() {
+            thread.log_base = base;
+            thread.tokens = 0;
+            thread.context = Default::default();
+        }
+        thread.messages.extend(update.messages().iter().cloned());
+        thread.tokens += update.tokens();
+        thread.files = update.files.clone();
+        thread.state = update.state.clone();
+        if update.clear_pending {
+            thread.pending = None;
+        }
+        thread.step += 1;
+        thread.published = thread.step;
+        thread.update = Some(update.mark());
+        let log_len = thread.messages.len() as u64;
+        state
+            .history
+            .entry(update.thread_id.clone())
+            .or_default()
+            .push(Logged {
+                log_len,
+                change: update.change(),
+            });
+        Ok(UpdateOutcome::Updated {
+            checkpoint: update.checkpoint(),
+        })
     }
 }

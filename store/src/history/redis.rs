@@ -1,15 +1,16 @@
 //! History on Redis: `thread_history`, a list in the thread's slot of
-//! (log length, [`Change`] JSON) pairs, appended by `lua/commit_step.lua`
-//! and `lua/create_run.lua` beside the change itself. `lua/load_history.lua`
-//! reads it with the log at once; `lua/replace_history.lua` swaps in the
-//! history that keeps only the newest checkpoint.
+//! (log length, [`Change`] JSON) pairs, appended by `lua/commit_step.lua`,
+//! `lua/create_run.lua` and `lua/update_thread.lua` beside the change
+//! itself. `lua/load_history.lua` reads it with the log and the step at
+//! once; `lua/replace_history.lua` swaps in the history that keeps only
+//! the newest checkpoint.
 
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{Change, CheckpointState, History, HistoryQuery, Logged, keep_latest, replay};
+use super::{Change, History, Logged, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
@@ -20,28 +21,40 @@ static LOAD_HISTORY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/load_history.lua")));
 static REPLACE_HISTORY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/replace_history.lua")));
+static UPDATE_THREAD: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/update_thread.lua")));
 
 #[async_trait]
 impl History for RedisStore {
-    async fn checkpoints(
-        &self,
-        thread_id: &str,
-        query: &HistoryQuery,
-    ) -> Result<Vec<CheckpointState>, StoreError> {
+    async fn timeline(&self, thread_id: &str) -> Result<Timeline, StoreError> {
+        let meta_key = self.keys().thread_meta(thread_id);
         let log_key = self.keys().thread_log(thread_id);
         let history_key = self.keys().thread_history(thread_id);
-        let call = Call::new(&LOAD_HISTORY, vec![log_key.clone(), history_key.clone()]);
-        let (log, history): (Vec<String>, Vec<String>) = self
+        let call = Call::new(
+            &LOAD_HISTORY,
+            vec![meta_key.clone(), log_key.clone(), history_key.clone()],
+        );
+        let (step, base, log, history): (String, String, Vec<String>, Vec<String>) = self
             .conn()
             .call("load history", Retry::Once, |conn| call.invoke(conn))
             .await?;
+        let counter = |field: &str, raw: &str| {
+            raw.parse().map_err(|e| StoreError::Corrupt {
+                key: format!("{meta_key} {field}"),
+                reason: format!("{raw:?}: {e}"),
+            })
+        };
         let log = log
             .iter()
             .enumerate()
             .map(|(i, raw)| self.codec().decode(&format!("{log_key}[{i}]"), raw))
             .collect::<Result<Vec<_>, _>>()?;
-        let history = entries(self.codec(), &history_key, &history)?;
-        Ok(replay(&log, &history, query))
+        Ok(Timeline {
+            step: counter("step", &step)?,
+            base: counter("base", &base)?,
+            log,
+            history: entries(self.codec(), &history_key, &history)?,
+        })
     }
 
     async fn keep_latest_checkpoint(&self, thread_id: &str) -> Result<bool, StoreError> {
@@ -63,6 +76,43 @@ impl History for RedisStore {
         })?;
         let replaced: u8 = self.run_script("replace history", &call).await?;
         Ok(replaced == 1)
+    }
+
+    async fn update_thread(&self, update: &ThreadUpdate) -> Result<UpdateOutcome, StoreError> {
+        let keys = self.keys();
+        let thread = update.thread_id.as_str();
+        let (meta, log, files, history) = (
+            keys.thread_meta(thread),
+            keys.thread_log(thread),
+            keys.thread_files(thread),
+            keys.thread_history(thread),
+        );
+        let codec = self.codec();
+        let call = Call::new(
+            &UPDATE_THREAD,
+            vec![meta.clone(), log.clone(), files.clone(), history.clone()],
+        )
+        .arg(update.fence.step.to_string())
+        .arg(update.fence.base.to_string())
+        .arg(update.fence.log_len.to_string())
+        .arg(update.new_base().map(|b| b.to_string()).unwrap_or_default())
+        .arg(update.tokens().to_string())
+        .arg(codec.encode(&meta, &update.state)?)
+        .arg(if update.clear_pending { "1" } else { "0" })
+        .arg(codec.encode(&meta, &update.mark())?)
+        .arg(codec.encode(&history, &update.change())?);
+        let call = call.messages(codec, &log, update.messages())?;
+        let call = update.files.iter().try_fold(call, |call, (path, file)| {
+            Ok::<_, StoreError>(call.arg(path).arg(codec.encode(&files, file)?))
+        })?;
+        let (written, _step): (u8, u64) = self.run_script("update thread", &call).await?;
+        Ok(if written == 1 {
+            UpdateOutcome::Updated {
+                checkpoint: update.checkpoint(),
+            }
+        } else {
+            UpdateOutcome::Conflict
+        })
     }
 }
 

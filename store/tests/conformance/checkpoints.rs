@@ -68,6 +68,7 @@ pub async fn commit_step_applies_everything(store: Arc<dyn Store>) {
         step: 2,
         published: 0,
         messages: vec![msg("task"), msg("call"), msg("result"), msg("answer")],
+        log_base: 0,
         files: BTreeMap::from([
             ("/keep.md".to_owned(), file("k2")),
             ("/new.md".to_owned(), file("n")),
@@ -76,6 +77,7 @@ pub async fn commit_step_applies_everything(store: Arc<dyn Store>) {
         pending: None,
         tokens: 12,
         context: ContextCursor::default(),
+        update: None,
     };
     assert_eq!(store.load_thread("t1").await.unwrap(), expected);
     assert_eq!(store.get_run("t1", "r1").await.unwrap(), Some(run));

@@ -6,7 +6,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use deepfleet_store::{CommitOutcome, HistoryQuery, StepCommit, Store, ThreadSeed};
+use deepfleet_store::{
+    CheckpointSource, CheckpointState, CommitOutcome, Conversation, HistoryQuery, StepCommit,
+    Store, ThreadSeed, ThreadUpdate, UpdateOutcome,
+};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -216,7 +219,12 @@ pub async fn keeping_the_latest_drops_older_checkpoints_only(store: Arc<dyn Stor
     let current = store.load_thread("t1").await.unwrap();
     assert!(store.keep_latest_checkpoint("t1").await.unwrap());
     let after = store.checkpoints("t1", &all).await.unwrap();
-    assert_eq!(after, before[..1]);
+    // The kept checkpoint's parent is gone, so it names none.
+    let kept = CheckpointState {
+        parent: None,
+        ..before[0].clone()
+    };
+    assert_eq!(after, [kept]);
     assert_eq!(store.load_thread("t1").await.unwrap(), current);
     // One checkpoint left: nothing more to drop.
     assert!(!store.keep_latest_checkpoint("t1").await.unwrap());
@@ -243,7 +251,177 @@ pub async fn keeping_the_latest_drops_older_checkpoints_only(store: Arc<dyn Stor
     assert_eq!(newest[0].checkpoint.state, before[0].checkpoint.state);
 }
 
+pub async fn an_update_is_a_checkpoint_fenced_by_what_it_read(store: Arc<dyn Store>) {
+    three_steps(&*store).await;
+    let current = store.load_thread("t1").await.unwrap();
+    let mut update = ThreadUpdate::of("t1", &current);
+    update.conversation = Conversation::Append(vec![msg("edited")]);
+    update.files.remove("/b.md");
+    update.state = object(json!({"todos": ["y"]}));
+    assert_eq!(
+        store.update_thread(&update).await.unwrap(),
+        UpdateOutcome::Updated { checkpoint: 4 }
+    );
+    // Read again, the same update is stale.
+    assert_eq!(
+        store.update_thread(&update).await.unwrap(),
+        UpdateOutcome::Conflict
+    );
+    let now = store.load_thread("t1").await.unwrap();
+    assert_eq!((now.step, now.published), (4, 4));
+    assert_eq!(now.messages.len(), current.messages.len() + 1);
+    assert_eq!(now.tokens, current.tokens + u64::from(msg("edited").tokens));
+    assert!(now.files.is_empty());
+    assert_eq!(now.state, object(json!({"todos": ["y"]})));
+    let mark = now.update.expect("the update is the current checkpoint");
+    assert_eq!(
+        (mark.checkpoint, mark.parent, mark.source),
+        (4, Some(3), CheckpointSource::Update)
+    );
+    let newest = store.checkpoint_at("t1", 4).await.unwrap().unwrap();
+    assert_eq!(
+        (newest.parent, newest.source, newest.run_id.as_str()),
+        (Some(3), CheckpointSource::Update, "")
+    );
+    assert_eq!(newest.checkpoint.messages, now.messages);
+
+    // A run's seed in between is a conflict too: its input is not lost.
+    let stale = ThreadUpdate::of("t1", &now);
+    let run = record("t1", "r2");
+    let seed = ThreadSeed {
+        messages: vec![msg("more")],
+        ..ThreadSeed::default()
+    };
+    store.create_run(&run, &seed).await.unwrap();
+    assert_eq!(
+        store.update_thread(&stale).await.unwrap(),
+        UpdateOutcome::Conflict
+    );
+    // A step after it: the mark no longer tells of the current state.
+    store
+        .commit_step(&StepCommit {
+            messages: vec![msg("five")],
+            ..commit(&run, 4)
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.load_thread("t1").await.unwrap().update, None);
+}
+
+pub async fn a_fork_is_a_new_branch_and_the_old_one_reads_as_it_did(store: Arc<dyn Store>) {
+    three_steps(&*store).await;
+    let all = HistoryQuery::newest(10);
+    let before = store.checkpoints("t1", &all).await.unwrap();
+    let timeline = store.timeline("t1").await.unwrap();
+    let to = timeline.restore_checkpoint(1).unwrap();
+    let fork = ThreadUpdate::restoring("t1", &timeline, to, CheckpointSource::Fork);
+    assert_eq!(
+        store.update_thread(&fork).await.unwrap(),
+        UpdateOutcome::Updated { checkpoint: 4 }
+    );
+    let now = store.load_thread("t1").await.unwrap();
+    assert_eq!(now.messages, before[2].checkpoint.messages);
+    assert_eq!(now.files, before[2].checkpoint.files);
+    assert_eq!(now.state, before[2].checkpoint.state);
+    assert_eq!(now.tokens, before[2].checkpoint.tokens);
+    assert_eq!(now.log_base, 5);
+    // A follower reads the conversation by its own index.
+    assert_eq!(
+        store.load_messages("t1", 1).await.unwrap(),
+        now.messages[1..]
+    );
+
+    // The next step goes on from the fork; the old branch is unchanged.
+    let run = record("t1", "r2");
+    store
+        .create_run(&run, &ThreadSeed::default())
+        .await
+        .unwrap();
+    store
+        .commit_step(&StepCommit {
+            messages: vec![msg("other")],
+            ..commit(&run, 4)
+        })
+        .await
+        .unwrap();
+    let after = store.checkpoints("t1", &all).await.unwrap();
+    assert_eq!(
+        after.iter().map(|c| c.id).collect::<Vec<_>>(),
+        [5, 4, 3, 2, 1]
+    );
+    assert_eq!(after[2..], before[..]);
+    assert_eq!(
+        (after[1].parent, after[1].source),
+        (Some(1), CheckpointSource::Fork)
+    );
+    assert_eq!(after[0].parent, Some(4));
+    assert_eq!(
+        after[0].checkpoint.messages,
+        [msg("task"), msg("one"), msg("other")]
+    );
+    assert_eq!(
+        store.load_thread("t1").await.unwrap().messages,
+        after[0].checkpoint.messages
+    );
+
+    // A copy keeps the branch.
+    assert!(store.copy_thread("t1", "t2").await.unwrap());
+    assert_eq!(
+        store.load_thread("t2").await.unwrap().messages,
+        after[0].checkpoint.messages
+    );
+    assert_eq!(store.checkpoints("t2", &all).await.unwrap(), after);
+}
+
+pub async fn a_rollback_returns_the_thread_to_before_the_run(store: Arc<dyn Store>) {
+    three_steps(&*store).await;
+    let before = store.load_thread("t1").await.unwrap();
+    let run = record("t1", "r2");
+    let seed = ThreadSeed {
+        messages: vec![msg("again")],
+        files: BTreeMap::from([("/c.md".to_owned(), file("c"))]),
+        state: object(json!({"mood": "ok"})),
+    };
+    store.create_run(&run, &seed).await.unwrap();
+    store
+        .commit_step(&StepCommit {
+            messages: vec![msg("five")],
+            ..commit(&run, 3)
+        })
+        .await
+        .unwrap();
+    let timeline = store.timeline("t1").await.unwrap();
+    let to = timeline.restore_before_run("r2").unwrap();
+    assert_eq!(to.parent, Some(3));
+    let rollback = ThreadUpdate::restoring("t1", &timeline, to, CheckpointSource::Rollback);
+    assert_eq!(
+        store.update_thread(&rollback).await.unwrap(),
+        UpdateOutcome::Updated { checkpoint: 5 }
+    );
+    let now = store.load_thread("t1").await.unwrap();
+    assert_eq!(
+        (&now.messages, &now.files, &now.state, now.tokens),
+        (
+            &before.messages,
+            &before.files,
+            &before.state,
+            before.tokens
+        )
+    );
+    assert_eq!(
+        store
+            .checkpoints("t1", &HistoryQuery::newest(10))
+            .await
+            .unwrap()
+            .len(),
+        5
+    );
+}
+
 conformance!(
+    an_update_is_a_checkpoint_fenced_by_what_it_read,
+    a_fork_is_a_new_branch_and_the_old_one_reads_as_it_did,
+    a_rollback_returns_the_thread_to_before_the_run,
     keeping_the_latest_drops_older_checkpoints_only,
     each_commit_is_a_checkpoint,
     history_pages_back_from_before,

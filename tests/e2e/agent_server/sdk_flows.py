@@ -99,6 +99,45 @@ async def main(url):
     mine = await client.threads.get_history(tid, metadata={"run_id": run["run_id"]})
     check([h["checkpoint"]["checkpoint_id"] for h in mine] == ["4"], "history filters by run")
 
+    # Time travel, the write side: update_state, a fork, a run from a
+    # checkpoint, a rollback. Each leaves the earlier branch as it was.
+    updated = await client.threads.update_state(tid, {"todos": [{"content": "review", "status": "pending"}]})
+    check(updated["checkpoint"]["checkpoint_id"] == "5", f"update_state makes a checkpoint: {updated}")
+    now = await client.threads.get_state(tid)
+    check(now["values"]["todos"][0]["content"] == "review" and now["metadata"]["source"] == "update"
+          and now["parent_checkpoint"]["checkpoint_id"] == "4", "the update is the current state")
+    answer_id = first["values"]["messages"][1]["id"]
+    forked = await client.threads.update_state(
+        tid, {"messages": [{"type": "ai", "id": answer_id, "content": "edited plan"}]},
+        checkpoint_id=first["checkpoint"]["checkpoint_id"])
+    now = await client.threads.get_state(tid)
+    check([m["content"] for m in now["values"]["messages"]][1] == "edited plan"
+          and len(now["values"]["messages"]) == len(first["values"]["messages"])
+          and now["parent_checkpoint"]["checkpoint_id"] == "1",
+          f"update_state from a checkpoint forks it: {forked}")
+    after = await client.threads.get_history(tid, limit=20)
+    check(after[2:] == later and after[1]["checkpoint"] == updated["checkpoint"],
+          "the forked branch's checkpoints read as they did")
+    values = await client.runs.wait(tid, "helper", input={"messages": [{"role": "user", "content": "echo fork"}]},
+                                    checkpoint_id="2")
+    kept = history[1]["values"]["messages"]
+    check(values["messages"][:len(kept)] == kept and values["messages"][len(kept)]["content"] == "echo fork",
+          "a run from a checkpoint goes on from it")
+    branched = await client.threads.get_history(tid, limit=50)
+    check(branched[-len(after):] == after, "a run from a checkpoint leaves the other branches as they were")
+    fork_point = next(h for h in branched if h["metadata"]["source"] == "fork")
+    check(fork_point["parent_checkpoint"]["checkpoint_id"] == "2", "the fork names its checkpoint")
+    before_rollback = await client.threads.get_state(tid)
+    doomed = await client.runs.create(tid, "helper", input={"messages": [{"role": "user", "content": "echo undo"}]})
+    await client.runs.cancel(tid, doomed["run_id"], wait=True, action="rollback")
+    for _ in range(100):
+        now = await client.threads.get_state(tid)
+        if now["values"] == before_rollback["values"]:
+            break
+        await asyncio.sleep(0.1)
+    check(now["values"] == before_rollback["values"] and now["metadata"]["source"] == "rollback",
+          f"a rollback restores the state before the run: {now['metadata']}")
+
     # Stateless batch.
     batch = await client.runs.create_batch([
         {"assistant_id": "helper", "input": {"messages": [{"role": "user", "content": f"echo {i}"}]}}

@@ -67,6 +67,31 @@ async function threadsAndRuns(client, assistant) {
   check(lastText(state.values) === "wrote notes" && typeof state.checkpoint.checkpoint_id === "string", "threads.getState");
   const history = await client.threads.getHistory(tid);
   check(Array.isArray(history) && history.length >= 1, "threads.getHistory");
+  // Time travel, the write side: updateState, then a run from the first
+  // checkpoint; the original branch reads as it did.
+  const updated = await client.threads.updateState(tid, { values: { todos: [] } });
+  const afterUpdate = await client.threads.getState(tid);
+  check(
+    updated.checkpoint.checkpoint_id === afterUpdate.checkpoint.checkpoint_id &&
+      afterUpdate.metadata.source === "update",
+    "threads.updateState makes the current checkpoint",
+  );
+  const oldest = history[history.length - 1];
+  const forked = await client.runs.wait(tid, "helper", {
+    input: say("echo fork"),
+    checkpointId: oldest.checkpoint.checkpoint_id,
+  });
+  const oldMessages = oldest.values.messages;
+  check(
+    JSON.stringify(forked.messages.slice(0, oldMessages.length)) === JSON.stringify(oldMessages) &&
+      forked.messages[oldMessages.length].content === "echo fork",
+    "runs.wait with checkpointId goes on from that checkpoint",
+  );
+  const branched = await client.threads.getHistory(tid, { limit: 50 });
+  check(
+    JSON.stringify(branched.slice(-history.length)) === JSON.stringify(history),
+    "a fork leaves the original branch's history unchanged",
+  );
   const searched = await client.threads.search({ metadata: { suite: "js" } });
   check(searched.some((t) => t.thread_id === tid), "threads.search by metadata");
 
@@ -119,7 +144,7 @@ async function threadsAndRuns(client, assistant) {
   const joined = await client.runs.join(tid, run.run_id);
   check(lastText(joined) === "wrote notes", "runs.join returns the values");
   check((await client.runs.get(tid, run.run_id)).status === "success", "runs.get");
-  check((await client.runs.list(tid)).length === 2, "runs.list");
+  check((await client.runs.list(tid)).length === 3, "runs.list: the first run, the fork and this one");
   check((await status(client.runs.get(tid, "00000000-0000-0000-0000-000000000000"))) === 404, "runs.get of an unknown run is 404");
 
   const batch = await client.runs.createBatch(

@@ -183,6 +183,7 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
     let mut all = system::operations(s);
     all.extend(assistants::operations(s));
     all.extend(threads::operations(s));
+    all.extend(threads::state_operations(s));
     all.extend(runs::operations(s));
     all.extend(following::operations(s));
     all.extend(crons_and_store::operations(s));

@@ -3,13 +3,13 @@
 use deepfleet_proto::api::{
     Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
     ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
-    ThreadStateCheckpointParams,
+    ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse,
 };
 
 use super::operation::{Operation, Success, object, op};
 use super::schemas::Schemas;
 
-/// Threads, their state and history.
+/// Threads.
 pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
     vec![
         op(
@@ -68,12 +68,28 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             s.request::<ThreadPruneParams>(),
             vec![Success::Json(200, s.response::<ThreadPruneResponse>())],
         ),
+    ]
+}
+
+/// A thread's state, its updates and its history.
+pub(super) fn state_operations(s: &mut Schemas) -> Vec<Operation> {
+    vec![
         op(
             "get",
             "/threads/{thread_id}/state",
             "A thread's state",
             None,
             vec![Success::Json(200, s.response::<ThreadState>())],
+        ),
+        op(
+            "post",
+            "/threads/{thread_id}/state",
+            "Write values as a new checkpoint (update_state), from the latest or an earlier one",
+            s.request::<ThreadStateUpdate>(),
+            vec![Success::Json(
+                200,
+                s.response::<ThreadStateUpdateResponse>(),
+            )],
         ),
         op(
             "get",

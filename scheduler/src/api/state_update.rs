@@ -1,0 +1,87 @@
+//! Time travel, the write side: `POST /threads/{id}/state`
+//! (`update_state`) writes values as a new checkpoint, on top of the
+//! thread as it is or of an earlier checkpoint (a fork, on a new branch
+//! of the log), while no run occupies the thread.
+
+use axum::extract::{Path, State};
+use axum::routing::post;
+use axum::{Extension, Json, Router};
+use chrono::Utc;
+use deepfleet_proto::Caller;
+use deepfleet_proto::api::{
+    CheckpointPointer, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
+};
+use serde_json::Value;
+
+use super::checkpoint_ref::checkpoint_ref;
+use super::error::{ApiError, Body};
+use super::state::ApiState;
+use super::state_values::state_edit;
+use super::threads::load;
+use crate::repo::threads::threads;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new().route("/threads/{thread_id}/state", post(update_state))
+}
+
+async fn update_state(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    Body(body): Body<ThreadStateUpdate>,
+) -> Result<Json<ThreadStateUpdateResponse>, ApiError> {
+    let record = load(&state, &caller.tenant, &id).await?;
+    if body.as_node.as_deref().is_some_and(|node| !node.is_empty()) {
+        return Err(ApiError::unprocessable(
+            "as_node is not supported: a deep agent's graph has no nodes to write as",
+        ));
+    }
+    let from = checkpoint_of(body.checkpoint_id.as_deref(), body.checkpoint.as_ref())?;
+    let values = body.values.as_ref().unwrap_or(&Value::Null);
+    let edit = state_edit("values", values, state.life.intake().limits())?;
+    // One change of what the thread runs or holds at a time, as for a
+    // run's admission: a run admitted meanwhile waits for this update.
+    let lease = state.life.lease_thread(&record.thread_id).await?;
+    let written = async {
+        let mut record = load(&state, &caller.tenant, &id).await?;
+        if state.life.thread_status(&record).await? == ThreadStatus::Busy {
+            return Err(ApiError::conflict(
+                "Thread is busy: update its state once its runs have ended.",
+            ));
+        }
+        let checkpoint = state
+            .life
+            .update_state(&record.thread_id, from, &edit)
+            .await?;
+        record.updated_at = Utc::now();
+        threads(state.store())
+            .put(&record.thread_id, &record)
+            .await?;
+        Ok::<_, ApiError>(checkpoint)
+    }
+    .await;
+    state.life.release_thread(lease).await;
+    Ok(Json(ThreadStateUpdateResponse {
+        checkpoint: checkpoint_ref(&record.thread_id, written?),
+    }))
+}
+
+/// The checkpoint a request names by `checkpoint_id` or `checkpoint`, if
+/// any; a malformed id is a 422.
+pub fn checkpoint_of(
+    id: Option<&str>,
+    pointer: Option<&CheckpointPointer>,
+) -> Result<Option<u64>, ApiError> {
+    id.or_else(|| pointer.and_then(CheckpointPointer::id))
+        .filter(|raw| !raw.is_empty())
+        .map(|raw| {
+            raw.parse().map_err(|_| {
+                ApiError::unprocessable(format!("checkpoint_id: '{raw}' is not a checkpoint id"))
+            })
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+#[path = "state_update_tests.rs"]
+mod router_tests;

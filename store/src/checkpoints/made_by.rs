@@ -1,0 +1,44 @@
+//! What made a checkpoint: a run's step, or an update outside any step
+//! (see [`crate::history`]), and the mark the thread keeps of the newest
+//! update so its current state can say so.
+
+use serde::{Deserialize, Serialize};
+
+/// What made a checkpoint, as its metadata's `source` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointSource {
+    /// A step of a run.
+    Loop,
+    /// `update_state`, or a run's `command.update`.
+    Update,
+    /// A run started from an earlier checkpoint.
+    Fork,
+    /// A rollback to the state before a run.
+    Rollback,
+}
+
+impl CheckpointSource {
+    /// The name the API's checkpoint metadata gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Loop => "loop",
+            Self::Update => "update",
+            Self::Fork => "fork",
+            Self::Rollback => "rollback",
+        }
+    }
+}
+
+/// The newest update's checkpoint, parent and source, as the thread
+/// keeps them: while no step has followed it, the thread's current
+/// state is that checkpoint, and names its parent and source from here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateMark {
+    /// The checkpoint the update made.
+    pub checkpoint: u64,
+    /// The checkpoint it follows.
+    pub parent: Option<u64>,
+    /// What made it.
+    pub source: CheckpointSource,
+}
