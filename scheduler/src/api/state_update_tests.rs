@@ -198,6 +198,16 @@ async fn a_run_from_a_checkpoint_starts_on_a_fork_that_belongs_to_it() {
     );
     assert_eq!(after[1]["parent_checkpoint"]["checkpoint_id"], "1");
     assert_eq!(texts(&after[0]), ["hi", "done", "instead", "done"]);
+    // From the current checkpoint, as UIs send every message: no fork.
+    let current = state_of(&api, &thread_id).await["checkpoint"]["checkpoint_id"].clone();
+    let mut body = run_body("on top");
+    body["checkpoint"] = json!({"checkpoint_id": current});
+    let run = api.run_on(&thread_id, body).await;
+    let run_id = run["run_id"].as_str().unwrap().to_owned();
+    finish(api.store.as_ref(), &thread_id, &run_id, RunStatus::Success).await;
+    let after = history(&api, &thread_id).await;
+    assert_eq!(after[0]["metadata"]["source"], "loop");
+    assert_eq!(after[0]["parent_checkpoint"]["checkpoint_id"], current);
     // An unknown checkpoint is refused before anything is written.
     let mut body = run_body("nowhere");
     body["checkpoint"] = json!({"checkpoint_id": "42"});

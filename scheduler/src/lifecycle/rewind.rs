@@ -36,12 +36,23 @@ impl Lifecycle {
 
     /// Writes a starting run's rewind: its fork, then its update, as one
     /// checkpoint that belongs to the run (a rollback of it undoes both).
+    /// A fork from the thread's current checkpoint is no fork: UIs name
+    /// the newest checkpoint they read with every message they send.
     pub(super) async fn rewind_for_run(
         &self,
         thread_id: &str,
         run_id: &str,
         rewind: &Rewind,
     ) -> Result<(), SchedulerError> {
+        let mut rewind = rewind.clone();
+        if let Some(id) = rewind.checkpoint
+            && self.store().load_thread(thread_id).await?.step == id
+        {
+            rewind.checkpoint = None;
+        }
+        if rewind.checkpoint.is_none() && rewind.edit.is_none() {
+            return Ok(());
+        }
         let source = if rewind.checkpoint.is_some() {
             CheckpointSource::Fork
         } else {
