@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use deepfleet_proto::api::RunCreateParams;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::error::ApiError;
 
@@ -29,6 +29,10 @@ pub struct RunOptions {
     pub on_disconnect: OnDisconnect,
     /// `after_seconds`: how long the run waits before it starts.
     pub delay: Option<Duration>,
+    /// The checkpoint the run is asked to start from (`checkpoint_id`, or
+    /// `checkpoint.checkpoint_id`); only the thread's current one is
+    /// served, which [`super::run_request`] checks against the thread.
+    pub checkpoint: Option<u64>,
 }
 
 /// The longest `after_seconds` (a week): a run further off is a cron's
@@ -56,14 +60,7 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
             )));
         }
     }
-    for key in ["checkpoint_id", "checkpoint"] {
-        if set(rest.get(key)).is_some() {
-            return Err(ApiError::unprocessable(format!(
-                "{key} is not supported yet: runs start from the thread's \
-                 current state; read an earlier state with /threads/{{id}}/history"
-            )));
-        }
-    }
+    let checkpoint = named_checkpoint(rest)?;
     let delay = match set(rest.get("after_seconds")) {
         None => None,
         Some(after) => match after.as_f64() {
@@ -119,7 +116,27 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
     Ok(RunOptions {
         on_disconnect,
         delay,
+        checkpoint,
     })
+}
+
+/// The checkpoint `checkpoint_id` or `checkpoint` names; a `checkpoint`
+/// without an id names the current one, as none does.
+fn named_checkpoint(rest: &Map<String, Value>) -> Result<Option<u64>, ApiError> {
+    let id = match (set(rest.get("checkpoint_id")), set(rest.get("checkpoint"))) {
+        (Some(id), _) => id,
+        (None, Some(checkpoint)) => match set(checkpoint.get("checkpoint_id")) {
+            Some(id) => id,
+            None => return Ok(None),
+        },
+        (None, None) => return Ok(None),
+    };
+    id.as_str()
+        .and_then(|id| id.parse().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ApiError::unprocessable(format!("checkpoint_id: {id} is not a checkpoint id"))
+        })
 }
 
 #[cfg(test)]
@@ -160,7 +177,8 @@ mod tests {
         for (extra, named) in [
             (json!({"interrupt_before": "*"}), "interrupt_before"),
             (json!({"interrupt_after": ["tools"]}), "interrupt_after"),
-            (json!({"checkpoint_id": "3"}), "checkpoint_id"),
+            (json!({"checkpoint_id": "third"}), "checkpoint_id"),
+            (json!({"checkpoint": {"checkpoint_id": 3}}), "checkpoint_id"),
             (json!({"after_seconds": -1}), "after_seconds"),
             (json!({"after_seconds": 1e9}), "after_seconds"),
             (json!({"after_seconds": "soon"}), "after_seconds"),
@@ -176,6 +194,16 @@ mod tests {
             let text = refusal(extra.clone());
             assert!(text.contains(named), "{extra}: {text}");
         }
+    }
+
+    #[test]
+    fn a_checkpoint_is_named_by_its_id_or_within_a_checkpoint() {
+        let named = |extra| check(&body(extra)).unwrap().checkpoint;
+        assert_eq!(named(json!({"checkpoint_id": "3"})), Some(3));
+        let sdk =
+            json!({"checkpoint": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": "4"}});
+        assert_eq!(named(sdk), Some(4));
+        assert_eq!(named(json!({"checkpoint": {"checkpoint_ns": ""}})), None);
     }
 
     #[test]

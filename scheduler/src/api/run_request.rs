@@ -75,6 +75,9 @@ pub async fn check(
     let mut modes = Modes::parse(body.stream_mode.as_ref())?;
     modes.subgraphs = body.stream_subgraphs.unwrap_or(false);
     let options = run_options::check(body)?;
+    if let Some(named) = options.checkpoint {
+        current_checkpoint(state, thread_id, named).await?;
+    }
     let create_missing = match body.if_not_exists.as_deref() {
         None | Some("reject") => false,
         Some("create") => true,
@@ -120,6 +123,27 @@ pub async fn check(
         action: RunAction::Start(Box::new(run)),
         options,
     })
+}
+
+/// Refuses a run from any checkpoint but `thread_id`'s current one, which
+/// is where every run starts: the JavaScript SDK's `useStream` (the Agent
+/// Chat UI's) names the newest checkpoint it read on each submit.
+async fn current_checkpoint(
+    state: &ApiState,
+    thread_id: Option<&str>,
+    named: u64,
+) -> Result<(), ApiError> {
+    let current = match thread_id {
+        Some(thread_id) => Some(state.store().load_thread(thread_id).await?.step),
+        None => None,
+    };
+    if current == Some(named) {
+        return Ok(());
+    }
+    Err(ApiError::unprocessable(format!(
+        "checkpoint {named} is not the thread's current one: runs from an earlier \
+         checkpoint are not supported yet; read an earlier state with /threads/{{id}}/history"
+    )))
 }
 
 /// The messages and files a request brings, checked.

@@ -624,3 +624,43 @@ async fn a_delayed_run_waits_in_its_threads_queue_until_its_time() {
     assert_eq!(api.state.life.start_queued().await.unwrap(), 1);
     assert_eq!(api.queue.depth().await.unwrap(), Some(1));
 }
+
+/// The JavaScript SDK's `useStream` (the Agent Chat UI's) names the
+/// newest checkpoint it read on each submit: that is the thread's current
+/// state, where every run starts, so it is served; an earlier one is not.
+#[tokio::test]
+async fn a_run_from_the_current_checkpoint_is_served_and_from_an_earlier_one_refused() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    for text in ["one", "two"] {
+        let run = api.run_on(&thread_id, run_body(text)).await;
+        finish(
+            api.store.as_ref(),
+            &thread_id,
+            &id(&run),
+            RunStatus::Success,
+        )
+        .await;
+    }
+    let from = |checkpoint_id: &str| {
+        let mut body = run_body("three");
+        body["checkpoint"] =
+            json!({"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id});
+        body
+    };
+    let path = format!("/threads/{thread_id}/runs");
+    let earlier = api.send("POST", &path, Some(from("1"))).await;
+    assert_eq!(
+        earlier.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        earlier.text
+    );
+    assert!(
+        earlier.text.contains("not supported yet"),
+        "{}",
+        earlier.text
+    );
+    let current = api.send("POST", &path, Some(from("2"))).await;
+    assert_eq!(current.status, StatusCode::OK, "{}", current.text);
+}
