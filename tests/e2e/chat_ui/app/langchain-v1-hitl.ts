@@ -56,13 +56,6 @@ function asDecision(response: HumanResponse) {
   }
 }
 
-// The inbox answers the first action request only; the others are
-// approved, as the inbox shows only the first.
-function asDecisions(request: HitlRequest, responses: HumanResponse[]) {
-  return request.action_requests.map((_, i) =>
-    responses[i] ? asDecision(responses[i]) : { type: "approve" },
-  );
-}
 
 type Stream = {
   interrupt?: { value?: unknown } | undefined;
@@ -81,7 +74,11 @@ export function withLangChainV1Hitl<S extends Stream>(stream: S): S {
       if (!Array.isArray(resume)) return stream.submit(values, options);
       return stream.submit(values, {
         ...options,
-        command: { ...options.command, resume: { decisions: asDecisions(request, resume) } },
+        // One decision per answer: the inbox shows and answers the first
+        // action request only, so a turn with several gated calls is
+        // refused by the server (a decision each) rather than approved
+        // unseen.
+        command: { ...options.command, resume: { decisions: resume.map(asDecision) } },
       });
     },
   };
