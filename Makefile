@@ -4,18 +4,19 @@ CARGO ?= cargo
 FUZZ_SECS ?= 600
 FUZZ_TEST_SECS ?= 20
 
-.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers schemathesis
+.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers chat-ui schemathesis
 
 build:
 	$(CARGO) build --release
 
-## Starts RabbitMQ and Redis if needed, installs the MCP servers the
-## end-to-end tests run, then runs every test (unit,
+## Starts RabbitMQ and Redis if needed, installs the MCP servers and
+## prepares the Agent Chat UI (and chromium) the end-to-end tests run,
+## then runs every test (unit,
 ## conformance, end-to-end on embedded and distributed modes), then the
 ## promtool checks of alerts and dashboards, then each fuzz target for
 ## FUZZ_TEST_SECS seconds from its kept corpus, then a short schemathesis
 ## run against the served OpenAPI description.
-test: up mcp-servers
+test: up mcp-servers chat-ui
 	$(CARGO) test --workspace --all-targets
 	CARGO=$(CARGO) scripts/check-observability.sh
 	scripts/helm.sh
@@ -77,6 +78,12 @@ up:
 ## registry into .mcp-servers/ (needs node and npm; fatal under CI=true).
 mcp-servers:
 	scripts/mcp-servers.sh
+
+## Installs chromium (apt-get, as root) and scaffolds and builds the
+## pinned Agent Chat UI of tests/e2e/chat_ui.rs into target/chat-ui (needs
+## node and npm; fatal under CI=true).
+chat-ui:
+	scripts/chat-ui.sh
 
 ## Regenerates proto/schema/*.json after a change to the wire types.
 schemas:

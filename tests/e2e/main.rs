@@ -17,6 +17,7 @@ mod batch;
 mod batch_handles;
 mod budgets;
 mod call_ids;
+mod chat_ui;
 mod coder;
 mod compression;
 mod concurrency;

@@ -263,7 +263,8 @@ pub struct ThreadStateUpdateResponse {
 pub struct ThreadState {
     /// The thread's state.
     pub values: Value,
-    /// Nodes to run next; always empty.
+    /// Nodes to run next: `["tools"]` at the checkpoint a run waits for
+    /// a human at, else empty.
     pub next: Vec<String>,
     /// This checkpoint.
     pub checkpoint: CheckpointRef,
@@ -274,8 +275,10 @@ pub struct ThreadState {
     pub created_at: DateTime<Utc>,
     /// The checkpoint before this one; null for the first.
     pub parent_checkpoint: Option<CheckpointRef>,
-    /// Always empty.
+    /// At the checkpoint a run waits for a human at, the waiting `tools`
+    /// task holding its interrupts; else empty.
     pub tasks: Vec<Value>,
-    /// Always empty.
+    /// At the checkpoint a run waits for a human at, its interrupts
+    /// (`{value, id}`); else empty.
     pub interrupts: Vec<Value>,
 }

@@ -5,11 +5,13 @@
 //! `messages`, `files`, `todos` and any custom state.
 
 use deepfleet_proto::api::message::{HumanKwargs, ResponseMetadata, UsageMetadata};
-use deepfleet_proto::api::{MessageContent, MessageDict, PendingInterrupt, ToolCallDict};
+use deepfleet_proto::api::{
+    MessageContent, MessageDict, PendingInterrupt, ThreadState, ToolCallDict,
+};
 use deepfleet_proto::message::joined_text;
 use deepfleet_proto::{ContentBlock, Message};
 use deepfleet_store::Checkpoint;
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 pub use crate::message_ids::message_id;
 
@@ -126,6 +128,52 @@ pub fn interrupts(checkpoint: &Checkpoint, run_id: &str) -> Option<Vec<PendingIn
         value: interrupt.clone(),
         id: run_id.to_owned(),
     }])
+}
+
+/// A thread's run waiting for a human at the checkpoint it stopped at.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Waiting {
+    /// The run.
+    pub run_id: String,
+    /// The checkpoint (the thread's step) the run stopped at.
+    pub step: u64,
+    /// What it waits on.
+    pub interrupts: Vec<PendingInterrupt>,
+}
+
+/// Shows `waiting` in `state` when it is the state of the checkpoint the
+/// run stopped at, as LangGraph shows an interrupted node: `tools` (whose
+/// calls wait) runs next, as a task holding the interrupts. Clients read
+/// them there: the JavaScript SDK's `useStream` (the Agent Chat UI's) takes
+/// the interrupt from the newest state's last task.
+pub fn show_waiting(state: &mut ThreadState, waiting: Option<&Waiting>) {
+    let Some(waiting) = waiting else {
+        return;
+    };
+    if state.checkpoint.checkpoint_id != waiting.step.to_string() {
+        return;
+    }
+    let task_id = uuid::Uuid::new_v5(
+        &uuid::Uuid::NAMESPACE_OID,
+        format!(
+            "{}/{}/tools/waiting",
+            state.checkpoint.thread_id, waiting.step
+        )
+        .as_bytes(),
+    );
+    let interrupts = to_json(&waiting.interrupts);
+    state.next = vec!["tools".to_owned()];
+    state.tasks = vec![json!({
+        "id": task_id.to_string(),
+        "name": "tools",
+        "path": ["__pregel_pull", "tools"],
+        "error": null,
+        "interrupts": interrupts,
+        "checkpoint": null,
+        "state": null,
+        "result": null,
+    })];
+    state.interrupts = waiting.interrupts.iter().map(to_json).collect();
 }
 
 /// Why an input could not become messages.

@@ -18,11 +18,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
-use super::convert::thread_values;
+use super::convert::{Waiting, show_waiting, thread_values};
 use super::error::{ApiError, Body};
 use super::search::DEFAULT_LIMIT;
 use super::state::ApiState;
-use super::threads::{load, thread_state};
+use super::threads::{load, thread_state, waiting};
 
 /// The most checkpoints one history page holds: each is the whole
 /// thread as it was then.
@@ -92,10 +92,11 @@ async fn history(
         return Ok(Json(Vec::new()));
     };
     let found = state.store().checkpoints(&record.thread_id, &query).await?;
+    let waiting = waiting(state, &record).await?;
     Ok(Json(
         found
             .iter()
-            .map(|c| checkpoint_state(&record.thread_id, c))
+            .map(|c| checkpoint_state(&record.thread_id, c, waiting.as_ref()))
             .collect(),
     ))
 }
@@ -135,7 +136,12 @@ async fn state_at(
         .checkpoint_at(&record.thread_id, number)
         .await?
         .ok_or_else(not_found)?;
-    Ok(Json(checkpoint_state(&record.thread_id, &found)))
+    let waiting = waiting(state, &record).await?;
+    Ok(Json(checkpoint_state(
+        &record.thread_id,
+        &found,
+        waiting.as_ref(),
+    )))
 }
 
 /// The store query a history request asks for, or `None` when its
@@ -208,9 +214,14 @@ fn narrow(filter: &Map<String, Value>, query: &mut HistoryQuery) -> bool {
         })
 }
 
-/// The ThreadState resource of one checkpoint.
-fn checkpoint_state(thread_id: &str, found: &CheckpointState) -> ThreadState {
-    ThreadState {
+/// The ThreadState resource of one checkpoint; the one a run stopped at
+/// shows what it waits on.
+fn checkpoint_state(
+    thread_id: &str,
+    found: &CheckpointState,
+    waiting: Option<&Waiting>,
+) -> ThreadState {
+    let mut at = ThreadState {
         values: thread_values(thread_id, &found.checkpoint),
         next: Vec::new(),
         checkpoint: checkpoint_ref(thread_id, found.id),
@@ -219,7 +230,9 @@ fn checkpoint_state(thread_id: &str, found: &CheckpointState) -> ThreadState {
         parent_checkpoint: parent_ref(thread_id, found),
         tasks: Vec::new(),
         interrupts: Vec::new(),
-    }
+    };
+    show_waiting(&mut at, waiting);
+    at
 }
 
 #[cfg(test)]

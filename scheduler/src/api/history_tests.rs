@@ -1,10 +1,11 @@
 //! Router tests of a thread's history and its state at a checkpoint.
 
 use axum::http::StatusCode;
+use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::super::test_support::api;
+use super::super::test_support::{api, finish, review, run_body};
 
 fn ids(answer: &Value) -> Vec<&str> {
     answer
@@ -167,4 +168,59 @@ async fn the_state_at_a_checkpoint_is_its_history_entry() {
         )
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+/// The JavaScript SDK's `useStream` (the Agent Chat UI's) finds a pending
+/// review in the newest state's last task, as LangGraph puts it there.
+#[tokio::test]
+async fn the_checkpoint_a_run_waits_at_shows_its_interrupt_as_a_task() {
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let first = api.run_on(&thread_id, run_body("hi")).await;
+    let first = first["run_id"].as_str().unwrap();
+    finish(api.store.as_ref(), &thread_id, first, RunStatus::Success).await;
+    let parked = api.run_on(&thread_id, run_body("again")).await;
+    let parked = parked["run_id"].as_str().unwrap();
+    finish(
+        api.store.as_ref(),
+        &thread_id,
+        parked,
+        RunStatus::Interrupted,
+    )
+    .await;
+
+    let interrupts = json!([{"value": review(), "id": parked}]);
+    let history = api
+        .send("POST", &format!("/threads/{thread_id}/history"), None)
+        .await
+        .json();
+    assert_eq!(ids(&history), ["2", "1"]);
+    let [newest, older] = [&history[0], &history[1]];
+    let waiting = |state: &Value| {
+        json!([
+            state["next"],
+            state["tasks"][0]["name"],
+            state["tasks"][0]["interrupts"],
+            state["interrupts"]
+        ])
+    };
+    assert_eq!(
+        waiting(newest),
+        json!([["tools"], "tools", interrupts, interrupts])
+    );
+    assert_eq!(
+        (&older["next"], &older["tasks"], &older["interrupts"]),
+        (&json!([]), &json!([]), &json!([]))
+    );
+    let state = api
+        .send("GET", &format!("/threads/{thread_id}/state"), None)
+        .await
+        .json();
+    assert_eq!(state["tasks"], newest["tasks"]);
+    assert_eq!(waiting(&state), waiting(newest));
+    let at = api
+        .send("GET", &format!("/threads/{thread_id}/state/2"), None)
+        .await
+        .json();
+    assert_eq!(at["tasks"], newest["tasks"]);
 }

@@ -105,10 +105,14 @@ pub async fn check(
                 "You must provide a thread_id when resuming.",
             ));
         }
-        if from.is_some() {
+        // UIs name the newest checkpoint they read, the one the run waits
+        // at; any other is refused.
+        if let (Some(id), Some(thread_id)) = (from, thread_id)
+            && state.store().load_thread(thread_id).await?.step != id
+        {
             return Err(ApiError::unprocessable(
                 "a resume answers the thread's pending interrupt: it cannot start from \
-                 another checkpoint",
+                 an earlier checkpoint",
             ));
         }
         let action = RunAction::Resume(decisions_of(resume)?, update);

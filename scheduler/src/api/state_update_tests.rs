@@ -241,12 +241,27 @@ async fn command_update_is_written_before_the_run_or_the_resume() {
         RunStatus::Interrupted,
     )
     .await;
+    // A resume may name the checkpoint it waits at, as UIs do; no other.
+    let path = format!("/threads/{thread_id}/runs");
+    let earlier = json!({
+        "assistant_id": "agent",
+        "command": {"resume": {"decisions": [{"type": "approve"}]}},
+        "checkpoint_id": "1",
+    });
+    let refused = api.send("POST", &path, Some(earlier)).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.text
+    );
+    let current = state_of(&api, &thread_id).await["checkpoint"]["checkpoint_id"].clone();
     let resume = json!({
         "assistant_id": "agent",
         "command": {"resume": {"decisions": [{"type": "approve"}]},
                     "update": {"files": {"/plan.md": "step 1"}}},
+        "checkpoint": {"checkpoint_id": current},
     });
-    let path = format!("/threads/{thread_id}/runs");
     let resumed = api.send("POST", &path, Some(resume)).await;
     assert_eq!(resumed.status, StatusCode::OK, "{}", resumed.text);
     let now = state_of(&api, &thread_id).await;

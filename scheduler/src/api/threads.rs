@@ -12,11 +12,11 @@ use deepfleet_proto::api::{
 };
 use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_proto::{Caller, TenantId};
-use deepfleet_store::Order;
+use deepfleet_store::{Checkpoint, Order};
 use serde_json::{Map, Value};
 
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
-use super::convert::{self, thread_values, values_if_any};
+use super::convert::{self, Waiting, show_waiting, thread_values, values_if_any};
 use super::error::{ApiError, Body};
 use super::search::{Paging, metadata_matches, values_match};
 use super::state::ApiState;
@@ -132,17 +132,38 @@ pub async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<Threa
         .ok_or_else(|| ApiError::not_found(format!("Thread '{id}' not found.")))
 }
 
+/// What `record`'s thread waits on while it is `interrupted`.
+fn waiting_in(
+    status: ThreadStatus,
+    record: &ThreadRecord,
+    checkpoint: &Checkpoint,
+) -> Option<Waiting> {
+    match (status, &record.active_run) {
+        (ThreadStatus::Interrupted, Some(run_id)) => {
+            convert::interrupts(checkpoint, run_id).map(|interrupts| Waiting {
+                run_id: run_id.clone(),
+                step: checkpoint.step,
+                interrupts,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// What `record`'s thread waits on now, if anything.
+pub async fn waiting(state: &ApiState, record: &ThreadRecord) -> Result<Option<Waiting>, ApiError> {
+    let status = state.life.thread_status(record).await?;
+    let checkpoint = state.store().load_thread(&record.thread_id).await?;
+    Ok(waiting_in(status, record, &checkpoint))
+}
+
 /// The Thread resource.
 pub async fn thread_resource(state: &ApiState, record: &ThreadRecord) -> Result<Thread, ApiError> {
     let status = state.life.thread_status(record).await?;
     let checkpoint = state.store().load_thread(&record.thread_id).await?;
     let values = values_if_any(&record.thread_id, &checkpoint);
-    let interrupts = match (status, &record.active_run) {
-        (ThreadStatus::Interrupted, Some(run_id)) => {
-            convert::interrupts(&checkpoint, run_id).map(|i| BTreeMap::from([(run_id.clone(), i)]))
-        }
-        _ => None,
-    };
+    let interrupts = waiting_in(status, record, &checkpoint)
+        .map(|waiting| BTreeMap::from([(waiting.run_id, waiting.interrupts)]));
     Ok(Thread {
         thread_id: record.thread_id.clone(),
         created_at: record.created_at,
@@ -159,8 +180,9 @@ pub async fn thread_state(
     state: &ApiState,
     record: &ThreadRecord,
 ) -> Result<ThreadState, ApiError> {
+    let status = state.life.thread_status(record).await?;
     let checkpoint = state.store().load_thread(&record.thread_id).await?;
-    Ok(ThreadState {
+    let mut current = ThreadState {
         values: thread_values(&record.thread_id, &checkpoint),
         next: Vec::new(),
         checkpoint: checkpoint_ref(&record.thread_id, checkpoint.step),
@@ -169,7 +191,12 @@ pub async fn thread_state(
         parent_checkpoint: current_parent_ref(&record.thread_id, &checkpoint),
         tasks: Vec::new(),
         interrupts: Vec::new(),
-    })
+    };
+    show_waiting(
+        &mut current,
+        waiting_in(status, record, &checkpoint).as_ref(),
+    );
+    Ok(current)
 }
 
 #[cfg(test)]
