@@ -37,6 +37,8 @@ pub fn all() -> Vec<(&'static str, Schema)> {
         one::<crate::api::ThreadStateUpdate>("api_thread_state_update"),
         one::<crate::api::ThreadStateUpdateResponse>("api_thread_state_update_response"),
         one::<crate::api::Assistant>("api_assistant"),
+        one::<crate::api::AssistantGraph>("api_assistant_graph"),
+        one::<crate::api::GraphSchemas>("api_graph_schemas"),
         one::<crate::api::AssistantCreateParams>("api_assistant_create_params"),
         one::<crate::api::AssistantSearchParams>("api_assistant_search_params"),
         one::<crate::api::ItemPutParams>("api_item_put_params"),

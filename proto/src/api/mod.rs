@@ -12,6 +12,7 @@ pub mod assistant;
 pub mod batch;
 pub mod cron;
 pub mod error;
+pub mod graph;
 pub mod message;
 pub mod run;
 pub mod store_item;
@@ -26,6 +27,7 @@ pub use assistant::{
 pub use batch::{BatchCounts, BatchResponse, BatchRun, BatchRunsQuery, BatchRunsResponse};
 pub use cron::{Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams};
 pub use error::{ErrorResponse, RunFailure, WaitErrorResponse};
+pub use graph::{AssistantGraph, GraphEdge, GraphNode, GraphQuery, GraphSchemas, SubgraphsQuery};
 pub use message::{MessageContent, MessageDict, ToolCallChunkDict, ToolCallDict};
 pub use run::{
     CancelStatus, MultitaskStrategy, ResumeDecisions, Run, RunCancelManyParams, RunCancelManyQuery,

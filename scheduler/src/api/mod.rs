@@ -21,6 +21,7 @@
 //! limit.
 
 pub mod assistant_count;
+pub mod assistant_graph;
 pub mod assistant_versions;
 pub mod assistants;
 pub mod auth;
@@ -103,6 +104,7 @@ pub fn router(state: ApiState) -> Router {
     let tenanted = Router::new()
         .merge(assistants::routes())
         .merge(assistant_count::routes())
+        .merge(assistant_graph::routes())
         .merge(assistant_versions::routes())
         .merge(threads::routes())
         .merge(thread_patch::routes())

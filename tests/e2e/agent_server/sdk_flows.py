@@ -37,6 +37,14 @@ async def main(url):
         check(False, "duplicate assistant refused")
     except ConflictError:
         check(True, "duplicate assistant is 409")
+    graph = await client.assistants.get_graph(created["assistant_id"], xray=True)
+    check([n["id"] for n in graph["nodes"]][0] == "__start__"
+          and any(e["source"] == "model" for e in graph["edges"]), "get_graph draws the agent loop")
+    schemas = await client.assistants.get_schemas(created["assistant_id"])
+    check(schemas["graph_id"] == "helper" and "messages" in schemas["state_schema"]["properties"],
+          "get_schemas gives the state schema")
+    check(await client.assistants.get_subgraphs(created["assistant_id"], recurse=True) == {},
+          "get_subgraphs: subagents are graphs of their own")
 
     # Threads and run + wait.
     thread = await client.threads.create(metadata={"suite": "sdk"})

@@ -55,6 +55,15 @@ async function assistants(client) {
   return back;
 }
 
+async function graphs(client, assistant) {
+  const graph = await client.assistants.getGraph(assistant.assistant_id, { xray: true });
+  check(graph.nodes[0].id === "__start__" && graph.edges.some((e) => e.source === "model"), "assistants.getGraph");
+  const schemas = await client.assistants.getSchemas(assistant.assistant_id);
+  check(schemas.graph_id === "helper" && "messages" in schemas.state_schema.properties, "assistants.getSchemas");
+  const subgraphs = await client.assistants.getSubgraphs(assistant.assistant_id, { recurse: true });
+  check(Object.keys(subgraphs).length === 0, "assistants.getSubgraphs: none");
+}
+
 async function threadsAndRuns(client, assistant) {
   const thread = await client.threads.create({ metadata: { suite: "js" } });
   check(thread.status === "idle" && thread.values === null, "threads.create: idle and empty");
@@ -273,6 +282,7 @@ async function store(client) {
 async function main(url) {
   const client = new Client({ apiUrl: url, callerOptions: { maxRetries: 0 } });
   const assistant = await assistants(client);
+  await graphs(client, assistant);
   await threadsAndRuns(client, assistant);
   await interrupts(client);
   await crons(client);

@@ -1,8 +1,11 @@
 //! The assistants' operations.
 
+use std::collections::BTreeMap;
+
 use deepfleet_proto::api::{
-    Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
-    AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams,
+    Assistant, AssistantCountParams, AssistantCreateParams, AssistantGraph, AssistantLatestParams,
+    AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams, GraphQuery, GraphSchemas,
+    SubgraphsQuery,
 };
 
 use super::operation::{Operation, Success, object, op};
@@ -67,5 +70,54 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             None,
             vec![Success::Json(200, object())],
         ),
+    ]
+}
+
+/// An assistant's graph: its drawing, its schemas and its subgraphs.
+pub(super) fn graph_operations(s: &mut Schemas) -> Vec<Operation> {
+    let subgraphs = |s: &mut Schemas| {
+        vec![Success::Json(
+            200,
+            s.response::<BTreeMap<String, GraphSchemas>>(),
+        )]
+    };
+    vec![
+        Operation {
+            query: s.query::<GraphQuery>(),
+            ..op(
+                "get",
+                "/assistants/{assistant_id}/graph",
+                "An assistant's graph: the agent loop's nodes and edges",
+                None,
+                vec![Success::Json(200, s.response::<AssistantGraph>())],
+            )
+        },
+        op(
+            "get",
+            "/assistants/{assistant_id}/schemas",
+            "An assistant's input, output, state and context schemas",
+            None,
+            vec![Success::Json(200, s.response::<GraphSchemas>())],
+        ),
+        Operation {
+            query: s.query::<SubgraphsQuery>(),
+            ..op(
+                "get",
+                "/assistants/{assistant_id}/subgraphs",
+                "An assistant's subgraphs (none: subagents run as graphs of their own)",
+                None,
+                subgraphs(s),
+            )
+        },
+        Operation {
+            query: s.query::<SubgraphsQuery>(),
+            ..op(
+                "get",
+                "/assistants/{assistant_id}/subgraphs/{namespace}",
+                "An assistant's subgraphs under a namespace",
+                None,
+                subgraphs(s),
+            )
+        },
     ]
 }

@@ -182,6 +182,7 @@ fn operation_id(operation: &Operation) -> String {
 fn operations(s: &mut Schemas) -> Vec<Operation> {
     let mut all = system::operations(s);
     all.extend(assistants::operations(s));
+    all.extend(assistants::graph_operations(s));
     all.extend(threads::operations(s));
     all.extend(threads::state_operations(s));
     all.extend(runs::operations(s));
