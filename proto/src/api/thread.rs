@@ -240,7 +240,9 @@ pub struct ThreadStateUpdate {
     /// removed), `files` (null deletes one), any other key set.
     #[serde(default)]
     pub values: Option<Value>,
-    /// The node the update is made as; a deep agent has none to name.
+    /// The node the update is made as: one of the agent loop's (see the
+    /// assistant's graph); the next run goes on from the model's turn
+    /// whichever it is.
     #[serde(default)]
     pub as_node: Option<String>,
     /// The checkpoint to update from (a fork); the latest when absent.

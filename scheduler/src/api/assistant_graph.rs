@@ -28,6 +28,20 @@ const SUMMARIZE: &str = "SummarizationMiddleware.before_model";
 /// The node that asks a human about gated tool calls.
 const REVIEW: &str = "HumanInTheLoopMiddleware.after_model";
 
+/// Whether `name` names a node of a deep agent's graph (the start, or a
+/// node of its loop), which `update_state`'s `as_node` may name.
+pub fn is_node(name: &str) -> bool {
+    [
+        "__start__",
+        "__input__",
+        SUMMARIZE,
+        "model",
+        REVIEW,
+        "tools",
+    ]
+    .contains(&name)
+}
+
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
         .route("/assistants/{assistant_id}/graph", get(graph))

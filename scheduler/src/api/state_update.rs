@@ -13,6 +13,7 @@ use deepfleet_proto::api::{
 };
 use serde_json::Value;
 
+use super::assistant_graph::is_node;
 use super::checkpoint_ref::checkpoint_ref;
 use super::error::{ApiError, Body};
 use super::state::ApiState;
@@ -31,10 +32,12 @@ async fn update_state(
     Body(body): Body<ThreadStateUpdate>,
 ) -> Result<Json<ThreadStateUpdateResponse>, ApiError> {
     let record = load(&state, &caller.tenant, &id).await?;
-    if body.as_node.as_deref().is_some_and(|node| !node.is_empty()) {
-        return Err(ApiError::unprocessable(
-            "as_node is not supported: a deep agent's graph has no nodes to write as",
-        ));
+    // Whichever node an update is written as, the next run goes on from
+    // the model's turn: the name is checked, not kept.
+    if let Some(node) = body.as_node.as_deref().filter(|node| !is_node(node)) {
+        return Err(ApiError::unprocessable(format!(
+            "as_node: node '{node}' does not exist (see /assistants/{{id}}/graph)"
+        )));
     }
     let from = checkpoint_of(body.checkpoint_id.as_deref(), body.checkpoint.as_ref())?;
     let values = body.values.as_ref().unwrap_or(&Value::Null);

@@ -48,7 +48,7 @@ async fn update_state_writes_a_checkpoint_on_top_of_the_thread() {
     let (status, answer) = update(
         &api,
         &thread_id,
-        json!({"values": {
+        json!({"as_node": "model", "values": {
             "messages": [{"type": "human", "content": "note"}],
             "files": {"/notes.md": "remember"},
             "todos": [{"content": "check", "status": "pending"}],
@@ -130,9 +130,9 @@ async fn update_state_refusals_say_why() {
             "object",
         ),
         (
-            json!({"values": {}, "as_node": "model"}),
+            json!({"values": {}, "as_node": "planner"}),
             StatusCode::UNPROCESSABLE_ENTITY,
-            "as_node",
+            "planner",
         ),
         (
             json!({"checkpoint_id": "x"}),
