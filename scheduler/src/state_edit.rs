@@ -66,6 +66,13 @@ pub struct Rewind {
 }
 
 impl StateEdit {
+    /// This edit followed by `then`.
+    pub fn extend(&mut self, then: StateEdit) {
+        self.messages.extend(then.messages);
+        self.files.extend(then.files);
+        self.set.extend(then.set);
+    }
+
     /// Applies the edit to `update`, whose conversation goes on from
     /// `current` (the thread's, for an update of the thread as it is) or
     /// is the branch it restores.

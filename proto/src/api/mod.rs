@@ -45,4 +45,5 @@ pub use thread::{
     ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
     ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
     ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
+    ThreadSuperstep, ThreadSuperstepUpdate,
 };

@@ -23,6 +23,30 @@ pub struct ThreadCreateParams {
     /// default, `raise`) answers 409 on a duplicate id.
     #[serde(default)]
     pub if_exists: Option<String>,
+    /// State a new thread starts with: each superstep's updates become
+    /// one checkpoint, as `update_state` would write them.
+    #[serde(default)]
+    pub supersteps: Option<Vec<ThreadSuperstep>>,
+}
+
+/// One superstep of [`ThreadCreateParams::supersteps`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadSuperstep {
+    /// Its updates, applied in order.
+    pub updates: Vec<ThreadSuperstepUpdate>,
+}
+
+/// One update of a [`ThreadSuperstep`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadSuperstepUpdate {
+    /// The values, as `update_state` takes them.
+    #[serde(default)]
+    pub values: Option<Value>,
+    /// A command: only its `update` (more values) applies to a new thread.
+    #[serde(default)]
+    pub command: Option<crate::api::RunCommand>,
+    /// The node it is written as (one of the agent loop's).
+    pub as_node: String,
 }
 
 /// `POST /threads/search`.

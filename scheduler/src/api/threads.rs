@@ -8,19 +8,22 @@ use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use deepfleet_proto::api::{
-    Thread, ThreadCreateParams, ThreadSearchParams, ThreadState, ThreadStatus,
+    Thread, ThreadCreateParams, ThreadSearchParams, ThreadState, ThreadStatus, ThreadSuperstep,
 };
 use deepfleet_proto::keys::records::tenant_threads;
-use deepfleet_proto::{Caller, TenantId};
+use deepfleet_proto::{Caller, InputLimits, TenantId};
 use deepfleet_store::{Checkpoint, Order};
 use serde_json::{Map, Value};
 
+use super::assistant_graph::is_node;
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
 use super::convert::{self, Waiting, show_waiting, thread_values, values_if_any};
 use super::error::{ApiError, Body};
 use super::search::{Paging, metadata_matches, values_match};
 use super::state::ApiState;
+use super::state_values::state_edit;
 use crate::repo::threads::{ThreadRecord, threads};
+use crate::state_edit::StateEdit;
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -35,6 +38,14 @@ async fn create(
     Extension(caller): Extension<Caller>,
     Body(body): Body<ThreadCreateParams>,
 ) -> Result<Json<Thread>, ApiError> {
+    // Checked whole before the thread is made: a refused request makes
+    // nothing.
+    let supersteps = body
+        .supersteps
+        .as_deref()
+        .map(|steps| superstep_edits(steps, state.life.intake().limits()))
+        .transpose()?
+        .unwrap_or_default();
     let id = body
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -43,7 +54,11 @@ async fn create(
         id.clone(),
         body.metadata.unwrap_or_default(),
     );
-    if !threads(state.store()).insert(&id, &record).await? {
+    if threads(state.store()).insert(&id, &record).await? {
+        for edit in &supersteps {
+            state.life.update_state(&id, None, edit).await?;
+        }
+    } else {
         match body.if_exists.as_deref() {
             Some("do_nothing") => {}
             _ => return Err(ApiError::conflict(format!("Thread '{id}' already exists."))),
@@ -51,6 +66,45 @@ async fn create(
     }
     let record = load(&state, &caller.tenant, &id).await?;
     Ok(Json(thread_resource(&state, &record).await?))
+}
+
+/// Each superstep's updates as one edit, in order; a node that is not the
+/// agent loop's, or a command that is more than an update, is a 422.
+fn superstep_edits(
+    steps: &[ThreadSuperstep],
+    limits: &InputLimits,
+) -> Result<Vec<StateEdit>, ApiError> {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| {
+            let mut edit = StateEdit::default();
+            for (j, update) in step.updates.iter().enumerate() {
+                let field = format!("supersteps[{i}].updates[{j}]");
+                if !is_node(&update.as_node) {
+                    return Err(ApiError::unprocessable(format!(
+                        "{field}.as_node: node '{}' does not exist",
+                        update.as_node
+                    )));
+                }
+                let command = update.command.as_ref();
+                if command.is_some_and(|c| c.resume.is_some() || c.goto.is_some()) {
+                    return Err(ApiError::unprocessable(format!(
+                        "{field}.command: a new thread has nothing to resume or jump in; \
+                         only an update applies"
+                    )));
+                }
+                let values = [
+                    update.values.as_ref(),
+                    command.and_then(|c| c.update.as_ref()),
+                ];
+                for values in values.into_iter().flatten() {
+                    edit.extend(state_edit(&field, values, limits)?);
+                }
+            }
+            Ok(edit)
+        })
+        .collect()
 }
 
 async fn search(

@@ -238,3 +238,44 @@ async fn deleting_removes_the_thread_with_its_runs_and_unknown_threads_are_404()
         );
     }
 }
+
+#[tokio::test]
+async fn supersteps_give_a_new_thread_its_state_one_checkpoint_each() {
+    let api = api().await;
+    let body = json!({"thread_id": "t1", "supersteps": [
+        {"updates": [{"values": {"messages": [{"type": "human", "content": "hi"}]},
+                      "as_node": "__input__"}]},
+        {"updates": [
+            {"values": {"messages": [{"type": "ai", "content": "hello"}]}, "as_node": "model"},
+            {"command": {"update": {"todos": [{"content": "x", "status": "pending"}]}},
+             "as_node": "model"},
+        ]},
+    ]});
+    let created = api.send("POST", "/threads", Some(body)).await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    let state = api.send("GET", "/threads/t1/state", None).await.json();
+    let contents: Vec<&str> = state["values"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["hi", "hello"]);
+    assert_eq!(state["values"]["todos"][0]["content"], "x");
+    assert_eq!(state["checkpoint"]["checkpoint_id"], "2");
+    let history = api.send("POST", "/threads/t1/history", None).await.json();
+    assert_eq!(history.as_array().unwrap().len(), 2);
+    // A node the loop does not have is refused, and makes no thread.
+    let bad = json!({"thread_id": "t2", "supersteps": [
+        {"updates": [{"values": {}, "as_node": "planner"}]},
+    ]});
+    let refused = api.send("POST", "/threads", Some(bad)).await;
+    assert_eq!(
+        refused.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        refused.text
+    );
+    let missing = api.send("GET", "/threads/t2", None).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+}
