@@ -37,8 +37,9 @@ pub struct Checkpoint {
     pub state: Map<String, Value>,
     /// Tool calls the thread's parked run waits on.
     pub pending: Option<PendingTools>,
-    /// Tokens of the whole log, kept as a running total by every append,
-    /// so sizing the context never sums over the log.
+    /// Tokens of the conversation, kept as a running total by every
+    /// append (and set anew by a branch), so sizing the context never
+    /// sums over the log.
     pub tokens: u64,
     /// What context compression has done to the log.
     pub context: ContextCursor,
