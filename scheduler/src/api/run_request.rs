@@ -92,7 +92,7 @@ pub async fn check(
     };
     let limits = state.life.intake().limits();
     let from = checkpoint_of(
-        string_of(body.rest.get("checkpoint_id"))?,
+        checkpoint_id_of(body.rest.get("checkpoint_id"))?,
         pointer_of(body.rest.get("checkpoint"))?.as_ref(),
     )?;
     let update = match body.command.as_ref().and_then(|c| c.update.as_ref()) {
@@ -241,8 +241,8 @@ fn merged_context(
     (!context.is_empty()).then_some(Value::Object(context))
 }
 
-/// A run option that must be a string, if set.
-fn string_of(value: Option<&Value>) -> Result<Option<&str>, ApiError> {
+/// A run's `checkpoint_id` option, which must be a string, if set.
+fn checkpoint_id_of(value: Option<&Value>) -> Result<Option<&str>, ApiError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
