@@ -18,6 +18,7 @@ pub mod store_item;
 pub mod stream;
 pub mod system;
 pub mod thread;
+pub mod thread_ttl;
 
 pub use assistant::{
     Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
@@ -44,3 +45,4 @@ pub use thread::{
     ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
     ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
 };
+pub use thread_ttl::{ThreadTtl, TtlStrategy};

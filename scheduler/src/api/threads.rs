@@ -38,12 +38,17 @@ async fn create(
     let id = body
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let record = ThreadRecord::new(
-        caller.tenant.clone(),
-        id.clone(),
-        body.metadata.unwrap_or_default(),
-    );
-    if !threads(state.store()).insert(&id, &record).await? {
+    let record = ThreadRecord {
+        ttl: body.ttl,
+        ..ThreadRecord::new(
+            caller.tenant.clone(),
+            id.clone(),
+            body.metadata.unwrap_or_default(),
+        )
+    };
+    if threads(state.store()).insert(&id, &record).await? {
+        state.life.schedule_ttl(&record).await?;
+    } else {
         match body.if_exists.as_deref() {
             Some("do_nothing") => {}
             _ => return Err(ApiError::conflict(format!("Thread '{id}' already exists."))),
@@ -172,6 +177,7 @@ pub async fn thread_resource(state: &ApiState, record: &ThreadRecord) -> Result<
         status,
         values,
         interrupts: interrupts.unwrap_or_default(),
+        ttl: record.ttl,
     })
 }
 
@@ -202,3 +208,7 @@ pub async fn thread_state(
 #[cfg(test)]
 #[path = "threads_tests.rs"]
 mod router_tests;
+
+#[cfg(test)]
+#[path = "thread_ttl_tests.rs"]
+mod ttl_tests;
