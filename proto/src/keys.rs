@@ -272,6 +272,10 @@ pub mod records {
     /// (thread id, scored by when it was asked), which the run starter
     /// walks.
     pub const ROLLBACK_THREADS: &str = "rollback_threads";
+    /// Index: the threads with a time to live (thread id, scored by when
+    /// it may run out, µs: a lower bound, as a run's start moves it on),
+    /// which the run starter's ttl sweep claims from.
+    pub const THREAD_TTL_DUE: &str = "thread_ttl_due";
     /// Crons, by cron id.
     pub const CRONS: &str = "crons";
     /// Index: every enabled cron (cron id, scored by its next fire time,

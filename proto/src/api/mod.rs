@@ -19,6 +19,7 @@ pub mod store_item;
 pub mod stream;
 pub mod system;
 pub mod thread;
+pub mod thread_ttl;
 
 pub use assistant::{
     Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
@@ -47,3 +48,4 @@ pub use thread::{
     ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
     ThreadSuperstep, ThreadSuperstepUpdate,
 };
+pub use thread_ttl::{ThreadTtl, TtlStrategy};

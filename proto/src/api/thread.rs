@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::thread_ttl::{ThreadTtl, present, ttl_sent_schema};
 use crate::hitl::Interrupt;
 
 /// `POST /threads`.
@@ -23,6 +24,11 @@ pub struct ThreadCreateParams {
     /// default, `raise`) answers 409 on a duplicate id.
     #[serde(default)]
     pub if_exists: Option<String>,
+    /// Deletes the thread once this long has passed since it was last
+    /// updated; null or absent: kept until deleted.
+    #[serde(default)]
+    #[schemars(schema_with = "ttl_sent_schema")]
+    pub ttl: Option<ThreadTtl>,
     /// State a new thread starts with: each superstep's updates become
     /// one checkpoint, as `update_state` would write them.
     #[serde(default)]
@@ -76,6 +82,12 @@ pub struct ThreadPatchParams {
     /// Merged into the thread's metadata: each key set, the others kept.
     #[serde(default)]
     pub metadata: Option<Map<String, Value>>,
+    /// Replaces the thread's time to live; null removes it, absence keeps
+    /// it.
+    // Outer `None`: absent; `Some(None)`: null.
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "ttl_sent_schema")]
+    pub ttl: Option<Option<ThreadTtl>>,
 }
 
 /// `POST /threads/count`: the filters of [`ThreadSearchParams`].
@@ -176,6 +188,10 @@ pub struct Thread {
     pub values: Option<Value>,
     /// Pending interrupts by run id, while `interrupted`.
     pub interrupts: BTreeMap<String, Vec<PendingInterrupt>>,
+    /// Its time to live, always in the object form; absent when it has
+    /// none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<ThreadTtl>,
 }
 
 /// A checkpoint's address.

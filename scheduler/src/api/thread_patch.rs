@@ -1,4 +1,5 @@
-//! `PATCH /threads/{thread_id}`: a thread's metadata, merged.
+//! `PATCH /threads/{thread_id}`: a thread's metadata, merged, and its
+//! time to live, replaced.
 
 use axum::Extension;
 use axum::extract::{Path, State};
@@ -18,7 +19,8 @@ pub(super) fn routes() -> Router<ApiState> {
 }
 
 /// Sets each given metadata key and keeps the others, as the reference
-/// merges; answers the thread as it is now.
+/// merges; replaces the time to live when `ttl` is given (null removes
+/// it), which then counts from now. Answers the thread as it is now.
 async fn update(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
@@ -28,7 +30,16 @@ async fn update(
     let mut record = load(&state, &caller.tenant, &id).await?;
     record.metadata.extend(body.metadata.unwrap_or_default());
     record.updated_at = Utc::now();
+    let ttl_changed = body.ttl.is_some();
+    if let Some(ttl) = body.ttl {
+        record.ttl = ttl;
+    }
     threads(state.store()).put(&id, &record).await?;
+    // An unchanged ttl's entry stays: the sweep finds the later
+    // `updated_at` and moves it on.
+    if ttl_changed {
+        state.life.schedule_ttl(&record).await?;
+    }
     Ok(Json(thread_resource(&state, &record).await?))
 }
 

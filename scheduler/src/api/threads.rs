@@ -49,15 +49,19 @@ async fn create(
     let id = body
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-    let record = ThreadRecord::new(
-        caller.tenant.clone(),
-        id.clone(),
-        body.metadata.unwrap_or_default(),
-    );
+    let record = ThreadRecord {
+        ttl: body.ttl,
+        ..ThreadRecord::new(
+            caller.tenant.clone(),
+            id.clone(),
+            body.metadata.unwrap_or_default(),
+        )
+    };
     if threads(state.store()).insert(&id, &record).await? {
         for edit in &supersteps {
             state.life.update_state(&id, None, edit).await?;
         }
+        state.life.schedule_ttl(&record).await?;
     } else {
         match body.if_exists.as_deref() {
             Some("do_nothing") => {}
@@ -226,6 +230,7 @@ pub async fn thread_resource(state: &ApiState, record: &ThreadRecord) -> Result<
         status,
         values,
         interrupts: interrupts.unwrap_or_default(),
+        ttl: record.ttl,
     })
 }
 
@@ -256,3 +261,7 @@ pub async fn thread_state(
 #[cfg(test)]
 #[path = "threads_tests.rs"]
 mod router_tests;
+
+#[cfg(test)]
+#[path = "thread_ttl_tests.rs"]
+mod ttl_tests;

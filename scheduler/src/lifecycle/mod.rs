@@ -17,6 +17,7 @@ pub mod queue;
 pub mod rewind;
 pub mod status;
 pub mod thread_lease;
+pub mod thread_ttl;
 pub mod threads;
 
 use std::sync::Arc;
@@ -50,10 +51,11 @@ impl Lifecycle {
         &self.intake
     }
 
-    /// Runs the rollbacks of stopped runs, [`Lifecycle::start_queued`]
-    /// and the batch admission sweep
-    /// ([`AdmissionSweep::sweep`]) every `every` until the task is
-    /// dropped; errors are logged and retried on the next round.
+    /// Runs the rollbacks of stopped runs, [`Lifecycle::start_queued`],
+    /// the batch admission sweep ([`AdmissionSweep::sweep`]) and the
+    /// thread ttl sweep ([`Lifecycle::sweep_thread_ttls`]) every `every`
+    /// until the task is dropped; errors are logged and retried on the
+    /// next round.
     pub async fn run_starter(self, every: Duration) {
         let admissions = AdmissionSweep::new(
             Arc::clone(self.intake.store()),
@@ -71,6 +73,9 @@ impl Lifecycle {
             }
             if let Err(e) = admissions.sweep().await {
                 warn!(error = %e, "sweeping batch admissions");
+            }
+            if let Err(e) = self.sweep_thread_ttls().await {
+                warn!(error = %e, "deleting threads whose ttl ran out");
             }
         }
     }

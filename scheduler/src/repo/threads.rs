@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::TenantId;
+use deepfleet_proto::api::ThreadTtl;
 use deepfleet_proto::keys::records::{THREADS, tenant_threads};
 use deepfleet_store::Store;
 use serde::{Deserialize, Serialize};
@@ -35,6 +36,10 @@ pub struct ThreadRecord {
     /// A run to roll back once it has stopped (`action=rollback`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollback: Option<String>,
+    /// Deletes the thread once this long has passed since `updated_at`
+    /// (see `lifecycle::thread_ttl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<ThreadTtl>,
 }
 
 impl ThreadRecord {
@@ -50,6 +55,7 @@ impl ThreadRecord {
             active_run: None,
             temporary: false,
             rollback: None,
+            ttl: None,
         }
     }
 }

@@ -224,6 +224,11 @@ async def main(url):
     patched = await client.threads.update(tid, metadata={"reviewed": True})
     check(patched["metadata"] == {"suite": "sdk", "reviewed": True}, "threads.update merges metadata")
     check(await client.threads.count(metadata={"suite": "sdk", "reviewed": True}) == 1, "threads.count")
+    timed = await client.threads.create(ttl=30)
+    check(timed["ttl"] == {"ttl": 30, "strategy": "delete"}, "threads.create(ttl=30) shows the ttl")
+    retimed = await client.threads.update(timed["thread_id"], metadata={}, ttl={"ttl": 90, "strategy": "delete"})
+    check(retimed["ttl"]["ttl"] == 90 and (await client.threads.get(timed["thread_id"]))["ttl"] == retimed["ttl"],
+          "threads.update(ttl=...) replaces it")
     original = await client.threads.get_state(tid)
     copy = await client.threads.copy(tid)
     check(copy["thread_id"] != tid, "threads.copy makes a new thread")

@@ -103,6 +103,11 @@ async function threadsAndRuns(client, assistant) {
   );
   const searched = await client.threads.search({ metadata: { suite: "js" } });
   check(searched.some((t) => t.thread_id === tid), "threads.search by metadata");
+  const timed = await client.threads.create({ ttl: 30 });
+  check(timed.ttl.ttl === 30 && timed.ttl.strategy === "delete", "threads.create({ ttl }) shows the ttl");
+  const retimed = await client.threads.update(timed.thread_id, { ttl: { ttl: 90, strategy: "delete" } });
+  check(retimed.ttl.ttl === 90, "threads.update({ ttl }) replaces it");
+  check((await status(client.threads.create({ ttl: -1 }))) === 422, "threads.create with a negative ttl is 422");
 
   const streamed = (await client.threads.create()).thread_id;
   const events = [];

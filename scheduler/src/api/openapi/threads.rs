@@ -43,7 +43,7 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
         op(
             "patch",
             "/threads/{thread_id}",
-            "Update a thread's metadata",
+            "Update a thread's metadata or ttl",
             s.request::<ThreadPatchParams>(),
             vec![Success::Json(200, s.response::<Thread>())],
         ),
