@@ -85,6 +85,10 @@ async function threadsAndRuns(client, assistant) {
       afterUpdate.metadata.source === "update",
     "threads.updateState makes the current checkpoint",
   );
+  check(
+    (await status(client.threads.patchState(tid, { reviewed: true }))) === 422,
+    "threads.patchState: a checkpoint's metadata is derived, so patching it is a 422",
+  );
   const oldest = history[history.length - 1];
   const forked = await client.runs.wait(tid, "helper", {
     input: say("echo fork"),
