@@ -20,6 +20,9 @@ cd "$(dirname "$0")/.."
 
 MODE=${1:-short}
 CARGO=${CARGO:-cargo}
+# The tree the served binary is built from, read before the build: the
+# report names it, not whatever is checked out when the run ends.
+COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD 2>/dev/null || echo "+changes")
 VENV=target/schemathesis-venv
 SCHEMATHESIS_VERSION=4.32.5
 case "$MODE" in
@@ -114,7 +117,7 @@ if [ "$MODE" = long ]; then
     echo "a call without the key refused."
     echo
     echo "- Date: $(date -u +%Y-%m-%dT%H:%MZ)"
-    echo "- Commit: $(git rev-parse --short HEAD)"
+    echo "- Commit: $COMMIT"
     echo "- Outcome: $([ "$STATUS" = 0 ] && echo passed || echo "FAILED (exit $STATUS)")"
     echo
     echo '```text'
