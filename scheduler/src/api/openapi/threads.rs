@@ -92,6 +92,13 @@ pub(super) fn state_operations(s: &mut Schemas) -> Vec<Operation> {
             )],
         ),
         op(
+            "patch",
+            "/threads/{thread_id}/state",
+            "Patch a checkpoint's metadata: refused (422), it is derived from what made it",
+            Some(object()),
+            Vec::new(),
+        ),
+        op(
             "get",
             "/threads/{thread_id}/history",
             "A thread's past states",
