@@ -86,9 +86,9 @@ fn made(change: &Change, previous: Option<u64>) -> Option<(u64, Option<u64>, Che
 }
 
 /// `history` with its changes up to the newest checkpoint folded into
-/// that one (all its files, the whole custom state then, its base) and
-/// the changes after it kept; `None` when there is nothing before it to
-/// drop.
+/// that one (all its files, the whole custom state then, its base, no
+/// parent) and the changes after it kept; `None` when there is nothing
+/// before it to drop.
 pub(crate) fn keep_latest(history: &[Logged]) -> Option<Vec<Logged>> {
     let last = history
         .iter()
@@ -101,9 +101,19 @@ pub(crate) fn keep_latest(history: &[Logged]) -> Option<Vec<Logged>> {
         replayed.apply(change);
     }
     let newest = &history[last];
+    // The checkpoints before it are gone, so it names no parent.
+    let kind = match newest.change.kind {
+        ChangeKind::Update { step, source, .. } => ChangeKind::Update {
+            step,
+            parent: None,
+            source,
+        },
+        kind => kind,
+    };
     let folded = Logged {
         log_len: newest.log_len,
         change: Change {
+            kind,
             state: Some(replayed.state),
             files: replayed
                 .files

@@ -321,4 +321,14 @@ fn keeping_the_latest_after_a_branch_keeps_its_base() {
         folded(replay(&after.log, &kept, &all)),
         folded(newest[..1].to_vec())
     );
+    // Kept at a fork: the fork's parent is gone too.
+    let at_fork = &after.history[..after.history.len() - 1];
+    let Some(kept) = keep_latest(at_fork) else {
+        panic!("older checkpoints are there to drop");
+    };
+    let only = replay(&after.log, &kept, &all);
+    assert_eq!(
+        (only.len(), only[0].parent, only[0].source),
+        (1, None, CheckpointSource::Fork)
+    );
 }
