@@ -5,7 +5,7 @@ use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::super::test_support::{api, finish, review, run_body};
+use super::super::test_support::{api, finish, message_texts, review, run_body};
 
 fn ids(answer: &Value) -> Vec<&str> {
     answer
@@ -37,16 +37,8 @@ async fn history_lists_every_checkpoint_newest_first() {
         json!({"source": "loop", "step": 1, "run_id": first})
     );
     assert_eq!(newest["metadata"]["run_id"], json!(second));
-    let texts = |state: &Value| -> Vec<String> {
-        state["values"]["messages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["content"].as_str().unwrap().to_owned())
-            .collect()
-    };
-    assert_eq!(texts(oldest), ["hi", "done"]);
-    assert_eq!(texts(newest), ["hi", "done", "again", "done"]);
+    assert_eq!(message_texts(oldest), ["hi", "done"]);
+    assert_eq!(message_texts(newest), ["hi", "done", "again", "done"]);
     // The newest checkpoint is the thread as it is.
     let now = api
         .send("GET", &format!("/threads/{thread_id}/state"), None)

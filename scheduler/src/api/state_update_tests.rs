@@ -7,16 +7,9 @@ use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::super::test_support::{KEY_A, KEY_B, TestApi, api, finish, run_body, two_tenants};
-
-fn texts(state: &Value) -> Vec<String> {
-    state["values"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
-}
+use super::super::test_support::{
+    KEY_A, KEY_B, TestApi, api, finish, message_texts, run_body, two_tenants,
+};
 
 async fn state_of(api: &TestApi, thread_id: &str) -> Value {
     let answer = api
@@ -58,7 +51,7 @@ async fn update_state_writes_a_checkpoint_on_top_of_the_thread() {
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["checkpoint"]["checkpoint_id"], "3");
     let now = state_of(&api, &thread_id).await;
-    assert_eq!(texts(&now), ["hi", "done", "again", "done", "note"]);
+    assert_eq!(message_texts(&now), ["hi", "done", "again", "done", "note"]);
     assert_eq!(
         now["values"]["files"]["/notes.md"]["content"],
         json!("remember")
@@ -102,7 +95,7 @@ async fn update_state_from_a_checkpoint_forks_and_replaces_messages_by_id() {
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let now = state_of(&api, &thread_id).await;
-    assert_eq!(texts(&now), ["hi", "edited"]);
+    assert_eq!(message_texts(&now), ["hi", "edited"]);
     assert_eq!(now["values"]["messages"][1]["id"], answer_id);
     assert_eq!(now["parent_checkpoint"]["checkpoint_id"], "1");
     // The original branch reads as it did.
@@ -114,7 +107,7 @@ async fn update_state_from_a_checkpoint_forks_and_replaces_messages_by_id() {
     let run_id = run["run_id"].as_str().unwrap();
     finish(api.store.as_ref(), &thread_id, run_id, RunStatus::Success).await;
     assert_eq!(
-        texts(&state_of(&api, &thread_id).await),
+        message_texts(&state_of(&api, &thread_id).await),
         ["hi", "edited", "more", "done"]
     );
 }
@@ -202,7 +195,7 @@ async fn a_run_from_a_checkpoint_starts_on_a_fork_that_belongs_to_it() {
     let run = api.run_on(&thread_id, body).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     assert_eq!(
-        texts(&state_of(&api, &thread_id).await),
+        message_texts(&state_of(&api, &thread_id).await),
         ["hi", "done", "instead"]
     );
     finish(api.store.as_ref(), &thread_id, &run_id, RunStatus::Success).await;
@@ -213,7 +206,7 @@ async fn a_run_from_a_checkpoint_starts_on_a_fork_that_belongs_to_it() {
         json!({"source": "fork", "step": 3, "run_id": run_id})
     );
     assert_eq!(after[1]["parent_checkpoint"]["checkpoint_id"], "1");
-    assert_eq!(texts(&after[0]), ["hi", "done", "instead", "done"]);
+    assert_eq!(message_texts(&after[0]), ["hi", "done", "instead", "done"]);
     // From the current checkpoint, as UIs send every message: no fork.
     let current = state_of(&api, &thread_id).await["checkpoint"]["checkpoint_id"].clone();
     let mut body = run_body("on top");
@@ -245,7 +238,7 @@ async fn command_update_is_written_before_the_run_or_the_resume() {
     let run = api.run_on(&thread_id, body).await;
     let run_id = run["run_id"].as_str().unwrap().to_owned();
     assert_eq!(
-        texts(&state_of(&api, &thread_id).await),
+        message_texts(&state_of(&api, &thread_id).await),
         ["hi", "done", "again", "done", "from update"]
     );
     // Parked on a review: a resume with an update of the files goes on
@@ -317,7 +310,7 @@ async fn a_rollback_returns_the_thread_to_its_state_before_the_run() {
     // Still running until its worker stops it at a step boundary.
     api.state.life.settle_rollbacks().await.unwrap();
     assert_eq!(
-        texts(&state_of(&api, &thread_id).await),
+        message_texts(&state_of(&api, &thread_id).await),
         ["hi", "done", "again", "done", "undo me"]
     );
     finish(
@@ -360,7 +353,7 @@ async fn a_rollback_strategy_starts_the_new_run_from_before_the_old_one() {
     .await;
     assert_eq!(api.state.life.start_queued().await.unwrap(), 1);
     assert_eq!(
-        texts(&state_of(&api, &thread_id).await),
+        message_texts(&state_of(&api, &thread_id).await),
         ["hi", "done", "again", "done", "instead"]
     );
 }

@@ -273,6 +273,16 @@ impl TestApi {
     }
 }
 
+/// The contents of a state's messages, in order (text messages only).
+pub fn message_texts(state: &Value) -> Vec<String> {
+    state["values"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// Ends a started run as its last step's commit does: the model's answer
 /// `done` joins the log, the run gets `status` (a failure for `Error`, a
 /// pending review for `Interrupted`) and its followers an event.

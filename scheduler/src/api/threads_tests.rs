@@ -6,7 +6,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::super::convert::message_id;
-use super::super::test_support::{api, finish, review, run_body};
+use super::super::test_support::{api, finish, message_texts, review, run_body};
 
 #[tokio::test]
 async fn a_new_thread_is_idle_and_empty() {
@@ -254,13 +254,7 @@ async fn supersteps_give_a_new_thread_its_state_one_checkpoint_each() {
     let created = api.send("POST", "/threads", Some(body)).await;
     assert_eq!(created.status, StatusCode::OK, "{}", created.text);
     let state = api.send("GET", "/threads/t1/state", None).await.json();
-    let contents: Vec<&str> = state["values"]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["content"].as_str().unwrap())
-        .collect();
-    assert_eq!(contents, ["hi", "hello"]);
+    assert_eq!(message_texts(&state), ["hi", "hello"]);
     assert_eq!(state["values"]["todos"][0]["content"], "x");
     assert_eq!(state["checkpoint"]["checkpoint_id"], "2");
     let history = api.send("POST", "/threads/t1/history", None).await.json();

@@ -11,7 +11,7 @@ use deepfleet_proto::LoggedMessage;
 use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
 use crate::embedded::{EmbeddedStore, RunFanIn};
 use crate::error::StoreError;
-use crate::history::{Change, Logged};
+use crate::history::Change;
 
 #[async_trait]
 impl Checkpoints for EmbeddedStore {
@@ -73,15 +73,7 @@ impl Checkpoints for EmbeddedStore {
             thread.state = custom.clone();
         }
         thread.pending = commit.pending.clone();
-        let log_len = thread.messages.len() as u64;
-        state
-            .history
-            .entry(commit.thread_id.clone())
-            .or_default()
-            .push(Logged {
-                log_len,
-                change: Change::of_commit(commit),
-            });
+        state.tell_history(&commit.thread_id, Change::of_commit(commit));
         let run_id = commit.run.run_id.clone();
         state.runs.insert(run_id.clone(), commit.run.clone());
         if let Some(expected) = commit.fan_in_expected {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::admission::window::Window;
 use crate::checkpoints::Checkpoint;
-use crate::history::Logged;
+use crate::history::{Change, Logged};
 use crate::items::table::ItemTable;
 use crate::record_index::table::IndexTable;
 
@@ -102,6 +102,19 @@ impl Expiries {
 }
 
 impl State {
+    /// Tells `thread`'s history of `change`, with the log's length after
+    /// it: what a commit, a seed and an update each append.
+    pub(crate) fn tell_history(&mut self, thread: &str, change: Change) {
+        let log_len = self
+            .threads
+            .get(thread)
+            .map_or(0, |t| t.messages.len() as u64);
+        self.history
+            .entry(thread.to_owned())
+            .or_default()
+            .push(Logged { log_len, change });
+    }
+
     /// Records a new run on its thread (and a subagent thread on its
     /// parent's): the run becomes the thread's latest, and a thread set to
     /// expire lives again.

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{Fence, History, Logged, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
+use super::{Fence, History, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 
@@ -61,15 +61,7 @@ impl History for EmbeddedStore {
         thread.step += 1;
         thread.published = thread.step;
         thread.update = Some(update.mark());
-        let log_len = thread.messages.len() as u64;
-        state
-            .history
-            .entry(update.thread_id.clone())
-            .or_default()
-            .push(Logged {
-                log_len,
-                change: update.change(),
-            });
+        state.tell_history(&update.thread_id, update.change());
         Ok(UpdateOutcome::Updated {
             checkpoint: update.checkpoint(),
         })

@@ -10,7 +10,7 @@ use super::{Runs, ThreadSeed};
 use crate::checkpoints::log_tokens;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
-use crate::history::{Change, Logged};
+use crate::history::Change;
 
 #[async_trait]
 impl Runs for EmbeddedStore {
@@ -34,13 +34,9 @@ impl Runs for EmbeddedStore {
         thread
             .state
             .extend(seed.state.iter().map(|(k, v)| (k.clone(), v.clone())));
-        let (step, log_len) = (thread.step, thread.messages.len() as u64);
+        let step = thread.step;
         if let Some(change) = Change::of_seed(&run.run_id, seed) {
-            state
-                .history
-                .entry(run.thread_id.clone())
-                .or_default()
-                .push(Logged { log_len, change });
+            state.tell_history(&run.thread_id, change);
         }
         Ok(Some(step))
     }
