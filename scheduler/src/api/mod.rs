@@ -41,6 +41,7 @@ pub mod in_flight;
 pub mod modes;
 pub mod openapi;
 pub mod partials;
+pub mod protocol;
 pub mod run_create;
 pub mod run_options;
 pub mod run_request;
@@ -114,6 +115,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(history::routes())
         .merge(state_update::routes())
         .merge(thread_stream::routes())
+        .merge(protocol::routes())
         .merge(runs::routes())
         .merge(bulk_cancel::routes())
         .merge(follow::routes())

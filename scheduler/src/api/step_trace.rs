@@ -26,7 +26,7 @@ use crate::repo::runs::RunMeta;
 
 /// One node's part of a step: its name and the messages it added,
 /// starting at thread index `from`.
-struct Task<'a> {
+pub(super) struct Task<'a> {
     node: &'static str,
     from: usize,
     messages: &'a [Message],
@@ -43,7 +43,7 @@ impl Task<'_> {
     }
 
     /// The `tasks` payload announcing it.
-    fn start(&self, thread_id: &str, step: u64) -> Value {
+    pub(super) fn start(&self, thread_id: &str, step: u64) -> Value {
         json!({
             "id": self.id(thread_id, step),
             "name": self.node,
@@ -53,7 +53,7 @@ impl Task<'_> {
     }
 
     /// The `tasks` payload of its result: the messages it wrote.
-    fn result(&self, thread_id: &str, step: u64) -> Value {
+    pub(super) fn result(&self, thread_id: &str, step: u64) -> Value {
         let written: Vec<Value> = self
             .messages
             .iter()
@@ -124,7 +124,7 @@ fn callback_events(task: &Task<'_>, meta: &RunMeta, step: u64) -> Vec<Value> {
 
 /// `messages` (thread indices from `from`) split into consecutive runs of
 /// one node each.
-fn tasks(messages: &[Message], from: usize) -> Vec<Task<'_>> {
+pub(super) fn tasks(messages: &[Message], from: usize) -> Vec<Task<'_>> {
     let mut out: Vec<Task<'_>> = Vec::new();
     let mut start = 0;
     for end in 1..=messages.len() {

@@ -196,7 +196,7 @@ async fn follow_thread(
 /// The thread's runs created at or after `since` that are not in
 /// `followed`, oldest first: a walk of its run index from the newest,
 /// stopping at the first older run.
-async fn runs_since(
+pub(super) async fn runs_since(
     state: &ApiState,
     thread_id: &str,
     since: DateTime<Utc>,

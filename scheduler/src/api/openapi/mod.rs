@@ -6,7 +6,7 @@
 //! `deepfleet_proto::api`, described by their `JsonSchema` derives, so a
 //! field added there is described at once; only the operations are
 //! written by hand, one module per resource (`assistants`, `threads`,
-//! `runs`, `following`, `crons_and_store`, `system`), with the schemas'
+//! `runs`, `following`, `protocol`, `crons_and_store`, `system`), with the schemas'
 //! generators in `schemas`, the links between operations in `links` and
 //! the page in `docs_page`. A test checks them against the router both
 //! ways, so a
@@ -19,6 +19,7 @@ mod docs_page;
 mod following;
 mod links;
 mod operation;
+mod protocol;
 mod runs;
 mod schemas;
 mod system;
@@ -187,6 +188,7 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
     all.extend(threads::state_operations(s));
     all.extend(runs::operations(s));
     all.extend(following::operations(s));
+    all.extend(protocol::operations());
     all.extend(crons_and_store::operations(s));
     all.sort_by_key(|o| (o.path, o.method));
     all

@@ -1,0 +1,468 @@
+//! `POST /threads/{id}/stream/events`: one filtered event stream of a
+//! thread (the protocol's SSE transport). The connection is the
+//! subscription: its body names the channels, namespaces and depth, and
+//! the server sends what matches until the client leaves or
+//! [`THREAD_STREAM_LIMIT`] passes (the client reconnects to go on).
+//!
+//! The stream follows the thread's runs as the thread stream does: the
+//! one occupying the thread when the client comes (or, with `since`, the
+//! newest one, replayed from its start) and each one created while it
+//! listens. A stream may open before its thread exists (the first
+//! `run.start` creates it); it stays idle until then. A run that stops
+//! for a human stays watched: once answered, its events go on.
+//!
+//! Every event's id is derived from the run's event stream position, so
+//! two connections (the SDK opens several) name the same event the same
+//! and a client dedupes them. `seq` orders a connection's events: the
+//! run's creation time in milliseconds times [`EVENTS_PER_RUN`] plus the
+//! event's place in the run, counted over every channel (so `since`
+//! means the same whatever the filter).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::convert::Infallible;
+
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
+use deepfleet_proto::{Caller, Message, RunEvent, RunStatus};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use super::filter::Filter;
+use super::translate::{Origin, checkpoint_event, lifecycle, message_events, task_events};
+use super::wire::ProtocolEvent;
+use crate::api::convert::{interrupts, thread_values, to_json};
+use crate::api::error::ApiError;
+use crate::api::state::ApiState;
+use crate::api::thread_stream::{THREAD_STREAM_LIMIT, runs_since};
+use crate::api::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
+use crate::repo::runs::RunMeta;
+use crate::repo::threads::threads;
+
+/// Room for each run's events in `seq`: a run's events past this many
+/// share the last number (their order on the connection still holds).
+const EVENTS_PER_RUN: u64 = 4096;
+
+/// Run events read per store round trip.
+const EVENTS_PER_READ: usize = 256;
+
+/// Runs remembered so none is followed twice.
+const REMEMBERED_RUNS: usize = 1024;
+
+type Sink = mpsc::Sender<Result<Event, Infallible>>;
+
+/// The handler: a 422 for a body that is not an event stream request, a
+/// 404 for another tenant's thread, else the stream.
+pub(super) async fn stream_events(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(thread_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let body: Value = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::unprocessable(format!("the body is not JSON: {e}")))?;
+    let filter = Filter::parse(&body).map_err(ApiError::unprocessable)?;
+    let record = threads(state.store()).get(&thread_id).await?;
+    if record.as_ref().is_some_and(|r| r.tenant != caller.tenant) {
+        return Err(ApiError::not_found(format!(
+            "Thread '{thread_id}' not found."
+        )));
+    }
+    let since = match &record {
+        Some(_) if filter.since.is_some() => newest_run_start(&state, &thread_id).await?,
+        Some(record) => match state.life.active_run(record).await? {
+            Some(run) => run.created_at.min(Utc::now()),
+            None => Utc::now(),
+        },
+        None => Utc::now(),
+    };
+    let snapshot = match &record {
+        Some(_) if filter.wants_any(&["values"]) && filter.since.is_none() => {
+            let checkpoint = state.store().load_thread(&thread_id).await?;
+            Some((checkpoint.step, thread_values(&thread_id, &checkpoint)))
+        }
+        _ => None,
+    };
+    let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
+    tokio::spawn(async move {
+        let mut stream = ThreadEvents {
+            state: &state,
+            thread_id: &thread_id,
+            tenant_seen: record.is_some(),
+            filter,
+            tx: &tx,
+            last_sent: Instant::now(),
+        };
+        let deadline = Instant::now() + THREAD_STREAM_LIMIT;
+        let following = async {
+            if let Some((step, values)) = snapshot {
+                let event = ProtocolEvent::root("values", values);
+                stream
+                    .send(&event, 0, &format!("{thread_id}/state/{step}"))
+                    .await?;
+            }
+            stream.follow(since, &caller).await
+        };
+        let _ = tokio::time::timeout_at(deadline, following).await;
+    });
+    let events =
+        futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (e, rx)) });
+    Ok(Sse::new(events).into_response())
+}
+
+/// When the thread's newest run was created (now, when it has none): a
+/// stream replaying after `since` starts there.
+async fn newest_run_start(state: &ApiState, thread_id: &str) -> Result<DateTime<Utc>, ApiError> {
+    let runs = runs_since(state, thread_id, DateTime::<Utc>::MIN_UTC, &VecDeque::new()).await?;
+    Ok(runs.last().map_or_else(Utc::now, |meta| meta.created_at))
+}
+
+/// One connection's stream.
+struct ThreadEvents<'a> {
+    state: &'a ApiState,
+    thread_id: &'a str,
+    /// Whether the thread has been seen (once it has, its deletion ends
+    /// the stream).
+    tenant_seen: bool,
+    filter: Filter,
+    tx: &'a Sink,
+    last_sent: Instant,
+}
+
+/// Where the stream is in one run.
+struct RunCursor {
+    meta: RunMeta,
+    /// The run's event stream position read so far.
+    cursor: String,
+    /// Events made for the run so far, over every channel.
+    count: u64,
+    /// Subagents whose `started` went out.
+    started: HashSet<String>,
+    /// The subagent type each `task` call asked for.
+    subagent_types: HashMap<String, String>,
+}
+
+impl RunCursor {
+    fn new(meta: RunMeta) -> Self {
+        RunCursor {
+            meta,
+            cursor: crate::api::stream::START.to_owned(),
+            count: 0,
+            started: HashSet::new(),
+            subagent_types: HashMap::new(),
+        }
+    }
+
+    /// The next event's `seq`.
+    fn next_seq(&mut self) -> u64 {
+        let base = u64::try_from(self.meta.created_at.timestamp_millis()).unwrap_or(0);
+        self.count += 1;
+        base.saturating_mul(EVENTS_PER_RUN) + self.count.min(EVENTS_PER_RUN - 1)
+    }
+}
+
+/// How following a run ended.
+enum RunEnd {
+    /// For good.
+    Ended,
+    /// Waiting for a human: watched until answered.
+    Interrupted(Box<RunCursor>),
+}
+
+impl ThreadEvents<'_> {
+    /// Follows the runs created since `since` until the client leaves
+    /// (`Err`) or the thread is deleted.
+    async fn follow(&mut self, since: DateTime<Utc>, caller: &Caller) -> Result<(), ()> {
+        let mut followed: VecDeque<String> = VecDeque::new();
+        let mut parked: Option<Box<RunCursor>> = None;
+        loop {
+            if self.tx.is_closed() {
+                return Err(());
+            }
+            match threads(self.state.store())
+                .get(self.thread_id)
+                .await
+                .map_err(|_| ())?
+            {
+                Some(record) if record.tenant != caller.tenant => return Ok(()),
+                Some(_) => self.tenant_seen = true,
+                None if self.tenant_seen => return Ok(()),
+                None => {}
+            }
+            let mut progressed = false;
+            if let Some(run) = parked.take() {
+                let (done, status) = self.state.life.finished(&run.meta).await.map_err(|_| ())?;
+                if done && status == Some(RunStatus::Interrupted) {
+                    parked = Some(run);
+                } else {
+                    let mut run = run;
+                    let resumed = lifecycle(&[], "running", json!({}));
+                    let id = format!("{}/{}/resumed", run.meta.run_id, run.cursor);
+                    let seq = run.next_seq();
+                    self.send(&resumed, seq, &id).await?;
+                    parked = self.follow_run(*run).await?;
+                    progressed = true;
+                }
+            }
+            let news = runs_since(self.state, self.thread_id, since, &followed)
+                .await
+                .map_err(|_| ())?;
+            for meta in news {
+                if followed.len() == REMEMBERED_RUNS {
+                    followed.pop_front();
+                }
+                followed.push_back(meta.run_id.clone());
+                let mut run = RunCursor::new(meta);
+                let started = lifecycle(&[], "started", json!({"graph_name": run.meta.graph_id}));
+                let seq = run.next_seq();
+                self.send(&started, seq, &format!("{}/started", run.meta.run_id))
+                    .await?;
+                if let Some(interrupted) = self.follow_run(run).await? {
+                    parked = Some(interrupted);
+                }
+                progressed = true;
+            }
+            if !progressed {
+                if self.last_sent.elapsed() >= KEEP_ALIVE {
+                    self.tx
+                        .send(Ok(Event::default().comment("heartbeat")))
+                        .await
+                        .map_err(|_| ())?;
+                    self.last_sent = Instant::now();
+                }
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+
+    /// Sends one run's events until it ends; a run that stops for a
+    /// human comes back to be watched.
+    async fn follow_run(&mut self, mut run: RunCursor) -> Result<Option<Box<RunCursor>>, ()> {
+        let store = self.state.store();
+        loop {
+            if self.tx.is_closed() {
+                return Err(());
+            }
+            let (done, status) = self.state.life.finished(&run.meta).await.map_err(|_| ())?;
+            let batch = store
+                .run_events(&run.meta.run_id, Some(&run.cursor), EVENTS_PER_READ)
+                .await
+                .map_err(|_| ())?;
+            let caught_up = batch.len() < EVENTS_PER_READ;
+            for (id, run_event) in batch {
+                self.on_step(&mut run, &id, &run_event).await?;
+                run.cursor = id;
+            }
+            if done && caught_up {
+                return match self.on_end(&mut run, status).await? {
+                    RunEnd::Ended => Ok(None),
+                    RunEnd::Interrupted(run) => Ok(Some(run)),
+                };
+            }
+            if self.last_sent.elapsed() >= KEEP_ALIVE {
+                self.tx
+                    .send(Ok(Event::default().comment("heartbeat")))
+                    .await
+                    .map_err(|_| ())?;
+                self.last_sent = Instant::now();
+            }
+            if caught_up {
+                tokio::time::sleep(POLL).await;
+            }
+        }
+    }
+
+    /// One committed step of the run or of one of its subagents.
+    async fn on_step(&mut self, run: &mut RunCursor, id: &str, step: &RunEvent) -> Result<(), ()> {
+        let store = self.state.store();
+        let subagent = !step.namespace.is_empty();
+        if subagent && !self.filter.reaches_subagents() {
+            return Ok(());
+        }
+        let count = usize::try_from(step.to.saturating_sub(step.from)).unwrap_or(usize::MAX);
+        let messages: Vec<Message> = store
+            .load_messages(&step.thread_id, step.from)
+            .await
+            .map_err(|_| ())?
+            .into_iter()
+            .take(count)
+            .map(|m| m.message)
+            .collect();
+        let from = usize::try_from(step.from).unwrap_or(usize::MAX);
+        let origin = Origin {
+            thread_id: &step.thread_id,
+            namespace: &step.namespace,
+            run_id: &step.run_id,
+        };
+        let mut events = Vec::new();
+        if subagent {
+            let key = step.namespace.join("|");
+            if run.started.insert(key) {
+                let call_id = step.namespace[0].strip_prefix("task:").unwrap_or_default();
+                let graph_name = run
+                    .subagent_types
+                    .get(call_id)
+                    .cloned()
+                    .unwrap_or_else(|| "task".to_owned());
+                events.push(lifecycle(
+                    &step.namespace,
+                    "started",
+                    json!({"graph_name": graph_name,
+                           "cause": {"type": "toolCall", "tool_call_id": call_id}}),
+                ));
+            }
+        }
+        for (offset, message) in messages.iter().enumerate() {
+            if !subagent {
+                self.note_subagents(run, message, &mut events);
+            }
+            events.extend(message_events(origin, from + offset, message));
+        }
+        let prefix = format!("{}/{id}", run.meta.run_id);
+        for (n, event) in events.iter().enumerate() {
+            let seq = run.next_seq();
+            self.send(event, seq, &format!("{prefix}/{n}")).await?;
+        }
+        if subagent {
+            return Ok(());
+        }
+        // The step's optional parts: ids by name, so they do not depend
+        // on which channels this connection asked for.
+        let seq = run.next_seq();
+        if self.filter.wants_any(&["tasks"]) {
+            for (n, event) in task_events(origin, step.step, &messages, from)
+                .iter()
+                .enumerate()
+            {
+                self.send(event, seq, &format!("{prefix}/task{n}")).await?;
+            }
+        }
+        let seq = run.next_seq();
+        if self.filter.wants_any(&["checkpoints"])
+            && let Some(found) = store
+                .checkpoint_at(&step.thread_id, step.step.saturating_add(1))
+                .await
+                .map_err(|_| ())?
+        {
+            self.send(
+                &checkpoint_event(&found),
+                seq,
+                &format!("{prefix}/checkpoint"),
+            )
+            .await?;
+        }
+        let seq = run.next_seq();
+        if self.filter.wants_any(&["values"]) {
+            let checkpoint = store.load_thread(&step.thread_id).await.map_err(|_| ())?;
+            let values = ProtocolEvent::root("values", thread_values(&step.thread_id, &checkpoint));
+            self.send(&values, seq, &format!("{prefix}/values")).await?;
+        }
+        Ok(())
+    }
+
+    /// Remembers the subagent type of `task` calls, and ends a subagent
+    /// when its call's result comes back.
+    fn note_subagents(&self, run: &mut RunCursor, message: &Message, out: &mut Vec<ProtocolEvent>) {
+        match message {
+            Message::Assistant(turn) => {
+                for call in turn.tool_calls.iter().filter(|c| c.name == "task") {
+                    let kind = serde_json::from_str::<Value>(&call.arguments)
+                        .ok()
+                        .and_then(|a| a.get("subagent_type")?.as_str().map(str::to_owned));
+                    if let Some(kind) = kind {
+                        run.subagent_types.insert(call.id.clone(), kind);
+                    }
+                }
+            }
+            Message::Tool(result) if result.name == "task" => {
+                let namespace = RunEvent::task_namespace(&result.tool_call_id);
+                if run.started.remove(&namespace.join("|")) {
+                    let event = match result.status {
+                        deepfleet_proto::ToolStatus::Success => "completed",
+                        deepfleet_proto::ToolStatus::Error => "failed",
+                    };
+                    out.push(lifecycle(&namespace, event, json!({})));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The run's end: `completed`, `failed` (with the error), or, for a
+    /// run waiting on a human, each pending interrupt then `interrupted`.
+    async fn on_end(
+        &mut self,
+        run: &mut RunCursor,
+        status: Option<RunStatus>,
+    ) -> Result<RunEnd, ()> {
+        let prefix = format!("{}/{}/end", run.meta.run_id, run.cursor);
+        let ended = match status {
+            Some(RunStatus::Success) => lifecycle(&[], "completed", json!({})),
+            Some(RunStatus::Interrupted) => {
+                let checkpoint = self
+                    .state
+                    .store()
+                    .load_thread(&run.meta.thread_id)
+                    .await
+                    .map_err(|_| ())?;
+                let pending = interrupts(&checkpoint, &run.meta.run_id).unwrap_or_default();
+                for (n, interrupt) in pending.iter().enumerate() {
+                    let requested = ProtocolEvent::root(
+                        "input.requested",
+                        json!({"interrupt_id": interrupt.id, "payload": to_json(&interrupt.value)}),
+                    );
+                    let seq = run.next_seq();
+                    self.send(&requested, seq, &format!("{prefix}/input{n}"))
+                        .await?;
+                }
+                let interrupted = lifecycle(
+                    &[],
+                    "interrupted",
+                    json!({"checkpoint": {"id": checkpoint.step.to_string()}}),
+                );
+                let seq = run.next_seq();
+                self.send(&interrupted, seq, &format!("{prefix}/interrupted"))
+                    .await?;
+                let watched = RunCursor {
+                    meta: run.meta.clone(),
+                    cursor: run.cursor.clone(),
+                    count: run.count,
+                    started: std::mem::take(&mut run.started),
+                    subagent_types: std::mem::take(&mut run.subagent_types),
+                };
+                return Ok(RunEnd::Interrupted(Box::new(watched)));
+            }
+            Some(RunStatus::Error) => {
+                let error = match final_body(self.state, &run.meta).await.map_err(|_| ())? {
+                    FinalBody::Failed(failure) => failure.message,
+                    FinalBody::Values(_) => "the run failed".to_owned(),
+                };
+                lifecycle(&[], "failed", json!({"error": error}))
+            }
+            Some(RunStatus::Timeout) => {
+                lifecycle(&[], "failed", json!({"error": "the run timed out"}))
+            }
+            _ => lifecycle(&[], "failed", json!({"error": "the run was cancelled"})),
+        };
+        let seq = run.next_seq();
+        self.send(&ended, seq, &format!("{prefix}/lifecycle"))
+            .await?;
+        Ok(RunEnd::Ended)
+    }
+
+    /// Sends `event` when the filter wants it and it comes after `since`.
+    async fn send(&mut self, event: &ProtocolEvent, seq: u64, event_id: &str) -> Result<(), ()> {
+        if !self.filter.matches(event) || self.filter.since.is_some_and(|s| seq <= s) {
+            return Ok(());
+        }
+        let data = event.envelope(seq, event_id, Utc::now().timestamp_millis());
+        let sse = Event::default().id(event_id).data(data.to_string());
+        self.tx.send(Ok(sse)).await.map_err(|_| ())?;
+        self.last_sent = Instant::now();
+        Ok(())
+    }
+}

@@ -1,0 +1,30 @@
+//! The thread-centric streaming protocol of `@langchain/protocol` (the
+//! JavaScript SDK's `client.threads.stream`), over HTTP: commands at
+//! `POST /threads/{id}/commands` ([`commands`]) and filtered event
+//! streams at `POST /threads/{id}/stream/events` ([`event_stream`]).
+//! [`wire`] is its messages, [`filter`] what a stream asks for, and
+//! [`translate`] how a committed step becomes its events.
+
+pub mod commands;
+pub mod event_stream;
+pub mod filter;
+pub mod translate;
+pub mod wire;
+
+use axum::Router;
+use axum::routing::post;
+
+use super::state::ApiState;
+
+pub(super) fn routes() -> Router<ApiState> {
+    Router::new()
+        .route("/threads/{thread_id}/commands", post(commands::command))
+        .route(
+            "/threads/{thread_id}/stream/events",
+            post(event_stream::stream_events),
+        )
+}
+
+#[cfg(test)]
+#[path = "protocol_tests.rs"]
+mod router_tests;
