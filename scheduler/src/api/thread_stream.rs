@@ -193,6 +193,18 @@ async fn follow_thread(
     }
 }
 
+/// The thread's newest run, if it has any.
+pub(super) async fn newest_run(
+    state: &ApiState,
+    thread_id: &str,
+) -> Result<Option<RunMeta>, StoreError> {
+    let repo = runs_of(state.store(), thread_id);
+    let mut walk = repo
+        .walk(thread_runs(thread_id), Order::Descending)
+        .chunk(1);
+    walk.next().await
+}
+
 /// The thread's runs created at or after `since` that are not in
 /// `followed`, oldest first: a walk of its run index from the newest,
 /// stopping at the first older run.

@@ -249,6 +249,55 @@ async function interrupts(client) {
   check(lastText(resumed) === "removed old" && !("/old.md" in resumed.files), "resume with approve runs the call");
 }
 
+// The thread-centric protocol (`client.threads.stream`, the SDK's
+// recommended way to stream): commands and filtered event streams.
+async function threadStreams(client) {
+  const thread = client.threads.stream({ assistantId: "helper" });
+  // Read before the start: a scripted run may end before a projection
+  // opened afterwards subscribes.
+  const messages = thread.messages;
+  await thread.run.start({ input: say("write draft") });
+  const texts = [];
+  for await (const message of messages) texts.push(await message.text);
+  check(texts[0] === "Writing." && texts[texts.length - 1] === "wrote draft", `threads.stream messages (${JSON.stringify(texts)})`);
+  const output = await thread.output;
+  check(lastText(output) === "wrote draft" && "/draft.md" in output.files, "threads.stream output");
+  const state = await thread.state.get({ namespace: [], keys: ["files"] });
+  check(Object.keys(state.values).join() === "files" && state.checkpoint.id, "thread.state.get");
+  const listed = await thread.state.listCheckpoints({ limit: 2 });
+  check(listed.checkpoints.length === 2 && listed.checkpoints[0].metadata.source === "loop", "thread.state.listCheckpoints");
+  const tree = await thread.agent.getTree();
+  check(tree.tree.status === "completed" && tree.tree.graph_name === "helper", "thread.agent.getTree");
+  const first = listed.checkpoints[1].id;
+  const fork = await thread.state.fork({ checkpoint_id: first, input: say("write draft") });
+  check(fork.thread_id === thread.threadId && typeof fork.run_id === "string", "thread.state.fork");
+  await client.runs.join(thread.threadId, fork.run_id);
+  let injected;
+  try {
+    await thread.input.inject({ namespace: [], message: { role: "user", content: "hi" } });
+  } catch (error) {
+    injected = error;
+  }
+  check(injected && /not_supported|inject/.test(String(injected.message ?? injected)), "thread.input.inject is not_supported");
+  await thread.close();
+
+  const gated = client.threads.stream({ assistantId: "helper" });
+  await gated.run.start({ input: say("remove old") });
+  await gated.output;
+  check(gated.interrupted && gated.interrupts.length === 1, "threads.stream: a gated call is an interrupt");
+  const asked = gated.interrupts[0];
+  check(asked.payload.action_requests[0].name === "delete", "threads.stream: the interrupt's payload");
+  await gated.input.respond({ namespace: [], interrupt_id: asked.interruptId, response: { decisions: [{ type: "approve" }] } });
+  let last;
+  for (let i = 0; i < 100 && last !== "removed old"; i += 1) {
+    const now = await gated.state.get({ namespace: [] });
+    last = now.values.messages[now.values.messages.length - 1].content;
+    if (last !== "removed old") await new Promise((r) => setTimeout(r, 100));
+  }
+  check(last === "removed old", "thread.input.respond resumes the run");
+  await gated.close();
+}
+
 async function crons(client) {
   const thread = (await client.threads.create()).thread_id;
   const daily = await client.crons.createForThread(thread, "helper", {
@@ -294,6 +343,7 @@ async function main(url) {
   await graphs(client, assistant);
   await threadsAndRuns(client, assistant);
   await interrupts(client);
+  await threadStreams(client);
   await crons(client);
   await store(client);
   console.log("all JS flows passed");

@@ -22,7 +22,7 @@ use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use deepfleet_proto::api::RunCreateParams;
 use deepfleet_proto::{Caller, RunStatus};
-use deepfleet_store::{HistoryQuery, Order};
+use deepfleet_store::HistoryQuery;
 use serde_json::{Map, Value, json};
 
 use super::wire::{Command, CommandError, ErrorCode, response};
@@ -33,10 +33,10 @@ use crate::api::history::MAX_HISTORY_LIMIT;
 use crate::api::run_create::create_run;
 use crate::api::run_resource::load_run;
 use crate::api::state::ApiState;
+use crate::api::thread_stream::newest_run;
 use crate::api::threads::{thread_state, waiting};
-use crate::repo::runs::{RunMeta, runs_of};
+use crate::repo::runs::RunMeta;
 use crate::repo::threads::{ThreadRecord, threads};
-use deepfleet_proto::keys::records::thread_runs;
 
 /// Checkpoints a `state.listCheckpoints` answers by default.
 const DEFAULT_CHECKPOINTS: usize = 10;
@@ -371,9 +371,9 @@ impl Thread<'_> {
     }
 
     async fn newest_run(&self) -> Result<Option<RunMeta>, CommandError> {
-        let repo = runs_of(self.state.store(), self.id);
-        let mut walk = repo.walk(thread_runs(self.id), Order::Descending).chunk(1);
-        walk.next().await.map_err(|e| from_api(e.into()))
+        newest_run(self.state, self.id)
+            .await
+            .map_err(|e| from_api(e.into()))
     }
 }
 

@@ -5,9 +5,9 @@
 //! [`THREAD_STREAM_LIMIT`] passes (the client reconnects to go on).
 //!
 //! The stream follows the thread's runs as the thread stream does: the
-//! one occupying the thread when the client comes (or, with `since`, the
-//! newest one, replayed from its start) and each one created while it
-//! listens. A stream may open before its thread exists (the first
+//! newest one, from its start, when it is still going or just ended (see
+//! [`first_run_followed`]; with `since`, whenever it ended), and each one
+//! created while the client listens. A stream may open before its thread exists (the first
 //! `run.start` creates it); it stays idle until then. A run that stops
 //! for a human stays watched: once answered, its events go on.
 //!
@@ -38,14 +38,18 @@ use super::wire::ProtocolEvent;
 use crate::api::convert::{interrupts, thread_values, to_json};
 use crate::api::error::ApiError;
 use crate::api::state::ApiState;
-use crate::api::thread_stream::{THREAD_STREAM_LIMIT, runs_since};
+use crate::api::thread_stream::{THREAD_STREAM_LIMIT, newest_run, runs_since};
 use crate::api::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
+use crate::lifecycle::status::occupies_thread;
 use crate::repo::runs::RunMeta;
-use crate::repo::threads::threads;
+use crate::repo::threads::{ThreadRecord, threads};
 
 /// Room for each run's events in `seq`: a run's events past this many
 /// share the last number (their order on the connection still holds).
 const EVENTS_PER_RUN: u64 = 4096;
+
+/// How long after a run's end a new stream still replays it.
+const REPLAY_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 
 /// Run events read per store round trip.
 const EVENTS_PER_READ: usize = 256;
@@ -73,11 +77,7 @@ pub(super) async fn stream_events(
         )));
     }
     let since = match &record {
-        Some(_) if filter.since.is_some() => newest_run_start(&state, &thread_id).await?,
-        Some(record) => match state.life.active_run(record).await? {
-            Some(run) => run.created_at.min(Utc::now()),
-            None => Utc::now(),
-        },
+        Some(record) => first_run_followed(&state, record, filter.since.is_some()).await?,
         None => Utc::now(),
     };
     let snapshot = match &record {
@@ -114,11 +114,34 @@ pub(super) async fn stream_events(
     Ok(Sse::new(events).into_response())
 }
 
-/// When the thread's newest run was created (now, when it has none): a
-/// stream replaying after `since` starts there.
-async fn newest_run_start(state: &ApiState, thread_id: &str) -> Result<DateTime<Utc>, ApiError> {
-    let runs = runs_since(state, thread_id, DateTime::<Utc>::MIN_UTC, &VecDeque::new()).await?;
-    Ok(runs.last().map_or_else(Utc::now, |meta| meta.created_at))
+/// When the first run a new stream follows was created: the newest
+/// run's, when a replay (`since`) is asked for, when it is still going,
+/// or when it ended less than [`REPLAY_GRACE`] ago; else now (the stream
+/// waits for the next run).
+///
+/// The grace stands for the Agent Server's event buffer, which outlives a
+/// run until its clients close their streams: the SDK opens a stream per
+/// projection as its user reads one, often after a fast run ended, and
+/// dedupes what it had by event id.
+async fn first_run_followed(
+    state: &ApiState,
+    record: &ThreadRecord,
+    replay: bool,
+) -> Result<DateTime<Utc>, ApiError> {
+    let now = Utc::now();
+    let Some(newest) = newest_run(state, &record.thread_id).await? else {
+        return Ok(now);
+    };
+    let recent = match state.life.run_record(&newest).await? {
+        Some(run) if occupies_thread(run.status) => true,
+        Some(run) => now - run.updated_at < REPLAY_GRACE,
+        None => !newest.cancelled,
+    };
+    Ok(if replay || recent {
+        newest.created_at.min(now)
+    } else {
+        now
+    })
 }
 
 /// One connection's stream.
