@@ -28,10 +28,13 @@ pub struct InfoResponse {
 pub struct InfoFlags {
     /// Assistants can be created.
     pub assistants: bool,
-    /// Cron jobs (not supported).
+    /// Cron jobs.
     pub crons: bool,
     /// LangSmith tracing (not supported).
     pub langsmith: bool,
+    /// `strict_resume`: a resume naming an interrupt that is not pending
+    /// fails rather than answering the pending one.
+    pub strict_resume: bool,
 }
 
 /// The server and its graphs.

@@ -5,13 +5,13 @@
 
 use chrono::Utc;
 use deepfleet_proto::api::RunCreateParams;
-use deepfleet_proto::{Decision, Priority, RunStatus, TenantId};
+use deepfleet_proto::{Priority, RunStatus, TenantId};
 use serde_json::{Map, Value};
 
 use super::convert::to_json;
 use super::error::ApiError;
 use super::in_flight;
-use super::run_request::{self, CheckedRun, NewRun, RunAction};
+use super::run_request::{self, CheckedRun, NewRun, Resume, RunAction};
 use super::run_resource::load_run;
 use super::state::ApiState;
 use super::threads;
@@ -20,7 +20,7 @@ use crate::lifecycle::multitask::Admission;
 use crate::repo::runs::{RunMeta, TIMEOUT_SECS};
 use crate::repo::threads::threads;
 use crate::repo::webhooks::{WebhookRecord, webhooks};
-use crate::state_edit::{Rewind, StateEdit};
+use crate::state_edit::Rewind;
 
 /// Checks `body`, then creates its run on `thread_id` or (stateless) on a
 /// new temporary thread; starts or queues it per its multitask strategy.
@@ -51,13 +51,13 @@ pub async fn create_checked(
 ) -> Result<RunMeta, ApiError> {
     let delay = checked.options.delay;
     let run = match checked.action {
-        RunAction::Resume(decisions, update) => {
+        RunAction::Resume(resume) => {
             let Some(thread_id) = thread_id else {
                 return Err(ApiError::bad_request(
                     "You must provide a thread_id when resuming.",
                 ));
             };
-            return resume_run(state, tenant, thread_id, decisions, update).await;
+            return resume_run(state, tenant, thread_id, resume).await;
         }
         RunAction::Start(run) => *run,
     };
@@ -223,15 +223,26 @@ async fn resume_run(
     state: &ApiState,
     tenant: &TenantId,
     thread_id: &str,
-    decisions: Vec<Decision>,
-    update: Option<StateEdit>,
+    resume: Resume,
 ) -> Result<RunMeta, ApiError> {
+    let Resume {
+        decisions,
+        update,
+        strict_ids,
+    } = resume;
     let thread = threads::load(state, tenant, thread_id).await?;
     let Some(run_id) = thread.active_run.clone() else {
         return Err(ApiError::conflict(
             "Thread has no interrupted run to resume.",
         ));
     };
+    // The pending interrupt's id is its run's.
+    if let Some(unknown) = strict_ids.iter().find(|id| **id != run_id) {
+        return Err(ApiError::conflict(format!(
+            "UnknownInterruptError: interrupt '{unknown}' is not pending on this thread \
+             (strict_resume)"
+        )));
+    }
     if let Some(edit) = update {
         let waiting = state.store().get_run(thread_id, &run_id).await?;
         if waiting.is_none_or(|run| run.status != RunStatus::Interrupted) {

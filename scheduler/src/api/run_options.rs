@@ -70,6 +70,12 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
             }
         },
     };
+    if set(rest.get("langsmith_tracer")).is_some() {
+        return Err(ApiError::unprocessable(
+            "langsmith_tracer is not supported: runs are traced over OpenTelemetry \
+             (otlp_endpoint), not to LangSmith",
+        ));
+    }
     if set(rest.get("feedback_keys")).is_some() {
         return Err(ApiError::unprocessable(
             "feedback_keys is not supported: this server keeps no LangSmith feedback",
@@ -151,6 +157,10 @@ mod tests {
             (json!({"after_seconds": 1e9}), "after_seconds"),
             (json!({"after_seconds": "soon"}), "after_seconds"),
             (json!({"feedback_keys": ["score"]}), "feedback_keys"),
+            (
+                json!({"langsmith_tracer": {"project_name": "p"}}),
+                "langsmith_tracer",
+            ),
             (json!({"durability": "never"}), "durability"),
             (json!({"on_disconnect": "explode"}), "on_disconnect"),
             (json!({"command": {"goto": "tools"}}), "command.goto"),

@@ -44,11 +44,21 @@ impl CheckedRun {
 
 /// What a checked request does.
 pub enum RunAction {
-    /// Answers the thread's interrupted run with these decisions, after
-    /// writing the command's update, if any.
-    Resume(Vec<Decision>, Option<StateEdit>),
+    /// Answers the thread's interrupted run.
+    Resume(Resume),
     /// Starts a new run.
     Start(Box<NewRun>),
+}
+
+/// A checked `command.resume`.
+pub struct Resume {
+    /// The human's decisions.
+    pub decisions: Vec<Decision>,
+    /// The command's update, written first.
+    pub update: Option<StateEdit>,
+    /// With `strict_resume`, the interrupt ids the answer names: each must
+    /// be the pending one.
+    pub strict_ids: Vec<String>,
 }
 
 /// A new run's checked parts.
@@ -115,7 +125,16 @@ pub async fn check(
                  an earlier checkpoint",
             ));
         }
-        let action = RunAction::Resume(decisions_of(resume)?, update);
+        let strict_ids = if strict_resume(body)? {
+            named_interrupts(resume)
+        } else {
+            Vec::new()
+        };
+        let action = RunAction::Resume(Resume {
+            decisions: decisions_of(resume)?,
+            update,
+            strict_ids,
+        });
         return Ok(CheckedRun {
             modes,
             action,
@@ -262,6 +281,26 @@ fn pointer_of(value: Option<&Value>) -> Result<Option<CheckpointPointer>, ApiErr
     }
 }
 
+/// The request's `strict_resume` (false when unset).
+fn strict_resume(body: &RunCreateParams) -> Result<bool, ApiError> {
+    match body.rest.get("strict_resume") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(strict)) => Ok(*strict),
+        Some(other) => Err(ApiError::unprocessable(format!(
+            "strict_resume must be a boolean, not {other}"
+        ))),
+    }
+}
+
+/// The interrupt ids a resume value names: the keys of a map of
+/// interrupt id to answer (none for a bare answer).
+fn named_interrupts(resume: &Value) -> Vec<String> {
+    match resume.as_object() {
+        Some(map) if !map.contains_key("decisions") => map.keys().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The decisions of a resume value: `{"decisions": [...]}`, or a map of
 /// interrupt id to that (one interrupt is pending at a time).
 pub fn decisions_of(resume: &Value) -> Result<Vec<Decision>, ApiError> {
@@ -295,6 +334,8 @@ mod tests {
         assert_eq!(decisions_of(&by_id).unwrap().len(), 1);
         assert!(decisions_of(&json!("yes")).is_err());
         assert!(decisions_of(&json!({"decisions": [{"type": "maybe"}]})).is_err());
+        assert_eq!(named_interrupts(&by_id), vec!["int-1".to_owned()]);
+        assert!(named_interrupts(&plain).is_empty());
     }
 }
 

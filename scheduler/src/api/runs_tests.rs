@@ -496,6 +496,28 @@ async fn a_resume_answers_the_interrupted_run() {
         "{}",
         wrong.text
     );
+    // strict_resume: an answer must name the pending interrupt (its run).
+    let mut strict = resume(json!({"int-1": {"decisions": [{"type": "approve"}]}}));
+    strict["strict_resume"] = json!(true);
+    let unknown = api
+        .send("POST", &format!("/threads/{thread_id}/runs"), Some(strict))
+        .await;
+    assert_eq!(unknown.status, StatusCode::CONFLICT, "{}", unknown.text);
+    assert!(
+        unknown.text.contains("UnknownInterruptError"),
+        "{}",
+        unknown.text
+    );
+    let mut not_bool = resume(json!({"decisions": []}));
+    not_bool["strict_resume"] = json!("yes");
+    let refused = api
+        .send(
+            "POST",
+            &format!("/threads/{thread_id}/runs"),
+            Some(not_bool),
+        )
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
     let resumed = api
         .send(
             "POST",

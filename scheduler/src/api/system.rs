@@ -26,8 +26,9 @@ async fn info(State(state): State<ApiState>) -> Json<InfoResponse> {
         langgraph_py_version: None,
         flags: InfoFlags {
             assistants: true,
-            crons: false,
+            crons: true,
             langsmith: false,
+            strict_resume: true,
         },
         metadata: InfoMetadata {
             server: "deepfleet".to_owned(),

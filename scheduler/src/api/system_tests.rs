@@ -23,7 +23,7 @@ async fn ok_and_info_describe_the_server() {
         json!({
             "version": env!("CARGO_PKG_VERSION"),
             "langgraph_py_version": null,
-            "flags": {"assistants": true, "crons": false, "langsmith": false},
+            "flags": {"assistants": true, "crons": true, "langsmith": false, "strict_resume": true},
             "metadata": {"server": "deepfleet", "graphs": [GRAPH]},
         })
     );

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use deepfleet_proto::api::{
@@ -153,13 +153,40 @@ async fn search(
     Ok(Json(out))
 }
 
+/// The fields `GET /threads/{id}?include=` may ask for. The Thread
+/// resource always carries them when the thread has them.
+const INCLUDABLE: [&str; 1] = ["ttl"];
+
 async fn get_one(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<Thread>, ApiError> {
+    check_include(query.as_deref())?;
     let record = load(&state, &caller.tenant, &id).await?;
     Ok(Json(thread_resource(&state, &record).await?))
+}
+
+/// Refuses an `include` (repeated, or comma-separated) naming a field
+/// that is not [`INCLUDABLE`].
+fn check_include(query: Option<&str>) -> Result<(), ApiError> {
+    let asked = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(key, _)| key == "include" || key == "include[]")
+        .flat_map(|(_, value)| {
+            value
+                .split(',')
+                .map(|v| v.trim().to_owned())
+                .collect::<Vec<_>>()
+        });
+    for field in asked {
+        if !field.is_empty() && !INCLUDABLE.contains(&field.as_str()) {
+            return Err(ApiError::unprocessable(format!(
+                "include: '{field}' is not a field to include; expected one of {INCLUDABLE:?}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 async fn delete(

@@ -156,6 +156,19 @@ async fn state_and_history_show_the_current_checkpoint() {
         .await;
     assert_eq!(thread.json()["status"], "idle");
     assert_eq!(thread.json()["values"], body["values"]);
+    let with_ttl = api
+        .send("GET", &format!("/threads/{thread_id}?include=ttl"), None)
+        .await;
+    assert_eq!(with_ttl.status, StatusCode::OK, "{}", with_ttl.text);
+    let unknown = api
+        .send(
+            "GET",
+            &format!("/threads/{thread_id}?include=ttl,secrets"),
+            None,
+        )
+        .await;
+    assert_eq!(unknown.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(unknown.text.contains("secrets"), "{}", unknown.text);
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@ use deepfleet_proto::api::{
 
 use super::operation::{Operation, Success, object, op};
 use super::schemas::Schemas;
+use serde_json::json;
 
 /// Threads.
 pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
@@ -26,13 +27,24 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             s.request::<ThreadSearchParams>(),
             vec![Success::Json(200, s.response::<Vec<Thread>>())],
         ),
-        op(
-            "get",
-            "/threads/{thread_id}",
-            "Get a thread",
-            None,
-            vec![Success::Json(200, s.response::<Thread>())],
-        ),
+        Operation {
+            query: vec![json!({
+                "name": "include",
+                "in": "query",
+                "required": false,
+                "description": "Fields to include (`ttl`, which a thread with one always shows)",
+                "schema": {"type": "array", "items": {"type": "string", "enum": ["ttl"]}},
+                "style": "form",
+                "explode": true,
+            })],
+            ..op(
+                "get",
+                "/threads/{thread_id}",
+                "Get a thread",
+                None,
+                vec![Success::Json(200, s.response::<Thread>())],
+            )
+        },
         op(
             "delete",
             "/threads/{thread_id}",
