@@ -33,10 +33,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::filter::Filter;
+use super::tokens::Tokens;
 use super::translate::{Origin, checkpoint_event, lifecycle, message_events, task_events};
 use super::wire::ProtocolEvent;
 use crate::api::convert::{interrupts, thread_values, to_json};
 use crate::api::error::ApiError;
+use crate::api::partials::mark_followed;
 use crate::api::state::ApiState;
 use crate::api::thread_stream::{THREAD_STREAM_LIMIT, newest_run, runs_since};
 use crate::api::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
@@ -167,16 +169,25 @@ struct RunCursor {
     started: HashSet<String>,
     /// The subagent type each `task` call asked for.
     subagent_types: HashMap<String, String>,
+    /// Its model calls' tokens, when the stream wants messages.
+    tokens: Option<Tokens>,
+    /// When the run's follow mark was last renewed.
+    marked: Option<Instant>,
 }
 
 impl RunCursor {
-    fn new(meta: RunMeta) -> Self {
+    fn new(meta: RunMeta, filter: &Filter) -> Self {
+        let tokens = filter
+            .wants_any(&["messages"])
+            .then(|| Tokens::new(&meta.run_id));
         RunCursor {
             meta,
             cursor: crate::api::stream::START.to_owned(),
             count: 0,
             started: HashSet::new(),
             subagent_types: HashMap::new(),
+            tokens,
+            marked: None,
         }
     }
 
@@ -239,7 +250,7 @@ impl ThreadEvents<'_> {
                     followed.pop_front();
                 }
                 followed.push_back(meta.run_id.clone());
-                let mut run = RunCursor::new(meta);
+                let mut run = RunCursor::new(meta, &self.filter);
                 let started = lifecycle(&[], "started", json!({"graph_name": run.meta.graph_id}));
                 let seq = run.next_seq();
                 self.send(&started, seq, &format!("{}/started", run.meta.run_id))
@@ -276,10 +287,24 @@ impl ThreadEvents<'_> {
                 .await
                 .map_err(|_| ())?;
             let caught_up = batch.len() < EVENTS_PER_READ;
+            // After the events: every delta of their steps is in by now.
+            if let Some(tokens) = &mut run.tokens {
+                if run.marked.is_none_or(|at| at.elapsed() >= KEEP_ALIVE) {
+                    mark_followed(store, &run.meta.run_id)
+                        .await
+                        .map_err(|_| ())?;
+                    run.marked = Some(Instant::now());
+                }
+                tokens.read(store).await.map_err(|_| ())?;
+            }
             for (id, run_event) in batch {
+                if run_event.namespace.is_empty() {
+                    self.send_tokens(&mut run, Some(run_event.step)).await?;
+                }
                 self.on_step(&mut run, &id, &run_event).await?;
                 run.cursor = id;
             }
+            self.send_tokens(&mut run, None).await?;
             if done && caught_up {
                 return match self.on_end(&mut run, status).await? {
                     RunEnd::Ended => Ok(None),
@@ -339,25 +364,69 @@ impl ThreadEvents<'_> {
                 ));
             }
         }
-        for (offset, message) in messages.iter().enumerate() {
-            if !subagent {
-                self.note_subagents(run, message, &mut events);
-            }
-            events.extend(message_events(origin, from + offset, message));
-        }
         let prefix = format!("{}/{id}", run.meta.run_id);
-        for (n, event) in events.iter().enumerate() {
+        let mut n = 0;
+        for event in &events {
             let seq = run.next_seq();
             self.send(event, seq, &format!("{prefix}/{n}")).await?;
+            n += 1;
+        }
+        for (offset, message) in messages.iter().enumerate() {
+            let mut own = Vec::new();
+            if !subagent {
+                self.note_subagents(run, message, &mut own);
+            }
+            let index = from + offset;
+            own.extend(message_events(origin, index, message));
+            let streamed = !subagent
+                && run
+                    .tokens
+                    .as_ref()
+                    .is_some_and(|t| t.streamed(index as u64));
+            for event in own {
+                // Ids count every event, sent or not, so that they do
+                // not depend on what this connection streamed.
+                let event_id = format!("{prefix}/{n}");
+                n += 1;
+                let seq = run.next_seq();
+                if streamed && event.method == "messages" {
+                    if event.data["event"] != "message-finish" {
+                        continue;
+                    }
+                    let finish = run
+                        .tokens
+                        .as_mut()
+                        .and_then(|t| t.finish(origin, index as u64));
+                    if let Some(finish) = finish {
+                        self.send(&finish, seq, &format!("{event_id}f")).await?;
+                    }
+                }
+                self.send(&event, seq, &event_id).await?;
+            }
         }
         if subagent {
             return Ok(());
         }
-        // The step's optional parts: ids by name, so they do not depend
-        // on which channels this connection asked for.
+        self.send_step_state(run, &prefix, step, origin, &messages, from)
+            .await
+    }
+
+    /// A root step's optional parts, per channel: its tasks, its
+    /// checkpoint and the thread's values. Ids are by name, so they do not
+    /// depend on which channels this connection asked for.
+    async fn send_step_state(
+        &mut self,
+        run: &mut RunCursor,
+        prefix: &str,
+        step: &RunEvent,
+        origin: Origin<'_>,
+        messages: &[Message],
+        from: usize,
+    ) -> Result<(), ()> {
+        let store = self.state.store();
         let seq = run.next_seq();
         if self.filter.wants_any(&["tasks"]) {
-            for (n, event) in task_events(origin, step.step, &messages, from)
+            for (n, event) in task_events(origin, step.step, messages, from)
                 .iter()
                 .enumerate()
             {
@@ -383,6 +452,25 @@ impl ThreadEvents<'_> {
             let checkpoint = store.load_thread(&step.thread_id).await.map_err(|_| ())?;
             let values = ProtocolEvent::root("values", thread_values(&step.thread_id, &checkpoint));
             self.send(&values, seq, &format!("{prefix}/values")).await?;
+        }
+        Ok(())
+    }
+
+    /// The token events of the run's buffered deltas up to `step` (all
+    /// for `None`).
+    async fn send_tokens(&mut self, run: &mut RunCursor, step: Option<u64>) -> Result<(), ()> {
+        let Some(tokens) = &mut run.tokens else {
+            return Ok(());
+        };
+        let origin = Origin {
+            thread_id: &run.meta.thread_id,
+            namespace: &[],
+            run_id: &run.meta.run_id,
+        };
+        let events = tokens.until(origin, step);
+        for (event_id, event) in events {
+            let seq = run.next_seq();
+            self.send(&event, seq, &event_id).await?;
         }
         Ok(())
     }
@@ -456,6 +544,8 @@ impl ThreadEvents<'_> {
                     count: run.count,
                     started: std::mem::take(&mut run.started),
                     subagent_types: std::mem::take(&mut run.subagent_types),
+                    tokens: run.tokens.take(),
+                    marked: None,
                 };
                 return Ok(RunEnd::Interrupted(Box::new(watched)));
             }

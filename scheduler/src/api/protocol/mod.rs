@@ -3,11 +3,13 @@
 //! `POST /threads/{id}/commands` ([`commands`]) and filtered event
 //! streams at `POST /threads/{id}/stream/events` ([`event_stream`]).
 //! [`wire`] is its messages, [`filter`] what a stream asks for, and
-//! [`translate`] how a committed step becomes its events.
+//! [`translate`] how a committed step becomes its events, [`tokens`] how
+//! a model call's tokens do while it runs.
 
 pub mod commands;
 pub mod event_stream;
 pub mod filter;
+pub mod tokens;
 pub mod translate;
 pub mod wire;
 

@@ -277,3 +277,64 @@ async fn bad_commands_get_the_protocols_errors() {
         .await;
     assert_eq!(bad_filter.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
+
+#[tokio::test]
+async fn a_followed_runs_tokens_stream_before_its_commit_ends_the_message() {
+    use deepfleet_proto::{DeltaSource, RunDelta};
+
+    use crate::api::test_support::finish;
+
+    let api = api().await;
+    let thread_id = api.thread().await;
+    let mut events = Events::open(
+        &api,
+        &thread_id,
+        json!({"channels": ["messages", "lifecycle"]}),
+    )
+    .await;
+    let started = command(
+        &api,
+        &thread_id,
+        1,
+        "run.start",
+        json!({"assistant_id": GRAPH, "input": user_input("hi")}),
+    )
+    .await;
+    let run_id = started["result"]["run_id"].as_str().unwrap().to_owned();
+    let at = api.store.load_thread(&thread_id).await.unwrap();
+    for text in ["do", "ne"] {
+        let delta = RunDelta {
+            step: at.step,
+            index: at.messages.len() as u64,
+            source: DeltaSource::Agent,
+            text: text.into(),
+            tool_calls: Vec::new(),
+        };
+        api.store.append_run_delta(&run_id, &delta).await.unwrap();
+    }
+    finish(api.store.as_ref(), &thread_id, &run_id, RunStatus::Success).await;
+    let seen = events.until(|e| is_lifecycle(e, "completed")).await;
+    let messages: Vec<&Value> = seen
+        .iter()
+        .filter(|e| e["method"] == "messages")
+        .map(|e| &e["params"]["data"])
+        .collect();
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|d| d["event"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "message-start",
+            "content-block-start",
+            "content-block-delta",
+            "content-block-delta",
+            "content-block-finish",
+            "message-finish",
+        ],
+        "{seen:?}"
+    );
+    assert_eq!(messages[2]["delta"]["text"], "do");
+    assert_eq!(messages[4]["content"]["text"], "done");
+}

@@ -137,13 +137,7 @@ fn content_block_events(index: usize, content: &ContentBlock) -> Vec<Value> {
 /// one delta, finished as a parsed call (or an invalid one, with the
 /// arguments as the model wrote them, when they are not a JSON object).
 fn tool_call_events(index: usize, id: &str, name: &str, arguments: &str) -> Vec<Value> {
-    let finished = match serde_json::from_str::<Value>(arguments) {
-        Ok(args @ Value::Object(_)) => {
-            json!({"type": "tool_call", "id": id, "name": name, "args": args})
-        }
-        _ => json!({"type": "invalid_tool_call", "id": id, "name": name, "args": arguments,
-                    "error": "the arguments are not a JSON object"}),
-    };
+    let finished = finished_call(id, name, arguments);
     vec![
         json!({"event": "content-block-start", "index": index,
                "content": {"type": "tool_call_chunk", "id": id, "name": name, "args": ""}}),
@@ -151,6 +145,18 @@ fn tool_call_events(index: usize, id: &str, name: &str, arguments: &str) -> Vec<
                "delta": {"type": "tool-call-delta", "args": arguments}}),
         json!({"event": "content-block-finish", "index": index, "content": finished}),
     ]
+}
+
+/// A finished tool call block: parsed, or invalid (with the arguments as
+/// the model wrote them) when they are not a JSON object.
+pub fn finished_call(id: &str, name: &str, arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(args @ Value::Object(_)) => {
+            json!({"type": "tool_call", "id": id, "name": name, "args": args})
+        }
+        _ => json!({"type": "invalid_tool_call", "id": id, "name": name, "args": arguments,
+                    "error": "the arguments are not a JSON object"}),
+    }
 }
 
 /// Arguments as a value: parsed when they are JSON, else the text.
