@@ -7,9 +7,10 @@
 //! The stream follows the thread's runs as the thread stream does: the
 //! newest one, from its start, when it is still going or just ended (see
 //! [`first_run_followed`]; with `since`, whenever it ended), and each one
-//! created while the client listens. A stream may open before its thread exists (the first
-//! `run.start` creates it); it stays idle until then. A run that stops
-//! for a human stays watched: once answered, its events go on.
+//! created while the client listens. A stream may open just before its
+//! thread exists (the first `run.start` creates it): it waits
+//! [`NEW_THREAD_WAIT`] for it, then ends. A run that stops for a human
+//! stays watched: once answered, its events go on.
 //!
 //! Every event's id is derived from the run's event stream position, so
 //! two connections (the SDK opens several) name the same event the same
@@ -20,6 +21,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
+use std::time::Duration;
 
 use axum::Extension;
 use axum::body::Bytes;
@@ -49,6 +51,11 @@ use crate::repo::threads::{ThreadRecord, threads};
 /// Room for each run's events in `seq`: a run's events past this many
 /// share the last number (their order on the connection still holds).
 const EVENTS_PER_RUN: u64 = 4096;
+
+/// How long a stream of a thread that does not exist yet waits for the
+/// `run.start` that makes it (the SDK sends it right after opening its
+/// streams) before it ends.
+const NEW_THREAD_WAIT: Duration = Duration::from_secs(2);
 
 /// How long after a run's end a new stream still replays it.
 const REPLAY_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
@@ -213,6 +220,7 @@ impl ThreadEvents<'_> {
     async fn follow(&mut self, since: DateTime<Utc>, caller: &Caller) -> Result<(), ()> {
         let mut followed: VecDeque<String> = VecDeque::new();
         let mut parked: Option<Box<RunCursor>> = None;
+        let opened = Instant::now();
         loop {
             if self.tx.is_closed() {
                 return Err(());
@@ -225,6 +233,8 @@ impl ThreadEvents<'_> {
                 Some(record) if record.tenant != caller.tenant => return Ok(()),
                 Some(_) => self.tenant_seen = true,
                 None if self.tenant_seen => return Ok(()),
+                // The client reconnects to wait longer.
+                None if opened.elapsed() >= NEW_THREAD_WAIT => return Ok(()),
                 None => {}
             }
             let mut progressed = false;
