@@ -80,6 +80,15 @@ impl ApiError {
         )
     }
 
+    /// A client error of `status` that another layer decided (the MCP
+    /// transport's refusals), with a `detail` like every other.
+    pub fn client(status: StatusCode, detail: impl Into<String>) -> Self {
+        match status {
+            StatusCode::PAYLOAD_TOO_LARGE => Self::too_large(detail),
+            status => Self::new(status, ErrorCode::InvalidRequest, detail),
+        }
+    }
+
     /// 401: no key, or one the API does not know.
     pub fn unauthenticated() -> Self {
         Self::new(

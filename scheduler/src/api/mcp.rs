@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use axum::Router;
+use axum::body::{Body as HttpBody, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
@@ -38,6 +39,8 @@ use super::wait::KEEP_ALIVE;
 const JSON: &str = "application/json";
 const EVENTS: &str = "text/event-stream";
 const BOTH: &str = "application/json, text/event-stream";
+/// The most of a transport refusal's text kept.
+const REFUSAL_BYTES: usize = 4096;
 
 pub(super) fn routes() -> Router<ApiState> {
     Router::new()
@@ -47,7 +50,23 @@ pub(super) fn routes() -> Router<ApiState> {
 
 async fn serve(State(state): State<ApiState>, mut request: Request) -> Result<Response, ApiError> {
     check_media_types(request.headers_mut())?;
-    Ok(service(state).handle(request).await.into_response())
+    let response = service(state).handle(request).await;
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with(JSON));
+    if !status.is_client_error() || is_json {
+        return Ok(response.into_response());
+    }
+    // The transport refuses in plain text (a body that is no JSON-RPC
+    // message, an unknown protocol version): said as every route says it.
+    let text = to_bytes(HttpBody::new(response.into_body()), REFUSAL_BYTES)
+        .await
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    Err(ApiError::client(status, text))
 }
 
 /// Refuses, as every route does (a `detail` body), a body that is not
