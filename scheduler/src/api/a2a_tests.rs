@@ -3,6 +3,7 @@
 
 use axum::http::StatusCode;
 use deepfleet_proto::RunStatus;
+use deepfleet_proto::keys::records::A2A_TASKS;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
@@ -256,4 +257,20 @@ async fn the_agent_card_points_at_the_endpoint() {
     assert_eq!(card["skills"][0]["id"], id.as_str());
     let missing = api.send("GET", "/.well-known/agent-card.json", None).await;
     assert_eq!(missing.status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_task_goes_with_its_thread() {
+    let api = api().await;
+    let sent = api.sent("hello", None).await;
+    let id = sent["result"]["id"].as_str().unwrap();
+    let context = sent["result"]["contextId"].as_str().unwrap();
+    let deleted = api
+        .send("DELETE", &format!("/threads/{context}"), None)
+        .await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text);
+    let kept = api.store.get_record(A2A_TASKS, id).await.unwrap();
+    assert_eq!(kept, None);
+    let got = api.a2a(None, "tasks/get", json!({"id": id})).await;
+    assert_eq!(got["error"]["code"], -32001);
 }

@@ -1,7 +1,8 @@
 //! A2A tasks: the thread of each run `POST /a2a/{assistant_id}` started,
 //! by task id (the run id). A2A's `tasks/get` and `tasks/cancel` name the
 //! task alone, and run metadata is kept per thread, so this is how the
-//! task is found again, by any scheduler instance.
+//! task is found again, by any scheduler instance. A record goes with its
+//! run (a delete, a rollback) or its thread.
 
 use deepfleet_proto::TenantId;
 use deepfleet_proto::keys::records::A2A_TASKS;
