@@ -14,6 +14,7 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::{Body as HttpBody, Bytes};
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -51,9 +52,12 @@ async fn rpc(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path(assistant_id): Path<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let assistant = assistants::find(&state, &caller.tenant, &assistant_id).await?;
+    // A body past the limit (or cut off) is refused as every route
+    // refuses it; what it holds is the JSON-RPC layer's to judge.
+    let body = body.map_err(|e| ApiError::client(e.status(), e.body_text()))?;
     let request = match parse_request(&body) {
         Ok(request) => request,
         Err((id, e)) => return Ok(json_answer(error(&id, &e))),

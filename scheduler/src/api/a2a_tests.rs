@@ -274,3 +274,23 @@ async fn a_task_goes_with_its_thread() {
     let got = api.a2a(None, "tasks/get", json!({"id": id})).await;
     assert_eq!(got["error"]["code"], -32001);
 }
+
+#[tokio::test]
+async fn a_body_past_the_limit_is_413_with_a_detail() {
+    let api = api().await;
+    let text = "x".repeat(api.state.max_body_bytes + 1);
+    let answer = api
+        .send(
+            "POST",
+            ENDPOINT,
+            Some(rpc("message/send", message(&text, None))),
+        )
+        .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "{}",
+        answer.text
+    );
+    assert!(answer.json()["detail"].is_string(), "{}", answer.text);
+}
