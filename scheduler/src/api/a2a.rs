@@ -3,7 +3,9 @@
 //! the assistant on the message's context (its thread) and answers the
 //! task once the run ends, `message/stream` streams the task's events
 //! ([`super::a2a_stream`]), `tasks/get` and `tasks/cancel` read and stop
-//! it. The wire is [`super::a2a_wire`], the tasks [`super::a2a_task`],
+//! it. A task that waits for a human decision (`input-required`) goes on
+//! when a message names it (`taskId`) with a data part
+//! `{"decisions": [...]}`, as a `command.resume` would. The wire is [`super::a2a_wire`], the tasks [`super::a2a_task`],
 //! the agent card [`super::agent_card`].
 //!
 //! JSON-RPC errors answer 200, as the protocol has them; an assistant
@@ -29,13 +31,14 @@ use tokio::time::{Instant, interval_at};
 use super::a2a_stream::stream;
 use super::a2a_task::{self, find, view};
 use super::a2a_wire::{
-    INTERNAL_ERROR, METHOD_NOT_FOUND, Method, RpcError, RpcRequest, TASK_NOT_CANCELABLE, TaskState,
-    error, parse_request, result, send_params, task_id,
+    INTERNAL_ERROR, METHOD_NOT_FOUND, Method, RpcError, RpcRequest, SendParams,
+    TASK_NOT_CANCELABLE, TaskState, error, parse_request, result, send_params, task_id,
 };
 use super::assistants;
 use super::error::ApiError;
 use super::state::ApiState;
 use super::wait::{KEEP_ALIVE, ended_within};
+use crate::repo::runs::RunMeta;
 
 /// How long `message/send` waits for its run; past it, the answer is the
 /// task as it is then (still working), which `tasks/get` follows.
@@ -72,15 +75,16 @@ async fn rpc(
     let RpcRequest { id, params, .. } = request;
     Ok(match method {
         Method::Send => send(state, &caller, &assistant, id, &params).await,
-        Method::Stream => match send_params(&params) {
-            Ok(message) => {
-                match a2a_task::start(&state, &caller.tenant, &assistant, &message).await {
-                    Ok(meta) => stream(state, meta, id),
-                    Err(e) => json_answer(error(&id, &rpc_error(&e))),
-                }
+        Method::Stream => {
+            let begun = match send_params(&params) {
+                Ok(message) => begin(&state, &caller, &assistant, &message).await,
+                Err(e) => Err(e),
+            };
+            match begun {
+                Ok(meta) => stream(state, meta, id),
+                Err(e) => json_answer(error(&id, &e)),
             }
-            Err(e) => json_answer(error(&id, &e)),
-        },
+        }
         Method::Get => answer(&id, get(&state, &caller, &assistant, &params).await),
         Method::Cancel => answer(&id, cancel(&state, &caller, &assistant, &params).await),
     })
@@ -102,9 +106,9 @@ async fn send(
         Ok(message) => message,
         Err(e) => return json_answer(error(&id, &e)),
     };
-    let meta = match a2a_task::start(&state, &caller.tenant, assistant, &message).await {
+    let meta = match begin(&state, caller, assistant, &message).await {
         Ok(meta) => meta,
-        Err(e) => return json_answer(error(&id, &rpc_error(&e))),
+        Err(e) => return json_answer(error(&id, &e)),
     };
     if !message.blocking {
         let task = view(&state, &meta).await.map(|v| v.task());
@@ -144,6 +148,62 @@ async fn send(
         body,
     )
         .into_response()
+}
+
+/// The run a message makes go: a new one on its context, or, when it
+/// names a task that waits for a human decision, that task's run, which
+/// its `decisions` answer. A message naming an ended task starts a new
+/// task on that task's context.
+async fn begin(
+    state: &ApiState,
+    caller: &Caller,
+    assistant: &Assistant,
+    message: &SendParams,
+) -> Result<RunMeta, RpcError> {
+    let Some(task_id) = &message.task_id else {
+        let context = message.context_id.as_deref();
+        return a2a_task::start(state, &caller.tenant, assistant, context, message)
+            .await
+            .map_err(|e| rpc_error(&e));
+    };
+    let meta = find(state, &caller.tenant, &assistant.assistant_id, task_id)
+        .await
+        .map_err(|e| rpc_error(&e))?
+        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    if message
+        .context_id
+        .as_ref()
+        .is_some_and(|context| *context != meta.thread_id)
+    {
+        return Err(RpcError::invalid_params(format!(
+            "Task '{task_id}' belongs to another context."
+        )));
+    }
+    let task = view(state, &meta).await.map_err(|e| rpc_error(&e))?;
+    match (task.state, &message.decisions) {
+        (TaskState::InputRequired, Some(decisions)) => {
+            a2a_task::resume(state, &caller.tenant, &meta, decisions)
+                .await
+                .map_err(|e| rpc_error(&e))
+        }
+        (TaskState::InputRequired, None) => Err(RpcError::invalid_params(format!(
+            "Task '{task_id}' waits for a human decision: answer with a data part \
+             {{\"decisions\": [...]}}."
+        ))),
+        (state, _) if !state.is_final() => Err(RpcError::invalid_params(format!(
+            "Task '{task_id}' is still {}; send the message without its taskId.",
+            state.as_str()
+        ))),
+        _ => a2a_task::start(
+            state,
+            &caller.tenant,
+            assistant,
+            Some(&meta.thread_id),
+            message,
+        )
+        .await
+        .map_err(|e| rpc_error(&e)),
+    }
 }
 
 /// `tasks/get`: the task as it is now.

@@ -5,7 +5,7 @@
 
 use deepfleet_proto::TenantId;
 use deepfleet_proto::api::{Assistant, RunCreateParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::a2a_wire::{SendParams, TaskState, TaskView};
 use super::error::ApiError;
@@ -15,17 +15,16 @@ use crate::repo::a2a_tasks::{A2aTask, a2a_tasks};
 use crate::repo::runs::{RunMeta, runs_of};
 
 /// Starts `tenant`'s run of `assistant` with the message of `params` on
-/// its context's thread, through every check a run request passes.
+/// `context` (a thread id; a new thread without one), through every
+/// check a run request passes.
 pub async fn start(
     state: &ApiState,
     tenant: &TenantId,
     assistant: &Assistant,
+    context: Option<&str>,
     params: &SendParams,
 ) -> Result<RunMeta, ApiError> {
-    let thread_id = params
-        .context_id
-        .clone()
-        .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+    let thread_id = context.map_or_else(|| uuid::Uuid::now_v7().to_string(), str::to_owned);
     let body: RunCreateParams = serde_json::from_value(json!({
         "assistant_id": assistant.assistant_id,
         "input": {"messages": [{"role": "user", "content": params.text}]},
@@ -41,6 +40,23 @@ pub async fn start(
     };
     a2a_tasks(state.store()).put(&meta.run_id, &task).await?;
     Ok(meta)
+}
+
+/// Answers the human decision the task of `meta` waits for with
+/// `decisions` (`{"decisions": [...]}`): its run goes on, as a
+/// `command.resume` on its thread would have it.
+pub async fn resume(
+    state: &ApiState,
+    tenant: &TenantId,
+    meta: &RunMeta,
+    decisions: &Value,
+) -> Result<RunMeta, ApiError> {
+    let body: RunCreateParams = serde_json::from_value(json!({
+        "assistant_id": meta.assistant_id,
+        "command": {"resume": decisions},
+    }))
+    .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+    create_run(state, tenant, Some(&meta.thread_id), &body, None).await
 }
 
 /// `tenant`'s task `task_id` that `assistant_id`'s endpoint started;

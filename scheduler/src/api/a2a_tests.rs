@@ -294,3 +294,60 @@ async fn a_body_past_the_limit_is_413_with_a_detail() {
     );
     assert!(answer.json()["detail"].is_string(), "{}", answer.text);
 }
+
+#[tokio::test]
+async fn a_task_waiting_for_a_decision_goes_on_when_a_message_answers_it() {
+    let api = api().await;
+    let (asked, _) = tokio::join!(
+        api.a2a(None, "message/send", message("hi", None)),
+        api.work_one(RunStatus::Interrupted)
+    );
+    let task = &asked["result"];
+    assert_eq!(task["status"]["state"], "input-required", "{asked}");
+    assert!(task.get("artifacts").is_none());
+    let (id, context) = (task["id"].clone(), task["contextId"].clone());
+
+    let mut words = message("yes please", None);
+    words["message"]["taskId"] = id.clone();
+    let refused = api.a2a(None, "message/send", words).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("decisions")
+    );
+
+    let answer = json!({"message": {
+        "role": "user", "messageId": "m-2", "taskId": id, "contextId": context,
+        "parts": [{"kind": "data", "data": {"decisions": [{"type": "approve"}]}}],
+    }});
+    let (resumed, _) = tokio::join!(
+        api.a2a(None, "message/send", answer),
+        api.work_one(RunStatus::Success)
+    );
+    assert_eq!(resumed["result"]["id"], id, "{resumed}");
+    assert_eq!(resumed["result"]["status"]["state"], "completed");
+}
+
+#[tokio::test]
+async fn a_message_naming_an_ended_task_starts_a_new_one_on_its_context() {
+    let api = api().await;
+    let first = api.sent("hello", None).await;
+    let mut next = message("again", None);
+    next["message"]["taskId"] = first["result"]["id"].clone();
+    let (second, _) = tokio::join!(
+        api.a2a(None, "message/send", next),
+        api.work_one(RunStatus::Success)
+    );
+    assert_eq!(second["result"]["contextId"], first["result"]["contextId"]);
+    assert_ne!(second["result"]["id"], first["result"]["id"]);
+    let mut elsewhere = message("again", Some("another-context"));
+    elsewhere["message"]["taskId"] = first["result"]["id"].clone();
+    let refused = api.a2a(None, "message/send", elsewhere).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let mut unknown = message("again", None);
+    unknown["message"]["taskId"] = json!("no-such-task");
+    let missing = api.a2a(None, "message/send", unknown).await;
+    assert_eq!(missing["error"]["code"], -32001);
+}

@@ -148,6 +148,11 @@ pub struct SendParams {
     /// Whether the client waits for the end (`configuration.blocking`,
     /// true unless it says false).
     pub blocking: bool,
+    /// The task the message answers (`message.taskId`), if any.
+    pub task_id: Option<String>,
+    /// A data part's `{"decisions": [...]}`: the answer to a task that
+    /// waits for a human decision.
+    pub decisions: Option<Value>,
 }
 
 /// Reads a `message/send` or `message/stream`'s params.
@@ -175,15 +180,8 @@ pub fn send_params(params: &Value) -> Result<SendParams, RpcError> {
             "message.messageId must be a non-empty string.",
         ));
     }
-    let context_id = match message.get("contextId") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(id)) if !id.is_empty() => Some(id.clone()),
-        Some(_) => {
-            return Err(RpcError::invalid_params(
-                "message.contextId must be a non-empty string.",
-            ));
-        }
-    };
+    let context_id = optional_id(message, "contextId")?;
+    let task_id = optional_id(message, "taskId")?;
     let Some(parts) = message.get("parts").and_then(Value::as_array) else {
         return Err(RpcError::invalid_params("message.parts must be a list."));
     };
@@ -201,11 +199,29 @@ pub fn send_params(params: &Value) -> Result<SendParams, RpcError> {
         .pointer("/configuration/blocking")
         .and_then(Value::as_bool)
         .unwrap_or(true);
+    let decisions = parts
+        .iter()
+        .filter(|part| part.get("kind").and_then(Value::as_str) == Some("data"))
+        .find_map(|part| part.get("data").filter(|d| d.get("decisions").is_some()))
+        .cloned();
     Ok(SendParams {
         text,
         context_id,
         blocking,
+        task_id,
+        decisions,
     })
+}
+
+/// The message's id field `name`, if set: a non-empty string.
+fn optional_id(message: &Value, name: &str) -> Result<Option<String>, RpcError> {
+    match message.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(id)) if !id.is_empty() => Ok(Some(id.clone())),
+        Some(_) => Err(RpcError::invalid_params(format!(
+            "message.{name} must be a non-empty string."
+        ))),
+    }
 }
 
 /// One part as text: a text part's text, a data part's JSON. Files have

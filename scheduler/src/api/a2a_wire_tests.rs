@@ -77,6 +77,8 @@ fn text_and_data_parts_become_one_user_message() {
             text: "hello\n\n{\"city\":\"Oslo\"}".into(),
             context_id: None,
             blocking: true,
+            task_id: None,
+            decisions: None,
         })
     );
 }
@@ -89,6 +91,21 @@ fn the_context_and_blocking_flag_are_read() {
     let read = send_params(&params).unwrap();
     assert_eq!(read.context_id.as_deref(), Some("thread-1"));
     assert!(!read.blocking);
+}
+
+#[test]
+fn a_data_part_with_decisions_answers_a_task() {
+    let mut params =
+        message(json!([{"kind": "data", "data": {"decisions": [{"type": "approve"}]}}]));
+    params["message"]["taskId"] = json!("run-1");
+    let read = send_params(&params).unwrap();
+    assert_eq!(read.task_id.as_deref(), Some("run-1"));
+    assert_eq!(
+        read.decisions,
+        Some(json!({"decisions": [{"type": "approve"}]}))
+    );
+    params["message"]["taskId"] = json!("");
+    assert_eq!(send_params(&params).unwrap_err().code, INVALID_PARAMS);
 }
 
 #[test]
