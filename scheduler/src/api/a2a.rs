@@ -223,8 +223,9 @@ async fn get(
 }
 
 /// `tasks/cancel`: stops the task's run (a queued one at once, a running
-/// one at its next step boundary, one waiting for a human too); a task
-/// that has ended cannot be cancelled.
+/// one at its next step boundary). A task that has ended cannot be
+/// cancelled, nor one that waits for a human decision: its run takes no
+/// step until the decision comes.
 async fn cancel(
     state: &ApiState,
     caller: &Caller,
@@ -237,11 +238,11 @@ async fn cancel(
         .map_err(|e| rpc_error(&e))?
         .ok_or_else(|| RpcError::task_not_found(&task_id))?;
     let before = view(state, &meta).await.map_err(|e| rpc_error(&e))?;
-    if before.state.is_final() && before.state != TaskState::InputRequired {
+    if before.state.is_final() {
         return Err(RpcError::new(
             TASK_NOT_CANCELABLE,
             format!(
-                "Task '{task_id}' has ended ({}) and cannot be cancelled.",
+                "Task '{task_id}' is {} and cannot be cancelled.",
                 before.state.as_str()
             ),
         ));

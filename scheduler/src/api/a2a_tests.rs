@@ -351,3 +351,15 @@ async fn a_message_naming_an_ended_task_starts_a_new_one_on_its_context() {
     let missing = api.a2a(None, "message/send", unknown).await;
     assert_eq!(missing["error"]["code"], -32001);
 }
+
+#[tokio::test]
+async fn a_task_waiting_for_a_decision_cannot_be_cancelled() {
+    let api = api().await;
+    let (asked, _) = tokio::join!(
+        api.a2a(None, "message/send", message("hi", None)),
+        api.work_one(RunStatus::Interrupted)
+    );
+    let id = asked["result"]["id"].clone();
+    let refused = api.a2a(None, "tasks/cancel", json!({"id": id})).await;
+    assert_eq!(refused["error"]["code"], -32002, "{refused}");
+}

@@ -391,8 +391,8 @@ impl TaskView {
             TaskState::Failed => Some(self.error.as_deref().unwrap_or("The run failed.")),
             TaskState::Canceled => Some("The run was cancelled."),
             TaskState::InputRequired => Some(
-                "The agent waits for a human decision on a tool call; answer it with \
-                 command.resume on the thread (POST /threads/{contextId}/runs).",
+                "The agent waits for a human decision on a tool call: send a message \
+                 naming this task with a data part {\"decisions\": [...]}.",
             ),
         }
     }

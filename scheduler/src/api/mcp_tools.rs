@@ -193,7 +193,8 @@ pub fn run_input(arguments: Option<&JsonObject>) -> Result<Value, String> {
 /// Runs `tool` statelessly with `input` as `tenant`, at most [`CALL_LIMIT`]
 /// (or until `cancelled`), and answers its final message; a refused
 /// request, a failed, interrupted or cancelled run, or one out of time is
-/// a tool error saying so (the run is cancelled first).
+/// a tool error saying so (one out of time, or whose caller went away, is
+/// cancelled first).
 pub async fn call(
     state: &ApiState,
     tenant: &TenantId,
@@ -228,15 +229,13 @@ pub async fn call(
         Some(run) if run.status == RunStatus::Success => {
             CallToolResult::success(vec![ContentBlock::text(run.output.unwrap_or_default())])
         }
-        Some(run) if run.status == RunStatus::Interrupted => {
-            // Nobody can answer its question over MCP: it would wait for ever.
-            state.life.cancel(&mut meta).await?;
-            failure(
-                "the assistant asked for a human decision, which a tool call cannot give; \
-                     its run was cancelled"
-                    .into(),
-            )
-        }
+        // Nobody can answer its question over MCP; its temporary thread
+        // expires with it.
+        Some(run) if run.status == RunStatus::Interrupted => failure(
+            "the assistant asked for a human decision on a tool call, which a tool call \
+             cannot give"
+                .into(),
+        ),
         Some(run) => failure(match run.error {
             Some(e) => format!("the run failed ({}): {}", e.code.as_str(), e.message),
             None => format!("the run ended {}", api_status(run.status).as_str()),
