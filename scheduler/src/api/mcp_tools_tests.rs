@@ -166,7 +166,7 @@ async fn a_call_runs_the_assistant_and_answers_its_final_message() {
 }
 
 #[tokio::test]
-async fn a_failed_run_and_bad_arguments_are_tool_errors() {
+async fn a_failed_or_interrupted_run_and_bad_arguments_are_tool_errors() {
     let api = with_researcher().await;
     let params = json!({"name": "agent", "arguments": {"input": "x"}});
     let (failed, _) = tokio::join!(
@@ -176,6 +176,14 @@ async fn a_failed_run_and_bad_arguments_are_tool_errors() {
     assert_eq!(failed["result"]["isError"], true, "{failed}");
     let text = failed["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("the model is down"), "{text}");
+    let params = json!({"name": "agent", "arguments": {"input": "x"}});
+    let (asked, _) = tokio::join!(
+        api.mcp(KEY_A, "tools/call", params),
+        api.work_one(RunStatus::Interrupted)
+    );
+    assert_eq!(asked["result"]["isError"], true, "{asked}");
+    let text = asked["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("human decision"), "{text}");
     let bad = api
         .mcp(
             KEY_A,
