@@ -261,6 +261,10 @@ pub mod records {
     pub const THREAD_LEASES: &str = "thread_leases";
     /// Follow marks of streamed runs, by run id.
     pub const FOLLOWED: &str = "followed";
+    /// A2A tasks (the runs `POST /a2a/{assistant_id}` started), by task
+    /// id (the run id): the thread the run is on, since A2A's `tasks/get`
+    /// names the task alone.
+    pub const A2A_TASKS: &str = "a2a_tasks";
     /// Headers of API batches, by batch id.
     pub const BATCHES: &str = "batches";
     /// Headers of batches of task lines (`deepfleet submit`), by batch id.

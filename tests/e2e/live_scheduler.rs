@@ -1,6 +1,6 @@
 //! A live `deepfleet scheduler` for a distributed fleet, and Python client
-//! flows run against it (`langgraph-sdk`, `pika`), shared by the Agent
-//! Server, queue intake and streaming scenarios.
+//! flows run against it (`langgraph-sdk`, `pika`, `a2a-sdk`), shared by
+//! the Agent Server, A2A, queue intake and streaming scenarios.
 //!
 //! The clients are installed into a venv under `target/` the first time.
 //! Without PyPI a flow is skipped with a note, and fails under `CI=true`,
@@ -22,14 +22,17 @@ pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/agent_server")
 }
 
-/// A venv with `langgraph-sdk` and `pika`; `None` (skip) when pip cannot
-/// install them outside CI.
+/// The A2A client, pinned: its API changed whole between releases.
+const A2A_SDK: &str = "a2a-sdk==1.3.0";
+
+/// A venv with `langgraph-sdk`, `pika` and [`A2A_SDK`]; `None` (skip)
+/// when pip cannot install them outside CI.
 pub async fn python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-venv");
     let python = venv.join("bin/python");
     let ready = python.exists()
         && Command::new(&python)
-            .args(["-c", "import langgraph_sdk, pika"])
+            .args(["-c", "import langgraph_sdk, pika, a2a.client"])
             .status()
             .await
             .is_ok_and(|s| s.success());
@@ -44,14 +47,15 @@ pub async fn python() -> Option<PathBuf> {
         .is_ok_and(|s| s.success());
     let installed = made
         && Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "langgraph-sdk", "pika"])
+            .args(["install", "-q", "langgraph-sdk", "pika", A2A_SDK])
             .status()
             .await
             .is_ok_and(|s| s.success());
     if installed {
         return Some(python);
     }
-    let hint = "cannot install langgraph-sdk and pika into target/e2e-venv (is PyPI reachable?)";
+    let hint = "cannot install langgraph-sdk, pika and a2a-sdk into target/e2e-venv \
+                (is PyPI reachable?)";
     assert!(!services::in_ci(), "{hint}");
     eprintln!("skipping: {hint}");
     None

@@ -10,6 +10,7 @@
 
 mod support;
 
+mod a2a;
 mod admission;
 mod agent_server;
 mod async_subagents;
@@ -39,6 +40,7 @@ mod limits;
 mod live_scheduler;
 mod manifest;
 mod mcp;
+mod mcp_endpoint;
 mod memory;
 mod observability;
 mod priority;

@@ -8,6 +8,7 @@
 //! protocol itself is free-form: `input`, `config`, `context`, `values`,
 //! `metadata` and a command's `resume`.
 
+pub mod agent_protocols;
 pub mod assistant;
 pub mod batch;
 pub mod cron;
@@ -21,6 +22,7 @@ pub mod system;
 pub mod thread;
 pub mod thread_ttl;
 
+pub use agent_protocols::{AgentCardQuery, JsonRpcRequest};
 pub use assistant::{
     Assistant, AssistantCountParams, AssistantCreateParams, AssistantLatestParams,
     AssistantPatchParams, AssistantSearchParams, AssistantVersionsParams,

@@ -161,7 +161,7 @@ fn drawing(spec: &AgentSpec) -> AssistantGraph {
 
 /// deepagents' state schema with `spec`'s custom fields, and its context
 /// schema.
-fn schemas_of(graph_id: String, spec: &AgentSpec) -> GraphSchemas {
+pub(super) fn schemas_of(graph_id: String, spec: &AgentSpec) -> GraphSchemas {
     let mut properties = Map::new();
     properties.insert(
         "messages".into(),

@@ -62,6 +62,33 @@ impl ApiError {
         Self::new(StatusCode::PAYLOAD_TOO_LARGE, ErrorCode::TooLarge, detail)
     }
 
+    /// 406: the client does not accept what the route answers.
+    pub fn not_acceptable(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::NOT_ACCEPTABLE,
+            ErrorCode::InvalidRequest,
+            detail,
+        )
+    }
+
+    /// 415: a body of a media type the route does not read.
+    pub fn unsupported_media_type(detail: impl Into<String>) -> Self {
+        Self::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ErrorCode::InvalidRequest,
+            detail,
+        )
+    }
+
+    /// A client error of `status` that another layer decided (the MCP
+    /// transport's refusals), with a `detail` like every other.
+    pub fn client(status: StatusCode, detail: impl Into<String>) -> Self {
+        match status {
+            StatusCode::PAYLOAD_TOO_LARGE => Self::too_large(detail),
+            status => Self::new(status, ErrorCode::InvalidRequest, detail),
+        }
+    }
+
     /// 401: no key, or one the API does not know.
     pub fn unauthenticated() -> Self {
         Self::new(
@@ -253,11 +280,7 @@ fn rejection_error(rejection: &JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonDataError(e) => ApiError::unprocessable(e.body_text()),
         JsonRejection::JsonSyntaxError(e) => ApiError::bad_request(e.body_text()),
-        JsonRejection::MissingJsonContentType(e) => ApiError::new(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            ErrorCode::InvalidRequest,
-            e.body_text(),
-        ),
+        JsonRejection::MissingJsonContentType(e) => ApiError::unsupported_media_type(e.body_text()),
         other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             ApiError::too_large(other.body_text())
         }

@@ -9,7 +9,10 @@
 //! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
 //! `/docs`: the description of all of them), [`store_items`] (the long-term
 //! store), [`crons`] (schedules; [`cron_search`] their search), plus
-//! [`batches`] to follow thousands of runs. Creating a run is
+//! [`batches`] to follow thousands of runs. Each assistant is also an
+//! A2A agent ([`a2a`], its card [`agent_card`]) and an MCP tool
+//! ([`mcp`], the tools [`mcp_tools`]), both running it as a run any route
+//! could have made. Creating a run is
 //! [`run_request`] (every check, before anything is written), then
 //! [`run_create`]; the Run resource is [`run_resource`], following one
 //! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
@@ -20,6 +23,11 @@
 //! ids, tracing, a timeout on producing the response head and a body
 //! limit.
 
+pub mod a2a;
+pub mod a2a_stream;
+pub mod a2a_task;
+pub mod a2a_wire;
+pub mod agent_card;
 pub mod assistant_count;
 pub mod assistant_graph;
 pub mod assistant_versions;
@@ -38,6 +46,8 @@ pub mod follower;
 pub mod graphs;
 pub mod history;
 pub mod in_flight;
+pub mod mcp;
+pub mod mcp_tools;
 pub mod modes;
 pub mod openapi;
 pub mod partials;
@@ -122,6 +132,9 @@ pub fn router(state: ApiState) -> Router {
         .merge(batches::routes())
         .merge(crons::routes())
         .merge(store_items::routes())
+        .merge(a2a::routes())
+        .merge(agent_card::routes())
+        .merge(mcp::routes())
         .route_layer(middleware::from_fn_with_state(
             state.keys.clone(),
             auth::authenticate,

@@ -71,6 +71,29 @@ pub async fn final_body(state: &ApiState, meta: &RunMeta) -> Result<FinalBody, A
     Ok(FinalBody::Values(values))
 }
 
+/// Waits until the run of `meta` has ended (as [`Lifecycle::finished`]
+/// sees it: a run parked on a human decision has too), at most `limit`;
+/// returns whether it did. The bound is what keeps the A2A and MCP calls,
+/// which answer only once the run ends, from waiting for ever.
+///
+/// [`Lifecycle::finished`]: crate::lifecycle::Lifecycle::finished
+pub async fn ended_within(
+    state: &ApiState,
+    meta: &RunMeta,
+    limit: Duration,
+) -> Result<bool, ApiError> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if state.life.finished(meta).await?.0 {
+            return Ok(true);
+        }
+        if Instant::now() >= deadline {
+            return Ok(false);
+        }
+        tokio::time::sleep(POLL.min(deadline.saturating_duration_since(Instant::now()))).await;
+    }
+}
+
 /// A 200 whose body is newlines every [`KEEP_ALIVE`] until the run ends,
 /// then its final JSON; `Location` is the join URL.
 pub async fn wait_response(state: ApiState, meta: RunMeta, location: &str) -> Response {

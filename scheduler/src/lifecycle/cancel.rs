@@ -4,6 +4,7 @@ use deepfleet_proto::api;
 
 use super::Lifecycle;
 use crate::error::SchedulerError;
+use crate::repo::a2a_tasks::a2a_tasks;
 use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 
@@ -24,6 +25,7 @@ impl Lifecycle {
 
     /// Drops a run from its thread's list (a delete, or a rollback).
     pub async fn forget(&self, thread_id: &str, run_id: &str) -> Result<(), SchedulerError> {
+        a2a_tasks(self.store().as_ref()).delete(run_id).await?;
         runs_of(self.store().as_ref(), thread_id)
             .delete(run_id)
             .await?;

@@ -10,6 +10,7 @@ use serde_json::Map;
 
 use super::Lifecycle;
 use crate::error::SchedulerError;
+use crate::repo::a2a_tasks::a2a_tasks;
 use crate::repo::follow_marks::follow_marks;
 use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
@@ -44,6 +45,7 @@ impl Lifecycle {
         for meta in metas {
             queued(store).delete(&meta.run_id).await?;
             follow_marks(store).delete(&meta.run_id).await?;
+            a2a_tasks(store).delete(&meta.run_id).await?;
             runs.delete(&meta.run_id).await?;
         }
         threads(store).delete(thread_id).await?;

@@ -17,6 +17,7 @@
 //! [`Repository::get_owned`]: another tenant's record is not there,
 //! exactly as an unknown id is not; their listings are per-tenant indexes.
 
+pub mod a2a_tasks;
 pub mod assistants;
 pub mod batches;
 pub mod crons;

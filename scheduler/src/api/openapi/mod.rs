@@ -6,12 +6,12 @@
 //! `deepfleet_proto::api`, described by their `JsonSchema` derives, so a
 //! field added there is described at once; only the operations are
 //! written by hand, one module per resource (`assistants`, `threads`,
-//! `runs`, `following`, `protocol`, `crons_and_store`, `system`), with the schemas'
-//! generators in `schemas`, the links between operations in `links` and
-//! the page in `docs_page`. A test checks them against the router both
-//! ways, so a
-//! route added without a description (or a described one left unrouted)
-//! fails by name.
+//! `runs`, `following`, `thread_protocol`, `crons_and_store`, `protocols`
+//! (A2A and MCP), `system`), with the schemas' generators in `schemas`,
+//! the links between operations in `links` and the page in `docs_page`. A
+//! test checks them against the router both ways, so a route added
+//! without a description (or a described one left unrouted) fails by
+//! name.
 
 mod assistants;
 mod crons_and_store;
@@ -19,10 +19,11 @@ mod docs_page;
 mod following;
 mod links;
 mod operation;
-mod protocol;
+mod protocols;
 mod runs;
 mod schemas;
 mod system;
+mod thread_protocol;
 mod threads;
 
 use std::sync::OnceLock;
@@ -126,6 +127,21 @@ fn operation_json(operation: &Operation) -> Value {
                     },
                 }}}}),
             ),
+            // JSON-RPC over HTTP: one answer, or (a streaming method)
+            // events whose data are answers, with no event names.
+            Success::JsonOrEvents(status, schema) => (
+                status,
+                json!({"description": "The JSON-RPC answer, or its events.", "content": {
+                    "application/json": {"schema": schema},
+                    "text/event-stream": {"schema": {
+                        "type": "object",
+                        "properties": {
+                            "data": {"type": "string", "description": "A JSON-RPC answer"},
+                            "id": {"type": "string"},
+                        },
+                    }},
+                }}),
+            ),
             Success::Text(status, media) => (
                 status,
                 json!({"description": "Done.", "content": {*media: {"schema": {"type": "string"}}}}),
@@ -163,7 +179,8 @@ pub(crate) fn path_parameters(path: &str) -> impl Iterator<Item = &str> {
 }
 
 /// A unique id: the method and the path's words (`post_threads_runs_wait`
-/// for `POST /threads/{thread_id}/runs/wait`, parameters marked `by_`).
+/// for `POST /threads/{thread_id}/runs/wait`, parameters marked `by_`, a
+/// trailing slash `_slash`).
 fn operation_id(operation: &Operation) -> String {
     let mut id = operation.method.to_owned();
     for segment in operation.path.split('/').filter(|s| !s.is_empty()) {
@@ -175,6 +192,10 @@ fn operation_id(operation: &Operation) -> String {
             }
             None => id.push_str(&segment.replace(['.', '-'], "_")),
         }
+    }
+    // `/mcp/` beside `/mcp`.
+    if operation.path.len() > 1 && operation.path.ends_with('/') {
+        id.push_str("_slash");
     }
     id
 }
@@ -188,8 +209,9 @@ fn operations(s: &mut Schemas) -> Vec<Operation> {
     all.extend(threads::state_operations(s));
     all.extend(runs::operations(s));
     all.extend(following::operations(s));
-    all.extend(protocol::operations());
+    all.extend(thread_protocol::operations());
     all.extend(crons_and_store::operations(s));
+    all.extend(protocols::operations(s));
     all.sort_by_key(|o| (o.path, o.method));
     all
 }

@@ -11,6 +11,9 @@ pub(super) enum Success {
     Empty(u16),
     /// A body of this media type, described as a string.
     Text(u16, &'static str),
+    /// JSON of this schema, or events, as the request asks (JSON-RPC
+    /// methods that stream).
+    JsonOrEvents(u16, Schema),
 }
 
 /// One operation: a method on a path.

@@ -1,4 +1,4 @@
-//! The streaming protocol's two HTTP endpoints (`@langchain/protocol`):
+//! The thread streaming protocol's two HTTP endpoints (`@langchain/protocol`):
 //! commands and filtered event streams of a thread.
 
 use schemars::json_schema;
