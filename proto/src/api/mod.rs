@@ -44,10 +44,10 @@ pub use store_item::{
 pub use stream::{EventMetadata, MessageMetadata, NodeUpdate, StreamMetadata};
 pub use system::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 pub use thread::{
-    CheckpointPointer, CheckpointRef, PendingInterrupt, PruneStrategy, StateMetadata, Thread,
-    ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
+    CheckpointPointer, CheckpointRef, MADE_BY_KEYS, PendingInterrupt, PruneStrategy, StateMetadata,
+    Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
     ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
-    ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
-    ThreadSuperstep, ThreadSuperstepUpdate,
+    ThreadStateCheckpointParams, ThreadStatePatch, ThreadStateUpdate, ThreadStateUpdateResponse,
+    ThreadStatus, ThreadSuperstep, ThreadSuperstepUpdate,
 };
 pub use thread_ttl::{ThreadTtl, TtlStrategy};

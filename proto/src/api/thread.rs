@@ -218,6 +218,23 @@ pub struct StateMetadata {
     /// which may also hold a newer run's input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
+    /// Metadata clients attached to the checkpoint (`PATCH
+    /// /threads/{id}/state`), beside the keys above.
+    #[serde(flatten)]
+    pub notes: Map<String, Value>,
+}
+
+/// The keys of a checkpoint's metadata that say what made it: clients'
+/// notes cannot set them.
+pub const MADE_BY_KEYS: [&str; 3] = ["source", "step", "run_id"];
+
+/// `PATCH /threads/{id}/state`: metadata merged into the current
+/// checkpoint's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ThreadStatePatch {
+    /// The keys to set (a later patch's value for a key wins).
+    pub metadata: Map<String, Value>,
 }
 
 /// Where a request points in a thread's history: a checkpoint id, or a

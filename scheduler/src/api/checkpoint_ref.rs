@@ -3,8 +3,9 @@
 //! state (`threads.rs`), the history (`history.rs`) and the checkpoint
 //! stream events (`step_trace.rs`).
 
-use deepfleet_proto::api::{CheckpointRef, StateMetadata};
+use deepfleet_proto::api::{CheckpointRef, MADE_BY_KEYS, StateMetadata};
 use deepfleet_store::{Checkpoint, CheckpointSource, CheckpointState};
+use serde_json::{Map, Value};
 
 /// The address of checkpoint `id` of `thread_id`.
 pub fn checkpoint_ref(thread_id: &str, id: u64) -> CheckpointRef {
@@ -38,7 +39,20 @@ pub fn metadata(found: &CheckpointState) -> StateMetadata {
         source: found.source.as_str().to_owned(),
         step: found.id,
         run_id: (!found.run_id.is_empty()).then(|| found.run_id.clone()),
+        notes: notes_of(&found.checkpoint),
     }
+}
+
+/// The notes clients attached to `checkpoint`, without any key that says
+/// what made it (a patch cannot set those).
+fn notes_of(checkpoint: &Checkpoint) -> Map<String, Value> {
+    let mut notes = checkpoint
+        .notes
+        .as_ref()
+        .map(|n| n.metadata.clone())
+        .unwrap_or_default();
+    notes.retain(|key, _| !MADE_BY_KEYS.contains(&key.as_str()));
+    notes
 }
 
 /// The metadata of a thread's current state.
@@ -50,6 +64,7 @@ pub fn current_metadata(checkpoint: &Checkpoint) -> StateMetadata {
         source: source.as_str().to_owned(),
         step: checkpoint.step,
         run_id: None,
+        notes: notes_of(checkpoint),
     }
 }
 

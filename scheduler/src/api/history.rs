@@ -88,10 +88,17 @@ async fn history(
     params: &ThreadHistoryParams,
 ) -> Result<Json<Vec<ThreadState>>, ApiError> {
     let record = load(state, &caller.tenant, id).await?;
-    let Some(query) = history_query(params)? else {
+    let Some((mut query, notes)) = history_query(params)? else {
         return Ok(Json(Vec::new()));
     };
-    let found = state.store().checkpoints(&record.thread_id, &query).await?;
+    let limit = query.limit;
+    if !notes.is_empty() {
+        // Notes are matched here, so the store pages over all it may.
+        query.limit = MAX_HISTORY_LIMIT;
+    }
+    let mut found = state.store().checkpoints(&record.thread_id, &query).await?;
+    found.retain(|c| noted(c, &notes));
+    found.truncate(limit);
     let waiting = waiting(state, &record).await?;
     Ok(Json(
         found
@@ -144,9 +151,15 @@ async fn state_at(
     )))
 }
 
-/// The store query a history request asks for, or `None` when its
-/// metadata filter can match no checkpoint.
-fn history_query(params: &ThreadHistoryParams) -> Result<Option<HistoryQuery>, ApiError> {
+/// Note keys and the values a checkpoint's notes must hold.
+type NoteFilter = Map<String, Value>;
+
+/// The store query a history request asks for and the notes its
+/// metadata filter wants, or `None` when the filter can match no
+/// checkpoint.
+fn history_query(
+    params: &ThreadHistoryParams,
+) -> Result<Option<(HistoryQuery, NoteFilter)>, ApiError> {
     let limit = params.limit.unwrap_or(DEFAULT_LIMIT);
     if limit > MAX_HISTORY_LIMIT {
         return Err(ApiError::unprocessable(format!(
@@ -160,11 +173,20 @@ fn history_query(params: &ThreadHistoryParams) -> Result<Option<HistoryQuery>, A
         let bound = at.saturating_add(1);
         query.before = Some(query.before.map_or(bound, |b| b.min(bound)));
     }
+    let mut notes = Map::new();
     let narrowed = params
         .metadata
         .as_ref()
-        .is_none_or(|filter| narrow(filter, &mut query));
-    Ok(narrowed.then_some(query))
+        .is_none_or(|filter| narrow(filter, &mut query, &mut notes));
+    Ok(narrowed.then_some((query, notes)))
+}
+
+/// Whether `found`'s notes hold every key of `wanted` with its value.
+fn noted(found: &CheckpointState, wanted: &Map<String, Value>) -> bool {
+    let notes = found.checkpoint.notes.as_ref().map(|n| &n.metadata);
+    wanted
+        .iter()
+        .all(|(key, value)| notes.and_then(|n| n.get(key)) == Some(value))
 }
 
 /// The checkpoint number a request's pointer names (`None` when it names
@@ -185,10 +207,15 @@ fn checkpoint_number(raw: &str) -> Option<u64> {
     raw.parse().ok()
 }
 
-/// Narrows `query` by a metadata filter over the keys a checkpoint's
-/// metadata has (`source`, `step`, `run_id`); false when no checkpoint
-/// can match (another key, or another value of `source`).
-fn narrow(filter: &Map<String, Value>, query: &mut HistoryQuery) -> bool {
+/// Narrows `query` by a metadata filter over the keys that say what made
+/// a checkpoint (`source`, `step`, `run_id`), and puts the others in
+/// `notes` (clients' notes must match them); false when no checkpoint can
+/// match (another value of `source`, a step that is not a number).
+fn narrow(
+    filter: &Map<String, Value>,
+    query: &mut HistoryQuery,
+    notes: &mut Map<String, Value>,
+) -> bool {
     filter
         .iter()
         .all(|(key, value)| match (key.as_str(), value) {
@@ -210,7 +237,11 @@ fn narrow(filter: &Map<String, Value>, query: &mut HistoryQuery) -> bool {
                 query.run_id = Some(run.clone());
                 true
             }
-            _ => false,
+            ("source" | "run_id", _) => false,
+            (key, value) => {
+                notes.insert(key.to_owned(), value.clone());
+                true
+            }
         })
 }
 

@@ -59,6 +59,7 @@ pub mod run_resource;
 pub mod runs;
 pub mod search;
 pub mod state;
+pub mod state_notes;
 pub mod state_update;
 pub mod state_values;
 pub mod step_trace;
@@ -124,6 +125,7 @@ pub fn router(state: ApiState) -> Router {
         .merge(thread_prune::routes())
         .merge(history::routes())
         .merge(state_update::routes())
+        .merge(state_notes::routes())
         .merge(thread_stream::routes())
         .merge(protocol::routes())
         .merge(runs::routes())

@@ -22,25 +22,7 @@ use super::threads::load;
 use crate::repo::threads::threads;
 
 pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route(
-        "/threads/{thread_id}/state",
-        post(update_state).patch(patch_metadata),
-    )
-}
-
-/// `PATCH /threads/{id}/state` (the JavaScript SDK's `patchState`):
-/// refused by name, as a checkpoint's metadata here is what made it
-/// (`source`, `step`, `run_id`), derived on read and kept nowhere else.
-async fn patch_metadata(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
-    Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
-    load(&state, &caller.tenant, &id).await?;
-    Err(ApiError::unprocessable(
-        "a checkpoint's metadata cannot be patched: it says what made the checkpoint \
-         (source, step, run_id); keep your own in the thread's metadata (PATCH /threads/{id})",
-    ))
+    Router::new().route("/threads/{thread_id}/state", post(update_state))
 }
 
 async fn update_state(

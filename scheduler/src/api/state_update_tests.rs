@@ -147,22 +147,6 @@ async fn update_state_refusals_say_why() {
         assert_eq!(status, code, "{body}: {answer}");
         assert!(answer.to_string().contains(says), "{body}: {answer}");
     }
-    // A checkpoint's metadata is derived: patching it is refused by name.
-    let path = format!("/threads/{thread_id}/state");
-    let patched = api
-        .send("PATCH", &path, Some(json!({"metadata": {"k": 1}})))
-        .await;
-    assert_eq!(
-        patched.status,
-        StatusCode::UNPROCESSABLE_ENTITY,
-        "{}",
-        patched.text
-    );
-    assert!(
-        patched.text.contains("metadata cannot be patched"),
-        "{}",
-        patched.text
-    );
     // A busy thread is a conflict, and keeps its state.
     api.run_on(&thread_id, run_body("busy")).await;
     let (status, answer) = update(&api, &thread_id, json!({"values": {"todos": []}})).await;

@@ -58,6 +58,7 @@ impl Checkpoints for EmbeddedStore {
         }
         thread.step += 1;
         thread.update = None;
+        thread.notes = None;
         thread.messages.extend(commit.messages.iter().cloned());
         thread.tokens += log_tokens(&commit.messages);
         if let Some(context) = &commit.context {
@@ -127,5 +128,6 @@ fn conversation(thread: &Checkpoint) -> Checkpoint {
         tokens: thread.tokens,
         context: thread.context.clone(),
         update: thread.update,
+        notes: thread.notes.clone(),
     }
 }

@@ -3,6 +3,7 @@
 //! update so its current state can say so.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// What made a checkpoint, as its metadata's `source` says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,4 +42,16 @@ pub struct UpdateMark {
     pub parent: Option<u64>,
     /// What made it.
     pub source: CheckpointSource,
+}
+
+/// Metadata a client attached to the checkpoint the thread is at
+/// (`PATCH /threads/{id}/state`), kept beside the thread while that
+/// checkpoint is its current state; the history keeps each patch for
+/// good (see [`crate::history`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckpointNotes {
+    /// The checkpoint they are about.
+    pub checkpoint: u64,
+    /// The metadata, every patch merged (later keys win).
+    pub metadata: Map<String, Value>,
 }

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 
 use crate::error::StoreError;
 
-pub use made_by::{CheckpointSource, UpdateMark};
+pub use made_by::{CheckpointNotes, CheckpointSource, UpdateMark};
 
 /// A thread as a step sees it.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -45,6 +45,9 @@ pub struct Checkpoint {
     pub context: ContextCursor,
     /// The newest update outside a step, while no step has followed it.
     pub update: Option<UpdateMark>,
+    /// The metadata clients attached to the current checkpoint, while no
+    /// step or update has followed it.
+    pub notes: Option<CheckpointNotes>,
 }
 
 /// Everything one step writes, applied atomically.

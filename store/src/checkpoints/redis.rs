@@ -3,7 +3,8 @@
 //!
 //! - `thread_meta`: hash with `step`, `published`, `tokens`, `base` (where
 //!   the conversation starts in the log; absent = 0), `state` (JSON
-//!   object), `pending`, `context` and `update` (JSON, absent = none);
+//!   object), `pending`, `context`, `update` and `notes` (JSON, absent =
+//!   none);
 //! - `thread_log`: list of [`LoggedMessage`] JSON, only ever appended to;
 //! - `thread_files`: hash path -> [`deepfleet_proto::FileData`] JSON;
 //! - `thread_history`: list of (log length, [`crate::history::Change`]
@@ -23,7 +24,9 @@ use deepfleet_proto::{Keys, LoggedMessage};
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, UpdateMark, log_tokens};
+use super::{
+    Checkpoint, CheckpointNotes, Checkpoints, CommitOutcome, StepCommit, UpdateMark, log_tokens,
+};
 use crate::error::StoreError;
 use crate::history::Change;
 use crate::redis::RedisStore;
@@ -244,6 +247,8 @@ fn checkpoint(
     let log_base = counter("base", meta.remove("base"))?;
     let update: Option<UpdateMark> =
         codec.decode_opt(&format!("{} update", keys.meta), meta.remove("update"))?;
+    let notes: Option<CheckpointNotes> =
+        codec.decode_opt(&format!("{} notes", keys.meta), meta.remove("notes"))?;
     let state: Map<String, Value> = codec
         .decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?
         .unwrap_or_default();
@@ -276,6 +281,7 @@ fn checkpoint(
         context,
         // The mark tells of the current state only until a step follows.
         update: update.filter(|mark| mark.checkpoint == step),
+        notes: notes.filter(|notes| notes.checkpoint == step),
     })
 }
 

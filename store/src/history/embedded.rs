@@ -4,7 +4,10 @@
 
 use async_trait::async_trait;
 
-use super::{Fence, History, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
+use serde_json::{Map, Value};
+
+use super::{Change, Fence, History, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
+use crate::checkpoints::CheckpointNotes;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 
@@ -61,9 +64,36 @@ impl History for EmbeddedStore {
         thread.step += 1;
         thread.published = thread.step;
         thread.update = Some(update.mark());
+        thread.notes = None;
         state.tell_history(&update.thread_id, update.change());
         Ok(UpdateOutcome::Updated {
             checkpoint: update.checkpoint(),
         })
+    }
+
+    async fn note_checkpoint(
+        &self,
+        thread_id: &str,
+        metadata: &Map<String, Value>,
+    ) -> Result<Option<CheckpointNotes>, StoreError> {
+        let mut state = self.lock();
+        let Some(thread) = state.threads.get_mut(thread_id).filter(|t| t.step > 0) else {
+            return Ok(None);
+        };
+        let step = thread.step;
+        let mut notes = thread
+            .notes
+            .take()
+            .filter(|n| n.checkpoint == step)
+            .unwrap_or(CheckpointNotes {
+                checkpoint: step,
+                metadata: Map::new(),
+            });
+        notes
+            .metadata
+            .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        thread.notes = Some(notes.clone());
+        state.tell_history(thread_id, Change::of_note(step, metadata));
+        Ok(Some(notes))
     }
 }

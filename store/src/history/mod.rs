@@ -24,6 +24,12 @@
 //! thread's conversation starts there from then on (its *base*), so the
 //! log stays append-only and every older checkpoint reads as it did.
 //!
+//! A client's note on a checkpoint (its metadata, patched) is a history
+//! entry too, which changes nothing of the thread: the checkpoint it
+//! names shows every note on it, merged. The thread keeps the current
+//! checkpoint's notes beside it, so its state reads them without a
+//! replay.
+//!
 //! The history lives and dies with the thread's checkpoint
 //! ([`crate::Retention`] expires and deletes it with the rest).
 
@@ -40,7 +46,7 @@ use deepfleet_proto::{FileData, LoggedMessage};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::checkpoints::{Checkpoint, CheckpointSource, StepCommit};
+use crate::checkpoints::{Checkpoint, CheckpointNotes, CheckpointSource, StepCommit};
 use crate::error::StoreError;
 use crate::runs::ThreadSeed;
 
@@ -72,6 +78,13 @@ pub enum ChangeKind {
         /// What made it.
         source: CheckpointSource,
     },
+    /// Metadata a client attached to a checkpoint ([`History::note_checkpoint`]):
+    /// it changes nothing of the thread, and the checkpoint it names shows
+    /// it (merged over earlier notes) in its metadata.
+    Note {
+        /// The checkpoint it is about.
+        checkpoint: u64,
+    },
 }
 
 /// One change to a thread, as its history keeps it.
@@ -93,6 +106,9 @@ pub struct Change {
     /// on, when the change started a branch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<u64>,
+    /// A note's metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
 }
 
 impl Change {
@@ -105,6 +121,7 @@ impl Change {
             state: commit.state.clone(),
             files: commit.files.clone(),
             base: None,
+            metadata: None,
         }
     }
 
@@ -124,7 +141,21 @@ impl Change {
                 .map(|(path, file)| (path.clone(), Some(file.clone())))
                 .collect(),
             base: None,
+            metadata: None,
         })
+    }
+
+    /// The change a note on `checkpoint` makes.
+    pub(crate) fn of_note(checkpoint: u64, metadata: &Map<String, Value>) -> Self {
+        Self {
+            kind: ChangeKind::Note { checkpoint },
+            run_id: String::new(),
+            at: Utc::now(),
+            state: None,
+            files: BTreeMap::new(),
+            base: None,
+            metadata: Some(metadata.clone()),
+        }
     }
 }
 
@@ -291,4 +322,14 @@ pub trait History: Send + Sync + 'static {
     /// says (same step, base and log length); otherwise writes nothing
     /// and answers [`UpdateOutcome::Conflict`].
     async fn update_thread(&self, update: &ThreadUpdate) -> Result<UpdateOutcome, StoreError>;
+
+    /// Merges `metadata` into the notes of the checkpoint the thread is at
+    /// (its step), beside the thread and as a history entry, in one
+    /// atomic write; answers the notes after, or `None` when the thread
+    /// has no checkpoint (unknown, or nothing committed yet).
+    async fn note_checkpoint(
+        &self,
+        thread_id: &str,
+        metadata: &Map<String, Value>,
+    ) -> Result<Option<CheckpointNotes>, StoreError>;
 }

@@ -3,14 +3,18 @@
 //! `lua/create_run.lua` and `lua/update_thread.lua` beside the change
 //! itself. `lua/load_history.lua` reads it with the log and the step at
 //! once; `lua/replace_history.lua` swaps in the history that keeps only
-//! the newest checkpoint.
+//! the newest checkpoint; `lua/note_checkpoint.lua` writes a note on the
+//! current checkpoint beside the thread and in its history.
 
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use redis::Script;
 
+use serde_json::{Map, Value};
+
 use super::{Change, History, Logged, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
+use crate::checkpoints::CheckpointNotes;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
@@ -23,6 +27,11 @@ static REPLACE_HISTORY: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/replace_history.lua")));
 static UPDATE_THREAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/update_thread.lua")));
+static NOTE_CHECKPOINT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("../../lua/note_checkpoint.lua")));
+
+/// Tries at a note before giving up on a thread that keeps changing.
+const NOTE_ATTEMPTS: usize = 8;
 
 #[async_trait]
 impl History for RedisStore {
@@ -113,6 +122,66 @@ impl History for RedisStore {
         } else {
             UpdateOutcome::Conflict
         })
+    }
+
+    async fn note_checkpoint(
+        &self,
+        thread_id: &str,
+        metadata: &Map<String, Value>,
+    ) -> Result<Option<CheckpointNotes>, StoreError> {
+        let keys = self.keys();
+        let (meta, log, history) = (
+            keys.thread_meta(thread_id),
+            keys.thread_log(thread_id),
+            keys.thread_history(thread_id),
+        );
+        let codec = self.codec();
+        for _ in 0..NOTE_ATTEMPTS {
+            let (step, raw): (Option<String>, Option<String>) = self
+                .query(
+                    "read checkpoint notes",
+                    Retry::Once,
+                    redis::cmd("HMGET").arg(&meta).arg("step").arg("notes"),
+                )
+                .await?;
+            let step: u64 =
+                step.as_deref()
+                    .unwrap_or("0")
+                    .parse()
+                    .map_err(|e| StoreError::Corrupt {
+                        key: format!("{meta} step"),
+                        reason: format!("{step:?}: {e}"),
+                    })?;
+            if step == 0 {
+                return Ok(None);
+            }
+            let current: Option<CheckpointNotes> =
+                codec.decode_opt(&format!("{meta} notes"), raw.clone())?;
+            let mut notes = current
+                .filter(|n| n.checkpoint == step)
+                .unwrap_or(CheckpointNotes {
+                    checkpoint: step,
+                    metadata: Map::new(),
+                });
+            notes
+                .metadata
+                .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let call = Call::new(
+                &NOTE_CHECKPOINT,
+                vec![meta.clone(), log.clone(), history.clone()],
+            )
+            .arg(step.to_string())
+            .arg(raw.unwrap_or_default())
+            .arg(codec.encode(&meta, &notes)?)
+            .arg(codec.encode(&history, &Change::of_note(step, metadata))?);
+            let written: u8 = self.run_script("note checkpoint", &call).await?;
+            if written == 1 {
+                return Ok(Some(notes));
+            }
+        }
+        Err(StoreError::Command(format!(
+            "thread {thread_id} kept changing while its checkpoint was noted"
+        )))
     }
 }
 

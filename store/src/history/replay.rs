@@ -2,13 +2,13 @@
 //! a query asks for, the state before a run, and the history folded into
 //! its newest checkpoint.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use deepfleet_proto::{FileData, LoggedMessage};
 use serde_json::{Map, Value};
 
 use super::{Change, ChangeKind, CheckpointSource, CheckpointState, HistoryQuery, Logged, Restore};
-use crate::checkpoints::{Checkpoint, log_tokens};
+use crate::checkpoints::{Checkpoint, CheckpointNotes, log_tokens};
 
 /// The files, custom state and conversation start replayed so far, and
 /// the newest checkpoint passed.
@@ -43,7 +43,7 @@ impl Replayed {
                 self.state
                     .extend(set.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
-            (_, None) => {}
+            (ChangeKind::Note { .. }, _) | (_, None) => {}
         }
         if let Some(base) = change.base {
             self.base = base;
@@ -81,7 +81,7 @@ fn made(change: &Change, previous: Option<u64>) -> Option<(u64, Option<u64>, Che
             parent,
             source,
         } => Some((step.saturating_add(1), parent, source)),
-        ChangeKind::Seed => None,
+        ChangeKind::Seed | ChangeKind::Note { .. } => None,
     }
 }
 
@@ -92,7 +92,7 @@ fn made(change: &Change, previous: Option<u64>) -> Option<(u64, Option<u64>, Che
 pub(crate) fn keep_latest(history: &[Logged]) -> Option<Vec<Logged>> {
     let last = history
         .iter()
-        .rposition(|l| !matches!(l.change.kind, ChangeKind::Seed))?;
+        .rposition(|l| made(&l.change, None).is_some())?;
     if last == 0 {
         return None;
     }
@@ -153,6 +153,11 @@ pub(crate) fn replay(
     let Some(&last) = wanted.last() else {
         return Vec::new();
     };
+    let ids: BTreeSet<u64> = wanted
+        .iter()
+        .filter_map(|&w| made(&history[w].change, None).map(|(id, _, _)| id))
+        .collect();
+    let notes = notes_of(history, |id| ids.contains(&id));
     let mut replayed = Replayed::default();
     let mut kept = Vec::with_capacity(wanted.len());
     let mut next = wanted.iter().peekable();
@@ -165,17 +170,44 @@ pub(crate) fn replay(
         if next.next_if(|&&w| w == i).is_none() {
             continue;
         }
+        let mut checkpoint = replayed.checkpoint(log, *log_len, id);
+        checkpoint.notes = notes.get(&id).map(|metadata| CheckpointNotes {
+            checkpoint: id,
+            metadata: metadata.clone(),
+        });
         kept.push(CheckpointState {
             id,
             run_id: change.run_id.clone(),
             parent,
             source,
             created_at: change.at,
-            checkpoint: replayed.checkpoint(log, *log_len, id),
+            checkpoint,
         });
     }
     kept.reverse();
     kept
+}
+
+/// The notes `history` holds on the checkpoints `wanted` accepts, each
+/// checkpoint's merged in order.
+fn notes_of(history: &[Logged], wanted: impl Fn(u64) -> bool) -> BTreeMap<u64, Map<String, Value>> {
+    let mut notes: BTreeMap<u64, Map<String, Value>> = BTreeMap::new();
+    for Logged { change, .. } in history {
+        if let (ChangeKind::Note { checkpoint }, Some(metadata)) = (change.kind, &change.metadata)
+            && wanted(checkpoint)
+        {
+            notes
+                .entry(checkpoint)
+                .or_default()
+                .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+    }
+    notes
+}
+
+/// Whether `logged` is a note, which changes nothing of the thread.
+fn is_note(logged: &Logged) -> bool {
+    matches!(logged.change.kind, ChangeKind::Note { .. })
 }
 
 /// The thread right before `run_id`'s first change, with the newest
@@ -186,13 +218,18 @@ pub(crate) fn before_run(
     history: &[Logged],
     run_id: &str,
 ) -> Option<Restore> {
-    let first = history.iter().position(|l| l.change.run_id == run_id)?;
-    if history[first..].iter().any(|l| l.change.run_id != run_id) {
+    let first = history
+        .iter()
+        .position(|l| l.change.run_id == run_id && !is_note(l))?;
+    if history[first..]
+        .iter()
+        .any(|l| l.change.run_id != run_id && !is_note(l))
+    {
         return None;
     }
     let mut replayed = Replayed::default();
     let mut log_len = 0;
-    for logged in &history[..first] {
+    for logged in history[..first].iter().filter(|l| !is_note(l)) {
         replayed.apply(&logged.change);
         if let Some((id, _, _)) = made(&logged.change, replayed.checkpoint) {
             replayed.checkpoint = Some(id);

@@ -158,6 +158,7 @@ impl ThreadUpdate {
                 .map(|(path, file)| (path.clone(), Some(file.clone())))
                 .collect(),
             base: self.new_base(),
+            metadata: None,
         }
     }
 

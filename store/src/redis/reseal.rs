@@ -80,7 +80,9 @@ fn holds(prefix: &str, key: &str) -> Holds {
             return Holds::Nothing;
         };
         return match part.split_once(':') {
-            None if part == "meta" => Holds::Fields(&["state", "pending", "context", "update"]),
+            None if part == "meta" => {
+                Holds::Fields(&["state", "pending", "context", "update", "notes"])
+            }
             None if part == "log" || part == "history" => Holds::Entries,
             None if part == "files" => Holds::AllFields,
             Some(("run", _)) => Holds::Value,
@@ -276,7 +278,7 @@ mod tests {
         let cases = [
             (
                 keys.thread_meta("t:1"),
-                Holds::Fields(&["state", "pending", "context", "update"]),
+                Holds::Fields(&["state", "pending", "context", "update", "notes"]),
             ),
             (keys.thread_log("t:1"), Holds::Entries),
             (keys.thread_files("t1"), Holds::AllFields),

@@ -78,6 +78,7 @@ pub async fn commit_step_applies_everything(store: Arc<dyn Store>) {
         tokens: 12,
         context: ContextCursor::default(),
         update: None,
+        notes: None,
     };
     assert_eq!(store.load_thread("t1").await.unwrap(), expected);
     assert_eq!(store.get_run("t1", "r1").await.unwrap(), Some(run));

@@ -418,7 +418,98 @@ pub async fn a_rollback_returns_the_thread_to_before_the_run(store: Arc<dyn Stor
     );
 }
 
+/// Notes on checkpoints: merged on the current one beside the thread
+/// until a step follows, kept in the history for good, no obstacle to a
+/// rollback, and kept by a prune with the newest checkpoint.
+pub async fn notes_stay_with_the_checkpoint_they_name(store: Arc<dyn Store>) {
+    assert_eq!(
+        store
+            .note_checkpoint("t1", &object(json!({"a": 1})))
+            .await
+            .unwrap(),
+        None,
+        "no thread, no checkpoint to note"
+    );
+    three_steps(&*store).await;
+    store
+        .note_checkpoint("t1", &object(json!({"a": 1, "b": "x"})))
+        .await
+        .unwrap();
+    let noted = store
+        .note_checkpoint("t1", &object(json!({"b": "y"})))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(noted.checkpoint, 3);
+    assert_eq!(noted.metadata, object(json!({"a": 1, "b": "y"})));
+    let now = store.load_thread("t1").await.unwrap();
+    assert_eq!(now.notes.as_ref(), Some(&noted));
+    let at = store.checkpoint_at("t1", 3).await.unwrap().unwrap();
+    assert_eq!(at.checkpoint.notes.as_ref(), Some(&noted));
+    assert_eq!(
+        store
+            .checkpoint_at("t1", 2)
+            .await
+            .unwrap()
+            .unwrap()
+            .checkpoint
+            .notes,
+        None
+    );
+
+    // A note after a run does not stop its rollback; a step moves on.
+    let run = record("t1", "r2");
+    store
+        .create_run(
+            &run,
+            &ThreadSeed {
+                messages: vec![msg("again")],
+                ..ThreadSeed::default()
+            },
+        )
+        .await
+        .unwrap();
+    store
+        .commit_step(&StepCommit {
+            messages: vec![msg("five")],
+            ..commit(&run, 3)
+        })
+        .await
+        .unwrap();
+    assert_eq!(store.load_thread("t1").await.unwrap().notes, None);
+    store
+        .note_checkpoint("t1", &object(json!({"c": true})))
+        .await
+        .unwrap();
+    let timeline = store.timeline("t1").await.unwrap();
+    let to = timeline
+        .restore_before_run("r2")
+        .expect("a note is no obstacle");
+    assert_eq!(to.parent, Some(3));
+    let history = store
+        .checkpoints("t1", &HistoryQuery::newest(10))
+        .await
+        .unwrap();
+    let notes: Vec<Option<u64>> = history
+        .iter()
+        .map(|c| c.checkpoint.notes.as_ref().map(|n| n.checkpoint))
+        .collect();
+    assert_eq!(notes, vec![Some(4), Some(3), None, None]);
+
+    assert!(store.keep_latest_checkpoint("t1").await.unwrap());
+    let kept = store
+        .checkpoints("t1", &HistoryQuery::newest(10))
+        .await
+        .unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(
+        kept[0].checkpoint.notes.as_ref().map(|n| &n.metadata),
+        Some(&object(json!({"c": true})))
+    );
+}
+
 conformance!(
+    notes_stay_with_the_checkpoint_they_name,
     an_update_is_a_checkpoint_fenced_by_what_it_read,
     a_fork_is_a_new_branch_and_the_old_one_reads_as_it_did,
     a_rollback_returns_the_thread_to_before_the_run,

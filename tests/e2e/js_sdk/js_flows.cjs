@@ -85,9 +85,17 @@ async function threadsAndRuns(client, assistant) {
       afterUpdate.metadata.source === "update",
     "threads.updateState makes the current checkpoint",
   );
+  await client.threads.patchState(tid, { reviewed: true });
+  const noted = await client.threads.getState(tid);
+  check(noted.metadata.reviewed === true && noted.metadata.source === "update", "threads.patchState notes the current checkpoint");
+  const reviewed = await client.threads.getHistory(tid, { metadata: { reviewed: true } });
   check(
-    (await status(client.threads.patchState(tid, { reviewed: true }))) === 422,
-    "threads.patchState: a checkpoint's metadata is derived, so patching it is a 422",
+    reviewed.length === 1 && reviewed[0].checkpoint.checkpoint_id === noted.checkpoint.checkpoint_id,
+    "threads.getHistory filters by a patched key",
+  );
+  check(
+    (await status(client.threads.patchState(tid, { step: 1 }))) === 422,
+    "threads.patchState of a key that says what made the checkpoint is a 422",
   );
   const oldest = history[history.length - 1];
   const forked = await client.runs.wait(tid, "helper", {

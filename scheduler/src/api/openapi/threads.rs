@@ -3,7 +3,7 @@
 use deepfleet_proto::api::{
     Thread, ThreadCountParams, ThreadCreateParams, ThreadHistoryParams, ThreadPatchParams,
     ThreadPruneParams, ThreadPruneResponse, ThreadSearchParams, ThreadState,
-    ThreadStateCheckpointParams, ThreadStateUpdate, ThreadStateUpdateResponse,
+    ThreadStateCheckpointParams, ThreadStatePatch, ThreadStateUpdate, ThreadStateUpdateResponse,
 };
 
 use super::operation::{Operation, Success, object, op};
@@ -106,9 +106,9 @@ pub(super) fn state_operations(s: &mut Schemas) -> Vec<Operation> {
         op(
             "patch",
             "/threads/{thread_id}/state",
-            "Patch a checkpoint's metadata: refused (422), it is derived from what made it",
-            Some(object()),
-            Vec::new(),
+            "Merge metadata into the current checkpoint's",
+            s.request::<ThreadStatePatch>(),
+            vec![Success::Empty(204)],
         ),
         op(
             "get",
