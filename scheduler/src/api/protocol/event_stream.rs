@@ -16,8 +16,9 @@
 //! two connections (the SDK opens several) name the same event the same
 //! and a client dedupes them. `seq` orders a connection's events: the
 //! run's creation time in milliseconds times [`EVENTS_PER_RUN`] plus the
-//! event's place in the run, counted over every channel (so `since`
-//! means the same whatever the filter).
+//! event's place in the run, counted over every channel (token deltas
+//! too, when the connection streams messages), so a client that comes
+//! back with `since` and the channels it had gets what followed.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
