@@ -49,6 +49,9 @@ pub struct AssistantSearchParams {
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,
+    /// Only these fields of each (all when absent).
+    #[serde(default)]
+    pub select: Option<Vec<String>>,
 }
 
 /// `POST /assistants/count`: the filters of [`AssistantSearchParams`].

@@ -74,6 +74,9 @@ pub struct ThreadSearchParams {
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,
+    /// Only these fields of each (all when absent).
+    #[serde(default)]
+    pub select: Option<Vec<String>>,
 }
 
 /// `PATCH /threads/{thread_id}`.
@@ -278,6 +281,10 @@ pub struct ThreadHistoryParams {
     /// Only this checkpoint and older ones.
     #[serde(default)]
     pub checkpoint: Option<CheckpointPointer>,
+    /// Only these fields of each state (`values.<key>`: only that key of
+    /// its values).
+    #[serde(default)]
+    pub select: Option<Vec<String>>,
 }
 
 /// `POST /threads/{id}/state/checkpoint`.
@@ -288,6 +295,10 @@ pub struct ThreadStateCheckpointParams {
     /// Accepted and ignored: a thread has no subgraphs.
     #[serde(default)]
     pub subgraphs: Option<bool>,
+    /// Only these fields of the state (`values.<key>`: only that key of
+    /// its values).
+    #[serde(default)]
+    pub select: Option<Vec<String>>,
 }
 
 /// `POST /threads/{id}/state` (`update_state`).

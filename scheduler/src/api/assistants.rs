@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body};
 use super::search::{Paging, metadata_matches};
+use super::select::{Select, fields_of};
 use super::state::ApiState;
 use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
 
@@ -83,7 +84,13 @@ async fn search(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Body(body): Body<AssistantSearchParams>,
-) -> Result<Json<Vec<Assistant>>, ApiError> {
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let select = Select::parse(
+        body.select.as_deref(),
+        &fields_of::<Assistant>(),
+        "an assistant",
+        false,
+    )?;
     let matches = |a: &Assistant| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
@@ -109,7 +116,7 @@ async fn search(
             out.push(record.assistant);
         }
     }
-    Ok(Json(out))
+    Ok(Json(select.apply_all(&out)))
 }
 
 async fn get_one(

@@ -1,5 +1,6 @@
-//! What `POST /runs/crons/search` and `/count` filter, sort and select
-//! by, as the reference names them.
+//! What `POST /runs/crons/search` and `/count` filter and sort by, as
+//! the reference names them (what a search answers with is
+//! [`super::select`]).
 
 use std::cmp::Ordering;
 
@@ -9,24 +10,6 @@ use serde_json::{Map, Value};
 use super::error::ApiError;
 use super::search::metadata_matches;
 use crate::repo::crons::CronRecord;
-
-/// The fields a search may select (the Cron resource's).
-const FIELDS: [&str; 14] = [
-    "cron_id",
-    "assistant_id",
-    "thread_id",
-    "on_run_completed",
-    "end_time",
-    "schedule",
-    "timezone",
-    "created_at",
-    "updated_at",
-    "payload",
-    "user_id",
-    "next_run_date",
-    "metadata",
-    "enabled",
-];
 
 /// Which crons a search or count keeps.
 pub struct Filter {
@@ -128,46 +111,14 @@ impl SortBy {
     }
 }
 
-/// The fields a search answers with.
-pub struct Select(Option<Vec<String>>);
-
-impl Select {
-    /// `select`: every field when absent; an unknown field is 422.
-    pub fn parse(fields: Option<&[String]>) -> Result<Self, ApiError> {
-        if let Some(unknown) = fields
-            .unwrap_or_default()
-            .iter()
-            .find(|f| !FIELDS.contains(&f.as_str()))
-        {
-            return Err(ApiError::unprocessable(format!(
-                "select: '{unknown}' is not a field of a cron"
-            )));
-        }
-        Ok(Select(fields.map(<[String]>::to_vec)))
-    }
-
-    /// `cron` with the selected fields only.
-    pub fn apply(&self, cron: &Cron) -> Result<Value, ApiError> {
-        let Ok(Value::Object(mut all)) = serde_json::to_value(cron) else {
-            return Err(ApiError::unprocessable("a cron did not serialize"));
-        };
-        if let Some(fields) = &self.0 {
-            all.retain(|key, _| fields.contains(key));
-        }
-        Ok(Value::Object(all))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn orders_and_selections_are_checked() {
+    fn orders_are_checked() {
         assert!(SortBy::parse(Some("next_run_date"), Some("asc")).is_ok());
         assert!(SortBy::parse(Some("schedule"), None).is_err());
         assert!(SortBy::parse(None, Some("up")).is_err());
-        assert!(Select::parse(Some(&["cron_id".to_owned()])).is_ok());
-        assert!(Select::parse(Some(&["now".to_owned()])).is_err());
     }
 }

@@ -19,6 +19,7 @@ use serde_json::{Map, Value};
 use super::cron_search;
 use super::error::{ApiError, Body};
 use super::run_request;
+use super::select::{Select, fields_of};
 use super::state::ApiState;
 use super::threads;
 use crate::crons::Schedule;
@@ -161,7 +162,12 @@ async fn search(
     Body(body): Body<CronSearchParams>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let order = cron_search::SortBy::parse(body.sort_by.as_deref(), body.sort_order.as_deref())?;
-    let select = cron_search::Select::parse(body.select.as_deref())?;
+    let select = Select::parse(
+        body.select.as_deref(),
+        &fields_of::<Cron>(),
+        "a cron",
+        false,
+    )?;
     let filter = cron_search::Filter {
         assistant_id: body.assistant_id,
         thread_id: body.thread_id,
@@ -180,7 +186,7 @@ async fn search(
         .skip(body.offset.unwrap_or(0))
         .take(body.limit.unwrap_or(super::search::DEFAULT_LIMIT))
         .map(|cron| select.apply(&cron))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect();
     Ok(Json(page))
 }
 

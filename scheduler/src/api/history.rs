@@ -6,7 +6,7 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::routing::{get, post};
 use axum::{Extension, Json, Router};
 use deepfleet_proto::Caller;
@@ -21,8 +21,9 @@ use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
 use super::convert::{Waiting, show_waiting, thread_values};
 use super::error::{ApiError, Body};
 use super::search::DEFAULT_LIMIT;
+use super::select::Select;
 use super::state::ApiState;
-use super::threads::{load, thread_state, waiting};
+use super::threads::{load, state_select, thread_state, waiting};
 
 /// The most checkpoints one history page holds: each is the whole
 /// thread as it was then.
@@ -53,11 +54,13 @@ async fn history_get(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     query: Result<Query<HistoryGetQuery>, QueryRejection>,
-) -> Result<Json<Vec<ThreadState>>, ApiError> {
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Vec<Value>>, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::unprocessable(e.body_text()))?;
     let params = ThreadHistoryParams {
         limit: query.limit,
         before: query.before.map(CheckpointPointer::Id),
+        select: Select::from_query(raw.as_deref()),
         ..ThreadHistoryParams::default()
     };
     history(&state, &caller, &id, &params).await
@@ -69,7 +72,7 @@ async fn history_post(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     body: Bytes,
-) -> Result<Json<Vec<ThreadState>>, ApiError> {
+) -> Result<Json<Vec<Value>>, ApiError> {
     let params = if body.iter().all(u8::is_ascii_whitespace) {
         ThreadHistoryParams::default()
     } else {
@@ -86,7 +89,8 @@ async fn history(
     caller: &Caller,
     id: &str,
     params: &ThreadHistoryParams,
-) -> Result<Json<Vec<ThreadState>>, ApiError> {
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let select = state_select(params.select.as_deref())?;
     let record = load(state, &caller.tenant, id).await?;
     let Some((mut query, notes)) = history_query(params)? else {
         return Ok(Json(Vec::new()));
@@ -103,7 +107,7 @@ async fn history(
     Ok(Json(
         found
             .iter()
-            .map(|c| checkpoint_state(&record.thread_id, c, waiting.as_ref()))
+            .map(|c| select.apply(&checkpoint_state(&record.thread_id, c, waiting.as_ref())))
             .collect(),
     ))
 }
@@ -112,8 +116,17 @@ async fn state_at_get(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path((id, checkpoint_id)): Path<(String, String)>,
-) -> Result<Json<ThreadState>, ApiError> {
-    state_at(&state, &caller, &id, Some(&checkpoint_id)).await
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let select = Select::from_query(raw.as_deref());
+    state_at(
+        &state,
+        &caller,
+        &id,
+        Some(&checkpoint_id),
+        select.as_deref(),
+    )
+    .await
 }
 
 async fn state_at_post(
@@ -121,20 +134,24 @@ async fn state_at_post(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
     Body(body): Body<ThreadStateCheckpointParams>,
-) -> Result<Json<ThreadState>, ApiError> {
-    state_at(&state, &caller, &id, body.checkpoint.id()).await
+) -> Result<Json<Value>, ApiError> {
+    let select = body.select.as_deref();
+    state_at(&state, &caller, &id, body.checkpoint.id(), select).await
 }
 
-/// The thread at `checkpoint_id`, or as it is now when none is named.
+/// The thread at `checkpoint_id`, or as it is now when none is named,
+/// with the fields `select` names.
 async fn state_at(
     state: &ApiState,
     caller: &Caller,
     id: &str,
     checkpoint_id: Option<&str>,
-) -> Result<Json<ThreadState>, ApiError> {
+    select: Option<&[String]>,
+) -> Result<Json<Value>, ApiError> {
+    let select = state_select(select)?;
     let record = load(state, &caller.tenant, id).await?;
     let Some(checkpoint_id) = checkpoint_id else {
-        return Ok(Json(thread_state(state, &record).await?));
+        return Ok(Json(select.apply(&thread_state(state, &record).await?)));
     };
     let not_found = || ApiError::not_found(format!("Checkpoint '{checkpoint_id}' not found."));
     let number = checkpoint_number(checkpoint_id).ok_or_else(not_found)?;
@@ -144,11 +161,11 @@ async fn state_at(
         .await?
         .ok_or_else(not_found)?;
     let waiting = waiting(state, &record).await?;
-    Ok(Json(checkpoint_state(
+    Ok(Json(select.apply(&checkpoint_state(
         &record.thread_id,
         &found,
         waiting.as_ref(),
-    )))
+    ))))
 }
 
 /// Note keys and the values a checkpoint's notes must hold.

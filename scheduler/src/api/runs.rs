@@ -4,7 +4,7 @@
 //! [`Lifecycle`](crate::lifecycle::Lifecycle)'s.
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -13,11 +13,13 @@ use deepfleet_proto::Caller;
 use deepfleet_proto::api::{Run, RunCancelQuery, RunCreateParams, RunListQuery};
 use deepfleet_proto::keys::records::thread_runs;
 use deepfleet_store::Order;
+use serde_json::Value;
 
 use super::error::{ApiError, Body, QueryString};
 use super::run_create::create_run;
 use super::run_resource::{load_run, run_headers, run_resource};
 use super::search::Paging;
+use super::select::{Select, fields_of};
 use super::state::ApiState;
 use super::threads;
 use super::wait::wait_response;
@@ -67,7 +69,14 @@ async fn list(
     Extension(caller): Extension<Caller>,
     Path(thread_id): Path<String>,
     QueryString(query): QueryString<RunListQuery>,
-) -> Result<Json<Vec<Run>>, ApiError> {
+    RawQuery(raw): RawQuery,
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let select = Select::parse(
+        Select::from_query(raw.as_deref()).as_deref(),
+        &fields_of::<Run>(),
+        "a run",
+        false,
+    )?;
     threads::load(&state, &caller.tenant, &thread_id).await?;
     let mut paging = Paging::new(query.offset, query.limit, query.status.is_some());
     let repo = runs_of(state.store(), &thread_id);
@@ -93,7 +102,7 @@ async fn list(
             out.push(run);
         }
     }
-    Ok(Json(out))
+    Ok(Json(select.apply_all(&out)))
 }
 
 async fn get_one(

@@ -20,6 +20,7 @@ use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref
 use super::convert::{self, Waiting, show_waiting, thread_values, values_if_any};
 use super::error::{ApiError, Body};
 use super::search::{Paging, metadata_matches, values_match};
+use super::select::{Select, fields_of};
 use super::state::ApiState;
 use super::state_values::state_edit;
 use crate::repo::threads::{ThreadRecord, threads};
@@ -115,7 +116,13 @@ async fn search(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Body(body): Body<ThreadSearchParams>,
-) -> Result<Json<Vec<Thread>>, ApiError> {
+) -> Result<Json<Vec<Value>>, ApiError> {
+    let select = Select::parse(
+        body.select.as_deref(),
+        &fields_of::<Thread>(),
+        "a thread",
+        false,
+    )?;
     let filtered = body.metadata.is_some() || body.status.is_some() || body.values.is_some();
     let mut paging = Paging::new(body.offset, body.limit, filtered);
     let repo = threads(state.store());
@@ -150,7 +157,7 @@ async fn search(
             out.push(thread);
         }
     }
-    Ok(Json(out))
+    Ok(Json(select.apply_all(&out)))
 }
 
 /// The fields `GET /threads/{id}?include=` may ask for. The Thread
@@ -203,9 +210,17 @@ async fn state_of(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
-) -> Result<Json<ThreadState>, ApiError> {
+    RawQuery(query): RawQuery,
+) -> Result<Json<Value>, ApiError> {
+    let select = state_select(Select::from_query(query.as_deref()).as_deref())?;
     let record = load(&state, &caller.tenant, &id).await?;
-    Ok(Json(thread_state(&state, &record).await?))
+    Ok(Json(select.apply(&thread_state(&state, &record).await?)))
+}
+
+/// A `select` of a thread state's fields (`values.<key>` narrows its
+/// values).
+pub fn state_select(select: Option<&[String]>) -> Result<Select, ApiError> {
+    Select::parse(select, &fields_of::<ThreadState>(), "a thread state", true)
 }
 
 /// Loads `tenant`'s thread record or answers 404 (another tenant's

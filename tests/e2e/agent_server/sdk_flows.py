@@ -102,6 +102,8 @@ async def main(url):
     check(got["status"] == "success", f"background run succeeded: {got['status']}")
     listed = await client.runs.list(tid)
     check(len(listed) == 2, f"two runs listed on the thread: {len(listed)}")
+    slim = await client.runs.list(tid, select=["run_id", "status"])
+    check(all(sorted(r) == ["run_id", "status"] for r in slim), f"runs.list select: {slim}")
     later = await client.threads.get_history(tid)
     check(later[1:] == history, "a later run leaves the earlier checkpoints as they were")
     mine = await client.threads.get_history(tid, metadata={"run_id": run["run_id"]})

@@ -115,6 +115,10 @@ async function threadsAndRuns(client, assistant) {
   );
   const searched = await client.threads.search({ metadata: { suite: "js" } });
   check(searched.some((t) => t.thread_id === tid), "threads.search by metadata");
+  const slim = await client.threads.search({ metadata: { suite: "js" }, select: ["thread_id", "status"] });
+  check(slim.length > 0 && slim.every((t) => Object.keys(t).sort().join() === "status,thread_id"), "threads.search select");
+  const messagesOnly = await client.threads.getHistory(tid, { limit: 1, select: ["values.messages"] });
+  check(Object.keys(messagesOnly[0]).join() === "values" && Object.keys(messagesOnly[0].values).join() === "messages", "threads.getHistory select values.<key>");
   const timed = await client.threads.create({ ttl: 30 });
   check(timed.ttl.ttl === 30 && timed.ttl.strategy === "delete", "threads.create({ ttl }) shows the ttl");
   const retimed = await client.threads.update(timed.thread_id, { ttl: { ttl: 90, strategy: "delete" } });

@@ -8,7 +8,7 @@ use deepfleet_proto::api::{
     SubgraphsQuery,
 };
 
-use super::operation::{Operation, Success, object, op};
+use super::operation::{Operation, Success, object, op, selectable_list};
 use super::schemas::Schemas;
 
 /// Assistants.
@@ -26,7 +26,10 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             "/assistants/search",
             "Search assistants",
             s.request::<AssistantSearchParams>(),
-            vec![Success::Json(200, s.response::<Vec<Assistant>>())],
+            vec![Success::Json(
+                200,
+                selectable_list(s.response::<Assistant>()),
+            )],
         ),
         op(
             "post",

@@ -64,3 +64,30 @@ pub(super) fn stream() -> Vec<Success> {
 pub(super) fn values() -> Vec<Success> {
     vec![Success::Json(200, any())]
 }
+
+/// An answer `select` may narrow: the whole resource, or the fields it
+/// named.
+pub(super) fn selectable(full: Schema) -> Schema {
+    json_schema!({
+        "anyOf": [full, {"type": "object", "description": "The fields `select` named."}],
+    })
+}
+
+/// A list of answers `select` may narrow.
+pub(super) fn selectable_list(item: Schema) -> Schema {
+    json_schema!({"type": "array", "items": selectable(item)})
+}
+
+/// The `select` query parameter: fields to answer with (repeated, or
+/// comma-separated).
+pub(super) fn select_query() -> Value {
+    serde_json::json!({
+        "name": "select",
+        "in": "query",
+        "required": false,
+        "description": "Only these fields (all when absent); a thread state's `values.<key>` narrows its values",
+        "schema": {"type": "array", "items": {"type": "string"}},
+        "style": "form",
+        "explode": true,
+    })
+}

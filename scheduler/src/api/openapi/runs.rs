@@ -4,14 +4,13 @@ use deepfleet_proto::api::{
     Run, RunCancelManyParams, RunCancelManyQuery, RunCancelQuery, RunCreateParams, RunListQuery,
 };
 
-use super::operation::{Operation, Success, any, op};
+use super::operation::{Operation, Success, any, op, select_query, selectable_list};
 use super::schemas::Schemas;
 
 /// Runs: creation, listing, cancel.
 pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
     let run_params = s.request::<RunCreateParams>();
     let run = s.response::<Run>();
-    let runs = s.response::<Vec<Run>>();
     vec![
         op(
             "post",
@@ -21,13 +20,13 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             vec![Success::Json(200, run.clone())],
         ),
         Operation {
-            query: s.query::<RunListQuery>(),
+            query: [s.query::<RunListQuery>(), vec![select_query()]].concat(),
             ..op(
                 "get",
                 "/threads/{thread_id}/runs",
                 "List a thread's runs",
                 None,
-                vec![Success::Json(200, runs.clone())],
+                vec![Success::Json(200, selectable_list(s.response::<Run>()))],
             )
         },
         op(

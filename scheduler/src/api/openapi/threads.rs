@@ -6,7 +6,7 @@ use deepfleet_proto::api::{
     ThreadStateCheckpointParams, ThreadStatePatch, ThreadStateUpdate, ThreadStateUpdateResponse,
 };
 
-use super::operation::{Operation, Success, object, op};
+use super::operation::{Operation, Success, object, op, select_query, selectable, selectable_list};
 use super::schemas::Schemas;
 use serde_json::json;
 
@@ -25,7 +25,7 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             "/threads/search",
             "Search threads",
             s.request::<ThreadSearchParams>(),
-            vec![Success::Json(200, s.response::<Vec<Thread>>())],
+            vec![Success::Json(200, selectable_list(s.response::<Thread>()))],
         ),
         Operation {
             query: vec![json!({
@@ -86,13 +86,16 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
 /// A thread's state, its updates and its history.
 pub(super) fn state_operations(s: &mut Schemas) -> Vec<Operation> {
     vec![
-        op(
-            "get",
-            "/threads/{thread_id}/state",
-            "A thread's state",
-            None,
-            vec![Success::Json(200, s.response::<ThreadState>())],
-        ),
+        Operation {
+            query: vec![select_query()],
+            ..op(
+                "get",
+                "/threads/{thread_id}/state",
+                "A thread's state",
+                None,
+                vec![Success::Json(200, selectable(s.response::<ThreadState>()))],
+            )
+        },
         op(
             "post",
             "/threads/{thread_id}/state",
@@ -110,33 +113,45 @@ pub(super) fn state_operations(s: &mut Schemas) -> Vec<Operation> {
             s.request::<ThreadStatePatch>(),
             vec![Success::Empty(204)],
         ),
-        op(
-            "get",
-            "/threads/{thread_id}/history",
-            "A thread's past states",
-            None,
-            vec![Success::Json(200, s.response::<Vec<ThreadState>>())],
-        ),
+        Operation {
+            query: vec![select_query()],
+            ..op(
+                "get",
+                "/threads/{thread_id}/history",
+                "A thread's past states",
+                None,
+                vec![Success::Json(
+                    200,
+                    selectable_list(s.response::<ThreadState>()),
+                )],
+            )
+        },
         op(
             "post",
             "/threads/{thread_id}/history",
             "A thread's past states",
             s.request::<ThreadHistoryParams>(),
-            vec![Success::Json(200, s.response::<Vec<ThreadState>>())],
+            vec![Success::Json(
+                200,
+                selectable_list(s.response::<ThreadState>()),
+            )],
         ),
-        op(
-            "get",
-            "/threads/{thread_id}/state/{checkpoint_id}",
-            "A thread's state at a checkpoint",
-            None,
-            vec![Success::Json(200, s.response::<ThreadState>())],
-        ),
+        Operation {
+            query: vec![select_query()],
+            ..op(
+                "get",
+                "/threads/{thread_id}/state/{checkpoint_id}",
+                "A thread's state at a checkpoint",
+                None,
+                vec![Success::Json(200, selectable(s.response::<ThreadState>()))],
+            )
+        },
         op(
             "post",
             "/threads/{thread_id}/state/checkpoint",
             "A thread's state at a checkpoint",
             s.request::<ThreadStateCheckpointParams>(),
-            vec![Success::Json(200, s.response::<ThreadState>())],
+            vec![Success::Json(200, selectable(s.response::<ThreadState>()))],
         ),
     ]
 }
