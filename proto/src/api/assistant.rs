@@ -52,6 +52,17 @@ pub struct AssistantSearchParams {
     /// Only these fields of each (all when absent).
     #[serde(default)]
     pub select: Option<Vec<String>>,
+    /// Only assistants with this name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Sort by this field: `assistant_id`, `graph_id`, `name`,
+    /// `created_at` or `updated_at` (system assistants first, then the
+    /// created ones oldest first, when neither sort field is set).
+    #[serde(default)]
+    pub sort_by: Option<String>,
+    /// `asc` or `desc` (the default when `sort_by` is set).
+    #[serde(default)]
+    pub sort_order: Option<String>,
 }
 
 /// `POST /assistants/count`: the filters of [`AssistantSearchParams`].

@@ -77,6 +77,19 @@ pub struct ThreadSearchParams {
     /// Only these fields of each (all when absent).
     #[serde(default)]
     pub select: Option<Vec<String>>,
+    /// Only these threads.
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+    /// Sort by this field: `thread_id`, `status`, `created_at` or
+    /// `updated_at` (newest created first when neither sort field is set).
+    #[serde(default)]
+    pub sort_by: Option<String>,
+    /// `asc` or `desc` (the default when `sort_by` is set).
+    #[serde(default)]
+    pub sort_order: Option<String>,
+    /// Refused when set: values are read whole or narrowed by `select`.
+    #[serde(default)]
+    pub extract: Option<Value>,
 }
 
 /// `PATCH /threads/{thread_id}`.

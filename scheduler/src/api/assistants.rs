@@ -2,7 +2,7 @@
 //! plus created ones that override its config and context.
 
 use axum::Extension;
-use axum::extract::{Path, State};
+use axum::extract::{Path, RawQuery, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::Utc;
@@ -13,9 +13,11 @@ use deepfleet_store::Order;
 use deepfleet_store::sealed::redact;
 use serde_json::{Map, Value};
 
+use super::convert::to_json;
 use super::error::{ApiError, Body};
-use super::search::{Paging, metadata_matches};
+use super::search::{DEFAULT_LIMIT, Paging, metadata_matches};
 use super::select::{Select, fields_of};
+use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
 use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
 
@@ -91,15 +93,54 @@ async fn search(
         "an assistant",
         false,
     )?;
+    let sort = Sort::parse(
+        body.sort_by.as_deref(),
+        body.sort_order.as_deref(),
+        &[
+            "assistant_id",
+            "graph_id",
+            "name",
+            "created_at",
+            "updated_at",
+        ],
+        "created_at",
+    )?;
     let matches = |a: &Assistant| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
+            && body.name.as_ref().is_none_or(|n| a.name == *n)
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
     };
-    // The system assistants first, then the created ones, oldest first.
-    let mut paging = Paging::new(body.offset, body.limit, true);
+    let Some(sort) = sort else {
+        let paging = Paging::new(body.offset, body.limit, true);
+        let found = matching_assistants(&state, &caller, matches, paging).await?;
+        return Ok(Json(select.apply_all(&found)));
+    };
+    let every = Paging::new(None, Some(MAX_SORTED + 1), true);
+    let all = matching_assistants(&state, &caller, matches, every).await?;
+    let all = all.iter().map(to_json).collect();
+    let (offset, limit) = (
+        body.offset.unwrap_or(0),
+        body.limit.unwrap_or(DEFAULT_LIMIT),
+    );
+    Ok(Json(
+        sort.page(all, offset, limit)?
+            .iter()
+            .map(|a| select.apply(a))
+            .collect(),
+    ))
+}
+
+/// `tenant`'s assistants that `matches` keeps, the page `paging` says:
+/// the system assistants first, then the created ones, oldest first.
+async fn matching_assistants(
+    state: &ApiState,
+    caller: &Caller,
+    matches: impl Fn(&Assistant) -> bool,
+    mut paging: Paging,
+) -> Result<Vec<Assistant>, ApiError> {
     let mut out = Vec::new();
     for graph in state.graphs.names() {
-        let assistant = system(&state, &graph);
+        let assistant = system(state, &graph);
         if out.len() < paging.limit && matches(&assistant) && !paging.skips() {
             out.push(assistant);
         }
@@ -116,7 +157,7 @@ async fn search(
             out.push(record.assistant);
         }
     }
-    Ok(Json(select.apply_all(&out)))
+    Ok(out)
 }
 
 async fn get_one(
@@ -131,7 +172,18 @@ async fn delete(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
+    RawQuery(query): RawQuery,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
+    // A thread is not an assistant's: runs of many assistants may share
+    // it, so deleting an assistant never takes threads with it.
+    let delete_threads = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .any(|(key, value)| key == "delete_threads" && !matches!(&*value, "false" | "0" | ""));
+    if delete_threads {
+        return Err(ApiError::unprocessable(
+            "delete_threads is not supported: a thread may hold runs of many assistants; \
+             delete threads with DELETE /threads/{thread_id}",
+        ));
+    }
     let repo = assistants(state.store());
     if repo.get_owned(&id, &caller.tenant).await?.is_none() || !repo.delete(&id).await? {
         return Err(ApiError::not_found(format!("Assistant '{id}' not found.")));

@@ -59,6 +59,7 @@ pub mod run_resource;
 pub mod runs;
 pub mod search;
 pub mod select;
+pub mod sort;
 pub mod state;
 pub mod state_notes;
 pub mod state_update;

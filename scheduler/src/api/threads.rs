@@ -17,10 +17,11 @@ use serde_json::{Map, Value};
 
 use super::assistant_graph::is_node;
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
-use super::convert::{self, Waiting, show_waiting, thread_values, values_if_any};
+use super::convert::{self, Waiting, show_waiting, thread_values, to_json, values_if_any};
 use super::error::{ApiError, Body};
-use super::search::{Paging, metadata_matches, values_match};
+use super::search::{DEFAULT_LIMIT, Paging, metadata_matches, values_match};
 use super::select::{Select, fields_of};
+use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
 use super::state_values::state_edit;
 use crate::repo::threads::{ThreadRecord, threads};
@@ -123,8 +124,53 @@ async fn search(
         "a thread",
         false,
     )?;
-    let filtered = body.metadata.is_some() || body.status.is_some() || body.values.is_some();
-    let mut paging = Paging::new(body.offset, body.limit, filtered);
+    if body.extract.as_ref().is_some_and(|e| !e.is_null()) {
+        return Err(ApiError::unprocessable(
+            "extract is not supported: select the values wanted with select: [\"values.<key>\"]",
+        ));
+    }
+    let sort = Sort::parse(
+        body.sort_by.as_deref(),
+        body.sort_order.as_deref(),
+        &["thread_id", "status", "created_at", "updated_at"],
+        "created_at",
+    )?;
+    let found = match &sort {
+        None => {
+            let filtered = body.metadata.is_some()
+                || body.status.is_some()
+                || body.values.is_some()
+                || body.ids.is_some();
+            let paging = Paging::new(body.offset, body.limit, filtered);
+            matching_threads(&state, &caller, &body, paging).await?
+        }
+        Some(sort) => {
+            let every = Paging::new(None, Some(MAX_SORTED + 1), true);
+            let all = matching_threads(&state, &caller, &body, every).await?;
+            let all = all.iter().map(to_json).collect();
+            let (offset, limit) = (
+                body.offset.unwrap_or(0),
+                body.limit.unwrap_or(DEFAULT_LIMIT),
+            );
+            return Ok(Json(
+                sort.page(all, offset, limit)?
+                    .iter()
+                    .map(|t| select.apply(t))
+                    .collect(),
+            ));
+        }
+    };
+    Ok(Json(select.apply_all(&found)))
+}
+
+/// `tenant`'s threads that `body` matches, newest first, the page
+/// `paging` says.
+async fn matching_threads(
+    state: &ApiState,
+    caller: &Caller,
+    body: &ThreadSearchParams,
+    mut paging: Paging,
+) -> Result<Vec<Thread>, ApiError> {
     let repo = threads(state.store());
     // Newest first, as the reference sorts by default.
     let mut walk = repo
@@ -138,13 +184,17 @@ async fn search(
         };
         if record.tenant != caller.tenant
             || !metadata_matches(body.metadata.as_ref(), &record.metadata)
+            || body
+                .ids
+                .as_ref()
+                .is_some_and(|ids| !ids.contains(&record.thread_id))
         {
             continue;
         }
         if body.status.is_none() && body.values.is_none() && paging.skips() {
             continue;
         }
-        let thread = thread_resource(&state, &record).await?;
+        let thread = thread_resource(state, &record).await?;
         if body
             .status
             .as_ref()
@@ -157,7 +207,7 @@ async fn search(
             out.push(thread);
         }
     }
-    Ok(Json(select.apply_all(&out)))
+    Ok(out)
 }
 
 /// The fields `GET /threads/{id}?include=` may ask for. The Thread

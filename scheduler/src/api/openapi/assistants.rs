@@ -66,13 +66,22 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
             s.request::<AssistantLatestParams>(),
             vec![Success::Json(200, s.response::<Assistant>())],
         ),
-        op(
-            "delete",
-            "/assistants/{assistant_id}",
-            "Delete an assistant",
-            None,
-            vec![Success::Json(200, object())],
-        ),
+        Operation {
+            query: vec![serde_json::json!({
+                "name": "delete_threads",
+                "in": "query",
+                "required": false,
+                "description": "Refused when true (422): a thread may hold runs of many assistants",
+                "schema": {"type": "boolean", "default": false},
+            })],
+            ..op(
+                "delete",
+                "/assistants/{assistant_id}",
+                "Delete an assistant",
+                None,
+                vec![Success::Json(200, object())],
+            )
+        },
     ]
 }
 
