@@ -74,6 +74,9 @@ pub struct AssistantCountParams {
     /// Only assistants whose metadata has these key/values.
     #[serde(default)]
     pub metadata: Option<Map<String, Value>>,
+    /// Only assistants with this name.
+    #[serde(default)]
+    pub name: Option<String>,
 }
 
 /// `PATCH /assistants/{assistant_id}`: a new version, from the shown one

@@ -29,6 +29,7 @@ async fn count(
 ) -> Result<Json<u64>, ApiError> {
     let matches = |a: &Assistant| {
         body.graph_id.as_ref().is_none_or(|g| a.graph_id == *g)
+            && body.name.as_ref().is_none_or(|n| a.name == *n)
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
     };
     let mut n = 0;

@@ -65,6 +65,10 @@ async fn assistant_searches_filter_by_name_and_sort() {
     let search = |body: Value| api.send("POST", "/assistants/search", Some(body));
     let named = search(json!({"name": "amy"})).await.json();
     assert_eq!(field(&named, "name"), ["amy"]);
+    let counted = api
+        .send("POST", "/assistants/count", Some(json!({"name": "amy"})))
+        .await;
+    assert_eq!(counted.json(), json!(1));
     let sorted = search(json!({"sort_by": "name", "sort_order": "desc"}))
         .await
         .json();
