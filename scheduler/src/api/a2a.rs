@@ -5,8 +5,9 @@
 //! ([`super::a2a_stream`]), `tasks/get` and `tasks/cancel` read and stop
 //! it. A task that waits for a human decision (`input-required`) goes on
 //! when a message names it (`taskId`) with a data part
-//! `{"decisions": [...]}`, as a `command.resume` would. The wire is [`super::a2a_wire`], the tasks [`super::a2a_task`],
-//! the agent card [`super::agent_card`].
+//! `{"decisions": [...]}`, as a `command.resume` would. The wire is
+//! [`super::a2a_wire`], the tasks [`super::a2a_task`], the agent card
+//! [`super::agent_card`].
 //!
 //! JSON-RPC errors answer 200, as the protocol has them; an assistant
 //! the caller does not have answers 404 before the body is read, as
