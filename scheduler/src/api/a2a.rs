@@ -30,10 +30,10 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, interval_at};
 
 use super::a2a_stream::stream;
-use super::a2a_task::{self, find, view};
+use super::a2a_task::{self, SEND_WAIT, find, rpc_error, view};
 use super::a2a_wire::{
-    INTERNAL_ERROR, METHOD_NOT_FOUND, Method, RpcError, RpcRequest, SendParams,
-    TASK_NOT_CANCELABLE, TaskState, error, parse_request, result, send_params, task_id,
+    METHOD_NOT_FOUND, Method, RpcError, RpcRequest, SendParams, TASK_NOT_CANCELABLE, TaskState,
+    error, parse_request, result, send_params, task_id,
 };
 use super::assistants;
 use super::error::ApiError;
@@ -41,9 +41,6 @@ use super::state::ApiState;
 use super::wait::{KEEP_ALIVE, ended_within};
 use crate::repo::runs::RunMeta;
 
-/// How long `message/send` waits for its run; past it, the answer is the
-/// task as it is then (still working), which `tasks/get` follows.
-pub const SEND_WAIT: Duration = Duration::from_secs(600);
 /// How long `tasks/cancel` waits for a running run to stop at its next
 /// step boundary before answering the task as it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
@@ -260,16 +257,6 @@ async fn cancel(
     Ok(after.task())
 }
 
-/// An API refusal as a JSON-RPC error: the caller's mistakes (4xx) are
-/// invalid params saying what is wrong; the server's are internal.
-pub(super) fn rpc_error(e: &ApiError) -> RpcError {
-    if e.status.is_client_error() {
-        RpcError::invalid_params(e.detail.clone())
-    } else {
-        RpcError::new(INTERNAL_ERROR, e.detail.clone())
-    }
-}
-
 /// The answer to request `id`: its result or its error.
 fn answer(id: &Value, outcome: Result<Value, RpcError>) -> Response {
     json_answer(match outcome {
@@ -291,23 +278,3 @@ fn json_answer(body: Value) -> Response {
 #[cfg(test)]
 #[path = "a2a_tests.rs"]
 mod router_tests;
-
-#[cfg(test)]
-mod tests {
-    use super::super::a2a_wire::INVALID_PARAMS;
-    use super::*;
-
-    #[test]
-    fn client_mistakes_are_invalid_params_and_server_failures_internal() {
-        let e = rpc_error(&ApiError::unprocessable("input is required"));
-        assert_eq!(e, RpcError::invalid_params("input is required"));
-        let e = rpc_error(&ApiError {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            code: deepfleet_proto::ErrorCode::Internal,
-            detail: "the store is down".into(),
-            retry_after: None,
-        });
-        assert_eq!(e.code, INTERNAL_ERROR);
-        assert_ne!(e.code, INVALID_PARAMS);
-    }
-}

@@ -13,8 +13,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::a2a::{SEND_WAIT, rpc_error};
-use super::a2a_task::view;
+use super::a2a_task::{SEND_WAIT, rpc_error, view};
 use super::a2a_wire::{error, result};
 use super::state::ApiState;
 use super::wait::{KEEP_ALIVE, POLL};

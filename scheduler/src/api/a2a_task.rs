@@ -3,16 +3,33 @@
 //! made when it names a context not seen yet), the task is that run, and
 //! its id finds it again through [`a2a_tasks`].
 
+use std::time::Duration;
+
 use deepfleet_proto::TenantId;
 use deepfleet_proto::api::{Assistant, RunCreateParams};
 use serde_json::{Value, json};
 
-use super::a2a_wire::{SendParams, TaskState, TaskView};
+use super::a2a_wire::{INTERNAL_ERROR, RpcError, SendParams, TaskState, TaskView};
 use super::error::ApiError;
 use super::run_create::create_run;
 use super::state::ApiState;
 use crate::repo::a2a_tasks::{A2aTask, a2a_tasks};
 use crate::repo::runs::{RunMeta, runs_of};
+
+/// How long `message/send` (and `message/stream`) wait for a task's run;
+/// past it, the answer is the task as it is then (still working), which
+/// `tasks/get` follows.
+pub const SEND_WAIT: Duration = Duration::from_secs(600);
+
+/// An API refusal as a JSON-RPC error: the caller's mistakes (4xx) are
+/// invalid params saying what is wrong; the server's are internal.
+pub fn rpc_error(e: &ApiError) -> RpcError {
+    if e.status.is_client_error() {
+        RpcError::invalid_params(e.detail.clone())
+    } else {
+        RpcError::new(INTERNAL_ERROR, e.detail.clone())
+    }
+}
 
 /// Starts `tenant`'s run of `assistant` with the message of `params` on
 /// `context` (a thread id; a new thread without one), through every
@@ -98,4 +115,26 @@ pub async fn view(state: &ApiState, meta: &RunMeta) -> Result<TaskView, ApiError
         answer,
         error,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+
+    use super::super::a2a_wire::INVALID_PARAMS;
+    use super::*;
+
+    #[test]
+    fn client_mistakes_are_invalid_params_and_server_failures_internal() {
+        let e = rpc_error(&ApiError::unprocessable("input is required"));
+        assert_eq!(e, RpcError::invalid_params("input is required"));
+        let e = rpc_error(&ApiError {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            code: deepfleet_proto::ErrorCode::Internal,
+            detail: "the store is down".into(),
+            retry_after: None,
+        });
+        assert_eq!(e.code, INTERNAL_ERROR);
+        assert_ne!(e.code, INVALID_PARAMS);
+    }
 }
