@@ -182,7 +182,7 @@ impl Agent {
                     &tool.parameters.to_string(),
                 ]
                 .concat();
-                u64::from(deepfleet_fleet::tokens::count_text(&text))
+                u64::from(deepfleet_fleet::tokens::count_recurring(&text))
             })
             .sum();
         let price = price(&options.prices, &model_spec, &resolved.model);

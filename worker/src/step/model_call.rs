@@ -80,8 +80,8 @@ pub async fn call_model(
 pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
     let system = agent.system_prompt(cx);
     // Each message was counted once, when it was logged, and the tools
-    // when the agent was built; only the system prompt (which changes
-    // with memory and files) is counted here.
+    // when the agent was built; the system prompt (which changes with
+    // memory and files, not per step) is counted once per distinct text.
     let counted: u64 = cx
         .history
         .iter()
@@ -90,7 +90,7 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
         .map(|m| u64::from(m.tokens))
         .sum();
     let estimated =
-        counted + agent.tool_tokens + u64::from(deepfleet_fleet::tokens::count_text(&system));
+        counted + agent.tool_tokens + u64::from(deepfleet_fleet::tokens::count_recurring(&system));
     ModelRequest {
         model: agent.model_name.clone(),
         system,
