@@ -14,11 +14,13 @@
 //!
 //! Every event's id is derived from the run's event stream position, so
 //! two connections (the SDK opens several) name the same event the same
-//! and a client dedupes them. `seq` orders a connection's events: the
-//! run's creation time in milliseconds times [`EVENTS_PER_RUN`] plus the
-//! event's place in the run, counted over every channel (token deltas
-//! too, when the connection streams messages), so a client that comes
-//! back with `since` and the channels it had gets what followed.
+//! and a client dedupes them. `seq` orders events across a client's
+//! connections: the run's creation time in milliseconds times
+//! [`EVENTS_PER_RUN`] plus the event's place in the run, counted over
+//! every channel whatever the connection asked for; the events only
+//! some connections send (token deltas, a resumed run's `running`) share
+//! the number of the event before them, so every connection numbers the
+//! rest alike.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::convert::Infallible;
@@ -201,8 +203,17 @@ impl RunCursor {
 
     /// The next event's `seq`.
     fn next_seq(&mut self) -> u64 {
-        let base = u64::try_from(self.meta.created_at.timestamp_millis()).unwrap_or(0);
         self.count += 1;
+        self.current_seq()
+    }
+
+    /// The `seq` of the last numbered event, for events only some
+    /// connections send (token deltas, a resumed run's `running`): they
+    /// take no number of their own, so every connection numbers the
+    /// events all of them send alike, and the SDK orders its several
+    /// connections' events by it.
+    fn current_seq(&self) -> u64 {
+        let base = u64::try_from(self.meta.created_at.timestamp_millis()).unwrap_or(0);
         base.saturating_mul(EVENTS_PER_RUN) + self.count.min(EVENTS_PER_RUN - 1)
     }
 }
@@ -244,10 +255,9 @@ impl ThreadEvents<'_> {
                 if done && status == Some(RunStatus::Interrupted) {
                     parked = Some(run);
                 } else {
-                    let mut run = run;
                     let resumed = lifecycle(&[], "running", json!({}));
                     let id = format!("{}/{}/resumed", run.meta.run_id, run.cursor);
-                    let seq = run.next_seq();
+                    let seq = run.current_seq();
                     self.send(&resumed, seq, &id).await?;
                     parked = self.follow_run(*run).await?;
                     progressed = true;
@@ -480,7 +490,7 @@ impl ThreadEvents<'_> {
         };
         let events = tokens.until(origin, step);
         for (event_id, event) in events {
-            let seq = run.next_seq();
+            let seq = run.current_seq();
             self.send(&event, seq, &event_id).await?;
         }
         Ok(())
