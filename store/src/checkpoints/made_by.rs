@@ -55,3 +55,25 @@ pub struct CheckpointNotes {
     /// The metadata, every patch merged (later keys win).
     pub metadata: Map<String, Value>,
 }
+
+impl CheckpointNotes {
+    /// The notes of checkpoint `checkpoint` after `patch`: `current` when
+    /// it is about that checkpoint (a step since leaves older notes to
+    /// the history), with the patch's keys set over it.
+    pub(crate) fn patched(
+        current: Option<CheckpointNotes>,
+        checkpoint: u64,
+        patch: &Map<String, Value>,
+    ) -> CheckpointNotes {
+        let mut notes = current
+            .filter(|n| n.checkpoint == checkpoint)
+            .unwrap_or(CheckpointNotes {
+                checkpoint,
+                metadata: Map::new(),
+            });
+        notes
+            .metadata
+            .extend(patch.iter().map(|(k, v)| (k.clone(), v.clone())));
+        notes
+    }
+}

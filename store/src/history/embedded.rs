@@ -81,17 +81,7 @@ impl History for EmbeddedStore {
             return Ok(None);
         };
         let step = thread.step;
-        let mut notes = thread
-            .notes
-            .take()
-            .filter(|n| n.checkpoint == step)
-            .unwrap_or(CheckpointNotes {
-                checkpoint: step,
-                metadata: Map::new(),
-            });
-        notes
-            .metadata
-            .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let notes = CheckpointNotes::patched(thread.notes.take(), step, metadata);
         thread.notes = Some(notes.clone());
         state.tell_history(thread_id, Change::of_note(step, metadata));
         Ok(Some(notes))

@@ -157,15 +157,7 @@ impl History for RedisStore {
             }
             let current: Option<CheckpointNotes> =
                 codec.decode_opt(&format!("{meta} notes"), raw.clone())?;
-            let mut notes = current
-                .filter(|n| n.checkpoint == step)
-                .unwrap_or(CheckpointNotes {
-                    checkpoint: step,
-                    metadata: Map::new(),
-                });
-            notes
-                .metadata
-                .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let notes = CheckpointNotes::patched(current, step, metadata);
             let call = Call::new(
                 &NOTE_CHECKPOINT,
                 vec![meta.clone(), log.clone(), history.clone()],

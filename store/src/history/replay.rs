@@ -171,10 +171,7 @@ pub(crate) fn replay(
             continue;
         }
         let mut checkpoint = replayed.checkpoint(log, *log_len, id);
-        checkpoint.notes = notes.get(&id).map(|metadata| CheckpointNotes {
-            checkpoint: id,
-            metadata: metadata.clone(),
-        });
+        checkpoint.notes = notes.get(&id).cloned();
         kept.push(CheckpointState {
             id,
             run_id: change.run_id.clone(),
@@ -190,16 +187,14 @@ pub(crate) fn replay(
 
 /// The notes `history` holds on the checkpoints `wanted` accepts, each
 /// checkpoint's merged in order.
-fn notes_of(history: &[Logged], wanted: impl Fn(u64) -> bool) -> BTreeMap<u64, Map<String, Value>> {
-    let mut notes: BTreeMap<u64, Map<String, Value>> = BTreeMap::new();
+fn notes_of(history: &[Logged], wanted: impl Fn(u64) -> bool) -> BTreeMap<u64, CheckpointNotes> {
+    let mut notes = BTreeMap::new();
     for Logged { change, .. } in history {
         if let (ChangeKind::Note { checkpoint }, Some(metadata)) = (change.kind, &change.metadata)
             && wanted(checkpoint)
         {
-            notes
-                .entry(checkpoint)
-                .or_default()
-                .extend(metadata.iter().map(|(k, v)| (k.clone(), v.clone())));
+            let merged = CheckpointNotes::patched(notes.remove(&checkpoint), checkpoint, metadata);
+            notes.insert(checkpoint, merged);
         }
     }
     notes
