@@ -54,6 +54,30 @@ pub async fn mark_followed(store: &dyn Store, run_id: &str) -> Result<(), StoreE
     follow_marks(store).put(run_id, &mark).await
 }
 
+/// Every delta of `run_id` appended after `cursor` (from the start when
+/// `None`), read a page at a time, with their ids; `cursor` moves past
+/// them.
+pub async fn new_deltas(
+    store: &dyn Store,
+    run_id: &str,
+    cursor: &mut Option<String>,
+) -> Result<Vec<(String, RunDelta)>, StoreError> {
+    let mut out = Vec::new();
+    loop {
+        let batch = store
+            .run_deltas(run_id, cursor.as_deref(), DELTAS_PER_READ)
+            .await?;
+        let full = batch.len() == DELTAS_PER_READ;
+        if let Some((id, _)) = batch.last() {
+            *cursor = Some(id.clone());
+        }
+        out.extend(batch);
+        if !full {
+            return Ok(out);
+        }
+    }
+}
+
 /// One message as its chunks accumulated.
 #[derive(Default)]
 struct Accumulated {
@@ -96,21 +120,13 @@ impl Partials {
 
     /// Buffers the deltas appended since the last read.
     pub async fn read(&mut self, store: &dyn Store) -> Result<(), StoreError> {
-        loop {
-            let batch = store
-                .run_deltas(&self.run_id, self.cursor.as_deref(), DELTAS_PER_READ)
-                .await?;
-            let full = batch.len() == DELTAS_PER_READ;
-            for (id, delta) in batch {
-                if delta.step >= self.min_step {
-                    self.buffered.push_back(delta);
-                }
-                self.cursor = Some(id);
-            }
-            if !full {
-                return Ok(());
-            }
-        }
+        let new = new_deltas(store, &self.run_id, &mut self.cursor).await?;
+        self.buffered.extend(
+            new.into_iter()
+                .map(|(_, delta)| delta)
+                .filter(|delta| delta.step >= self.min_step),
+        );
+        Ok(())
     }
 
     /// Ids of the messages streamed as chunks (their whole `messages`

@@ -23,9 +23,7 @@ use serde_json::{Value, json};
 use super::translate::{Origin, finished_call};
 use super::wire::ProtocolEvent;
 use crate::api::convert::message_id;
-
-/// Deltas read per store round trip.
-const DELTAS_PER_READ: usize = 512;
+use crate::api::partials::new_deltas;
 
 /// The block a streaming message has open.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,19 +92,9 @@ impl Tokens {
 
     /// Buffers the deltas appended since the last read.
     pub async fn read(&mut self, store: &dyn Store) -> Result<(), StoreError> {
-        loop {
-            let batch = store
-                .run_deltas(&self.run_id, self.cursor.as_deref(), DELTAS_PER_READ)
-                .await?;
-            let full = batch.len() == DELTAS_PER_READ;
-            if let Some((id, _)) = batch.last() {
-                self.cursor = Some(id.clone());
-            }
-            self.buffered.extend(batch);
-            if !full {
-                return Ok(());
-            }
-        }
+        let new = new_deltas(store, &self.run_id, &mut self.cursor).await?;
+        self.buffered.extend(new);
+        Ok(())
     }
 
     /// The events of the buffered deltas up to step `step` (all for
