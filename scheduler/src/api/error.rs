@@ -276,6 +276,23 @@ where
     }
 }
 
+/// The values a query string gives `key`, as the SDKs send a list:
+/// repeated (`key=a&key=b`, or `key[]=...`) or comma-separated, empty
+/// values dropped.
+pub fn query_list(query: Option<&str>, key: &str) -> Vec<String> {
+    let bracketed = format!("{key}[]");
+    url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+        .filter(|(name, _)| *name == key || *name == bracketed)
+        .flat_map(|(_, value)| {
+            value
+                .split(',')
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 fn rejection_error(rejection: &JsonRejection) -> ApiError {
     match rejection {
         JsonRejection::JsonDataError(e) => ApiError::unprocessable(e.body_text()),

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::error::ApiError;
+use super::error::{ApiError, query_list};
 
 /// A checked `select`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -59,16 +59,7 @@ impl Select {
 
     /// Reads a query string's `select` (repeated, or comma-separated).
     pub fn from_query(query: Option<&str>) -> Option<Vec<String>> {
-        let fields: Vec<String> = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-            .filter(|(key, _)| key == "select" || key == "select[]")
-            .flat_map(|(_, value)| {
-                value
-                    .split(',')
-                    .map(|v| v.trim().to_owned())
-                    .filter(|v| !v.is_empty())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let fields = query_list(query, "select");
         (!fields.is_empty()).then_some(fields)
     }
 

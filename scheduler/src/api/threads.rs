@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use super::assistant_graph::is_node;
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
 use super::convert::{self, Waiting, show_waiting, thread_values, to_json, values_if_any};
-use super::error::{ApiError, Body};
+use super::error::{ApiError, Body, query_list};
 use super::search::{DEFAULT_LIMIT, Paging, metadata_matches, values_match};
 use super::select::{Select, fields_of};
 use super::sort::{MAX_SORTED, Sort};
@@ -228,16 +228,8 @@ async fn get_one(
 /// Refuses an `include` (repeated, or comma-separated) naming a field
 /// that is not [`INCLUDABLE`].
 fn check_include(query: Option<&str>) -> Result<(), ApiError> {
-    let asked = url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-        .filter(|(key, _)| key == "include" || key == "include[]")
-        .flat_map(|(_, value)| {
-            value
-                .split(',')
-                .map(|v| v.trim().to_owned())
-                .collect::<Vec<_>>()
-        });
-    for field in asked {
-        if !field.is_empty() && !INCLUDABLE.contains(&field.as_str()) {
+    for field in query_list(query, "include") {
+        if !INCLUDABLE.contains(&field.as_str()) {
             return Err(ApiError::unprocessable(format!(
                 "include: '{field}' is not a field to include; expected one of {INCLUDABLE:?}"
             )));
