@@ -164,10 +164,7 @@ async fn begin(
             .await
             .map_err(|e| rpc_error(&e));
     };
-    let meta = find(state, &caller.tenant, &assistant.assistant_id, task_id)
-        .await
-        .map_err(|e| rpc_error(&e))?
-        .ok_or_else(|| RpcError::task_not_found(task_id))?;
+    let meta = known_task(state, caller, assistant, task_id).await?;
     if message
         .context_id
         .as_ref()
@@ -204,6 +201,20 @@ async fn begin(
     }
 }
 
+/// The run of the caller's task `task_id` of `assistant`; an unknown
+/// task (or another tenant's) is TaskNotFound.
+async fn known_task(
+    state: &ApiState,
+    caller: &Caller,
+    assistant: &Assistant,
+    task_id: &str,
+) -> Result<RunMeta, RpcError> {
+    find(state, &caller.tenant, &assistant.assistant_id, task_id)
+        .await
+        .map_err(|e| rpc_error(&e))?
+        .ok_or_else(|| RpcError::task_not_found(task_id))
+}
+
 /// `tasks/get`: the task as it is now.
 async fn get(
     state: &ApiState,
@@ -212,10 +223,7 @@ async fn get(
     params: &Value,
 ) -> Result<Value, RpcError> {
     let task_id = task_id(params)?;
-    let meta = find(state, &caller.tenant, &assistant.assistant_id, &task_id)
-        .await
-        .map_err(|e| rpc_error(&e))?
-        .ok_or_else(|| RpcError::task_not_found(&task_id))?;
+    let meta = known_task(state, caller, assistant, &task_id).await?;
     let view = view(state, &meta).await.map_err(|e| rpc_error(&e))?;
     Ok(view.task())
 }
@@ -231,10 +239,7 @@ async fn cancel(
     params: &Value,
 ) -> Result<Value, RpcError> {
     let task_id = task_id(params)?;
-    let mut meta = find(state, &caller.tenant, &assistant.assistant_id, &task_id)
-        .await
-        .map_err(|e| rpc_error(&e))?
-        .ok_or_else(|| RpcError::task_not_found(&task_id))?;
+    let mut meta = known_task(state, caller, assistant, &task_id).await?;
     let before = view(state, &meta).await.map_err(|e| rpc_error(&e))?;
     if before.state.is_final() {
         return Err(RpcError::new(
