@@ -282,13 +282,7 @@ impl ThreadEvents<'_> {
                 progressed = true;
             }
             if !progressed {
-                if self.last_sent.elapsed() >= KEEP_ALIVE {
-                    self.tx
-                        .send(Ok(Event::default().comment("heartbeat")))
-                        .await
-                        .map_err(|_| ())?;
-                    self.last_sent = Instant::now();
-                }
+                self.keep_alive().await?;
                 tokio::time::sleep(POLL).await;
             }
         }
@@ -332,13 +326,7 @@ impl ThreadEvents<'_> {
                     RunEnd::Interrupted(run) => Ok(Some(run)),
                 };
             }
-            if self.last_sent.elapsed() >= KEEP_ALIVE {
-                self.tx
-                    .send(Ok(Event::default().comment("heartbeat")))
-                    .await
-                    .map_err(|_| ())?;
-                self.last_sent = Instant::now();
-            }
+            self.keep_alive().await?;
             if caught_up {
                 tokio::time::sleep(POLL).await;
             }
@@ -586,6 +574,18 @@ impl ThreadEvents<'_> {
         self.send(&ended, seq, &format!("{prefix}/lifecycle"))
             .await?;
         Ok(RunEnd::Ended)
+    }
+
+    /// A `: heartbeat` comment when nothing went out for [`KEEP_ALIVE`].
+    async fn keep_alive(&mut self) -> Result<(), ()> {
+        if self.last_sent.elapsed() >= KEEP_ALIVE {
+            self.tx
+                .send(Ok(Event::default().comment("heartbeat")))
+                .await
+                .map_err(|_| ())?;
+            self.last_sent = Instant::now();
+        }
+        Ok(())
     }
 
     /// Sends `event` when the filter wants it and it comes after `since`.
