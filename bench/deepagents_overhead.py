@@ -13,6 +13,9 @@ Modes:
                `invoke`, an InMemorySaver checkpointer as a deployment has).
   concurrency  N short runs (write, read, answer) at once with asyncio
                (`ainvoke`), for the concurrency benchmark.
+  cpu          N runs of the 8-step scenario, --in-flight of them at once
+               (asyncio, `ainvoke`), reporting the process's CPU time: the
+               CPU-per-model-call benchmark.
 
 Prints one JSON object on stdout.
 """
@@ -101,6 +104,29 @@ async def concurrency_runs(args) -> dict:
     return {"runs": args.runs, "ok": ok, "wall_s": wall, "errors": errors}
 
 
+async def cpu_runs(args) -> dict:
+    agent = build_agent(args.base_url, args.timeout)
+    slots = asyncio.Semaphore(args.in_flight)
+
+    async def one(n: int) -> bool:
+        async with slots:
+            config = {"configurable": {"thread_id": f"bench-{n}"}, "recursion_limit": 200}
+            result = await agent.ainvoke(
+                {"messages": [{"role": "user", "content": f"Bench run {n}: prepare the report."}]},
+                config=config,
+            )
+            return overhead_run_ok(n, result)
+
+    started = time.perf_counter()
+    cpu_started = time.process_time()
+    outcomes = await asyncio.gather(*(one(n) for n in range(args.runs)), return_exceptions=True)
+    cpu = time.process_time() - cpu_started
+    wall = time.perf_counter() - started
+    ok = sum(1 for o in outcomes if o is True)
+    errors = sorted({type(o).__name__ for o in outcomes if isinstance(o, BaseException)})
+    return {"runs": args.runs, "ok": ok, "wall_s": wall, "cpu_s": cpu, "errors": errors}
+
+
 def peak_rss_kib() -> int:
     """VmHWM of this process. Not ru_maxrss: Linux carries that across
     exec from the forking parent, so it would report the bench's size."""
@@ -113,13 +139,16 @@ def peak_rss_kib() -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["overhead", "concurrency"])
+    parser.add_argument("mode", choices=["overhead", "concurrency", "cpu"])
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--runs", type=int, required=True)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--in-flight", type=int, default=50)
     args = parser.parse_args()
     if args.mode == "overhead":
         report = overhead(args)
+    elif args.mode == "cpu":
+        report = asyncio.run(cpu_runs(args))
     else:
         report = asyncio.run(concurrency_runs(args))
     report["peak_rss_kib"] = peak_rss_kib()

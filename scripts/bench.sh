@@ -43,5 +43,6 @@ fi
 
 "$TARGET/release/deepfleet-bench" \
     --deepfleet "$TARGET/release/deepfleet" \
+    --loopback-client "$TARGET/release/loopback-client" \
     "${python[@]}" "${compression[@]}" \
     --out BENCHMARKS.md --plots docs/bench --work-dir "$WORK" "$@"

@@ -10,6 +10,7 @@
 //! command exit non-zero; the others still run.
 
 mod admission;
+mod cpu;
 mod fleet;
 mod growth;
 mod machine;
@@ -52,6 +53,9 @@ struct Args {
     /// The deepagents driver script.
     #[arg(long, default_value = "bench/deepagents_overhead.py")]
     python_script: PathBuf,
+    /// The bare HTTP client of item 11's floor.
+    #[arg(long, default_value = "target/release/loopback-client")]
+    loopback_client: PathBuf,
     /// The saved output of the worker's compression-check bench.
     #[arg(long)]
     compression_check: Option<PathBuf>,
@@ -70,7 +74,8 @@ struct Args {
     quick: bool,
     /// Runs one item alone and writes only its section: `rate-limits`
     /// (item 9, about four minutes) into `--out` alone, `admission`
-    /// (item 10) into `--out` in place of the one there.
+    /// (item 10) and `cpu` (item 11) into `--out` in place of the one
+    /// there.
     #[arg(long)]
     only: Option<String>,
 }
@@ -87,6 +92,8 @@ struct Sizes {
     search: search::Plan,
     rate_limit_runs: usize,
     admission: admission::Plan,
+    cpu: cpu::Plan,
+    floor_calls: usize,
 }
 
 impl Sizes {
@@ -112,6 +119,11 @@ impl Sizes {
                     fair_runs: 100,
                     crowd_runs: 100,
                 },
+                cpu: cpu::Plan {
+                    runs: 100,
+                    in_flight: 50,
+                },
+                floor_calls: 1_000,
             }
         } else {
             Sizes {
@@ -140,6 +152,11 @@ impl Sizes {
                     fair_runs: 1_000,
                     crowd_runs: 500,
                 },
+                cpu: cpu::Plan {
+                    runs: 1_000,
+                    in_flight: 50,
+                },
+                floor_calls: 10_000,
             }
         }
     }
@@ -177,10 +194,12 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         Ok((intervals, sample)) => (Ok(intervals), sample),
         Err(e) => (Err(failed(e)), None),
     };
-    let floor = match sample {
-        Some(body) => overhead::transport_floor(&body, 400).await.map_err(failed),
+    let floor = match &sample {
+        Some(body) => overhead::transport_floor(body, 400).await.map_err(failed),
         None => Err("no sample request (the embedded pass failed)".to_owned()),
     };
+    log("11. CPU per model call");
+    let cpu = cpu_item(args, sizes, python.as_ref(), sample.as_ref()).await;
     let mut deepagents = None;
     if let Some(python) = &python {
         log("1. harness overhead, deepagents");
@@ -231,6 +250,7 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     log("10. admission, priorities and sharing");
     let admission = admission::measure(&sizes.admission).await.map_err(failed);
     Results {
+        cpu,
         rate_limits,
         admission,
         retention,
@@ -249,6 +269,41 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         quick: args.quick,
         elapsed: Duration::ZERO,
     }
+}
+
+/// Item 11: deepfleet's, deepagents' and the bare client's CPU per call.
+async fn cpu_item(
+    args: &Args,
+    sizes: &Sizes,
+    python: Option<&Python>,
+    sample: Option<&serde_json::Value>,
+) -> report::Section<cpu::Measured> {
+    let plan = sizes.cpu;
+    let deepfleet = cpu::deepfleet(&args.deepfleet, &args.work_dir, plan)
+        .await
+        .map_err(failed);
+    let deepagents = match python {
+        Some(python) => cpu::deepagents(python, plan).await.map_err(failed),
+        None => Err(format!("not measured: {}", args.python_note)),
+    };
+    let floor = match sample {
+        Some(body) => cpu::floor(
+            &args.loopback_client,
+            &args.work_dir,
+            body,
+            sizes.floor_calls,
+            plan.in_flight,
+        )
+        .await
+        .map_err(failed),
+        None => Err("no sample request (item 1 failed)".to_owned()),
+    };
+    Ok(cpu::Measured {
+        plan,
+        deepfleet,
+        deepagents,
+        floor,
+    })
 }
 
 async fn rate_limits_item(
@@ -283,9 +338,28 @@ async fn main() -> anyhow::Result<ExitCode> {
     let sizes = Sizes::new(args.quick);
     if let Some(item) = &args.only {
         anyhow::ensure!(
-            item == "rate-limits" || item == "admission",
-            "no item {item:?} runs alone (rate-limits and admission do)"
+            ["rate-limits", "admission", "cpu"].contains(&item.as_str()),
+            "no item {item:?} runs alone (rate-limits, admission and cpu do)"
         );
+        if item == "cpu" {
+            deepfleet_binary(&args)?;
+            log("11. CPU per model call, alone");
+            let python = args.python.as_ref().map(|interpreter| Python {
+                interpreter: interpreter.clone(),
+                script: args.python_script.clone(),
+            });
+            // The floor posts a mid-run request of the scenario: one run
+            // of item 1 captures it.
+            let (_, sample) = overhead::embedded(Passes { runs: 1, warmup: 0 }).await?;
+            let measured = cpu_item(&args, &sizes, python.as_ref(), sample.as_ref()).await;
+            let mut section = String::new();
+            cpu::render(&mut section, &measured);
+            let text = std::fs::read_to_string(&args.out).unwrap_or_default();
+            std::fs::write(&args.out, report::replace_section(&text, 11, &section))?;
+            log(&format!("wrote item 11 into {}", args.out.display()));
+            eprintln!("{section}");
+            return Ok(ExitCode::SUCCESS);
+        }
         if item == "admission" {
             log("10. admission, priorities and sharing, alone");
             let measured = admission::measure(&sizes.admission).await.map_err(failed);

@@ -27,6 +27,9 @@ pub struct PythonReport {
     pub ok: usize,
     /// Wall time of all runs, in seconds.
     pub wall_s: f64,
+    /// CPU time of the process while the runs ran, in seconds (cpu mode).
+    #[serde(default)]
+    pub cpu_s: Option<f64>,
     /// Peak resident memory (`VmHWM`) of the process, KiB.
     pub peak_rss_kib: u64,
     /// Exception types of failed runs (concurrency mode).
@@ -48,10 +51,23 @@ impl Python {
         runs: usize,
         limit: Duration,
     ) -> anyhow::Result<PythonReport> {
+        self.run_with(mode, base_url, runs, &[], limit).await
+    }
+
+    /// [`Python::run`] with more arguments for the script.
+    pub async fn run_with(
+        &self,
+        mode: &str,
+        base_url: &str,
+        runs: usize,
+        extra: &[&str],
+        limit: Duration,
+    ) -> anyhow::Result<PythonReport> {
         let child = Command::new(&self.interpreter)
             .arg(&self.script)
             .arg(mode)
             .args(["--base-url", base_url, "--runs", &runs.to_string()])
+            .args(extra)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)

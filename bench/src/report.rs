@@ -45,6 +45,8 @@ pub struct Results {
     pub rate_limits: Section<crate::rate_limits::Limited>,
     /// Item 10: batch admission, priorities and sharing.
     pub admission: Section<crate::admission::Numbers>,
+    /// Item 11: CPU per model call.
+    pub cpu: Section<crate::cpu::Measured>,
     /// Why deepagents is missing, when it is.
     pub python_note: String,
     /// A `--quick` pass.
@@ -85,7 +87,11 @@ impl Results {
         );
         note("7. retention", self.retention.as_ref().err());
         note("8. thread search", self.search.as_ref().err());
-        note("9. admission", self.admission.as_ref().err());
+        note("10. admission", self.admission.as_ref().err());
+        if let Ok(cpu) = &self.cpu {
+            note("11. CPU, deepfleet", cpu.deepfleet.as_ref().err());
+            note("11. CPU, floor", cpu.floor.as_ref().err());
+        }
         out
     }
 
@@ -116,6 +122,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     let mut out = String::new();
     header(&mut out, r);
     summary(&mut out, r);
+    claims_of_issue_20(&mut out, r);
     overhead(&mut out, r);
     fleet(&mut out, r);
     concurrency(&mut out, r, plots)?;
@@ -125,6 +132,7 @@ pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     crate::search::render(&mut out, &r.search);
     crate::rate_limits::render(&mut out, &r.rate_limits);
     crate::admission::render(&mut out, &r.admission);
+    crate::cpu::render(&mut out, &r.cpu);
     out.push_str(include_str!("../method.md"));
     out.push_str(include_str!("../analysis.md"));
     Ok(out)
@@ -268,6 +276,81 @@ fn summary(out: &mut String, r: &Results) {
         "| token counting per step, 1,000 messages ÷ 10 messages | flat (≈ 1.0) | {} | {} |\n",
         count.map_or("–".into(), |v| format!("{v:.2}")),
         verdict(count.map(|v| v < 1.5), || "grows".into()),
+    );
+}
+
+/// The targets of issue #20, from items 2, 3, 4 and 11.
+fn claims_of_issue_20(out: &mut String, r: &Results) {
+    let cpu = r.cpu.as_ref().ok();
+    let per_call = cpu.and_then(|c| c.deepfleet.as_ref().ok().map(|m| m.ms_per_call()));
+    let floor = cpu.and_then(|c| c.floor.as_ref().ok().map(|m| m.ms_per_call()));
+    let cpu_ratio = cpu.and_then(crate::cpu::Measured::ratio);
+    let distributed = r.distributed.as_ref().ok();
+    let p50 = distributed.and_then(|i| median(&i.plain));
+    let p99 = distributed.and_then(|i| percentile(&i.plain, 99.0));
+    let two = r
+        .throughput
+        .as_ref()
+        .ok()
+        .and_then(|t| t.iter().find(|t| t.workers == 2));
+    let ten_k = r
+        .concurrency
+        .as_ref()
+        .ok()
+        .and_then(|c| c.iter().find(|c| c.runs == 10_000));
+    let _ = writeln!(out, "## The claims of issue #20\n");
+    let _ = writeln!(
+        out,
+        "| claim | target | measured | verdict |\n|---|---|---|---|"
+    );
+    let _ = writeln!(
+        out,
+        "| CPU per model call, embedded, 1,000 runs, 50 in flight (item 11) | ≤ 0.2 ms (floor: {} ms) | {} ms | {} |",
+        floor.map_or("–".into(), |v| format!("{v:.3}")),
+        per_call.map_or("–".into(), |v| format!("{v:.3}")),
+        verdict(per_call.map(|v| v <= 0.2), || format!(
+            "{:.2}× the target",
+            per_call.unwrap_or_default() / 0.2
+        )),
+    );
+    let _ = writeln!(
+        out,
+        "| CPU per call, deepagents ÷ deepfleet (item 11) | ≥ 80× | {} | {} |",
+        cpu_ratio.map_or("–".into(), |v| format!("{v:.0}×")),
+        verdict(cpu_ratio.map(|v| v >= 80.0), || format!(
+            "{:.0}× short",
+            80.0 - cpu_ratio.unwrap_or_default()
+        )),
+    );
+    let _ = writeln!(
+        out,
+        "| peak RSS of one worker, 10,000 runs in flight (item 4) | ≤ 500 MiB | {} | {} |",
+        ten_k.map_or("–".into(), |c| format!("{:.0} MiB", mib(c.peak_rss))),
+        verdict(ten_k.map(|c| mib(c.peak_rss) <= 500.0), || format!(
+            "{:.1}× the target",
+            ten_k.map_or(0.0, |c| mib(c.peak_rss) / 500.0)
+        )),
+    );
+    let _ = writeln!(
+        out,
+        "| distributed step overhead p50 / p99 (item 2) | ≤ 1.3 / ≤ 5 ms | {} / {} ms | {} |",
+        ms(p50),
+        ms(p99),
+        verdict(p50.zip(p99).map(|(a, b)| a <= 1.3 && b <= 5.0), || "over"
+            .into()),
+    );
+    let _ = writeln!(
+        out,
+        "| steps per second, 2 workers, latency 0 (item 3) | ≥ 4,000 | {} | {} |",
+        two.map_or("–".into(), |t| format!("{:.0}", t.steps_per_s())),
+        verdict(two.map(|t| t.steps_per_s() >= 4_000.0), || format!(
+            "{:.0}% of the target",
+            two.map_or(0.0, |t| t.steps_per_s() / 40.0)
+        )),
+    );
+    let _ = writeln!(
+        out,
+        "| bytes read from Redis per step, step 500 ÷ step 10 | flat (within 10 %) | – | not measured |\n"
     );
 }
 

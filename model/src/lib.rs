@@ -39,15 +39,17 @@ mod protocols;
 pub mod ratelimit;
 mod registry;
 pub mod retry;
+mod schema;
 mod sse;
 pub mod stream;
 pub mod transport;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 pub use deepfleet_proto::ReasoningEffort;
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, Usage};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use error::{ErrorKind, ModelError};
 pub use factory::ProviderFactory;
@@ -55,6 +57,7 @@ pub use registry::{ProviderConfig, Providers, ResolvedModel};
 pub use stream::{Delta, DeltaEvent, DeltaSink};
 
 pub use ratelimit::RateGate;
+pub use schema::Schema;
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -63,8 +66,10 @@ pub struct ToolSpec {
     pub name: String,
     /// What it does.
     pub description: String,
-    /// JSON Schema of its arguments.
-    pub parameters: Value,
+    /// JSON Schema of its arguments, shared: every request offering the
+    /// tool, and every provider's wire form of it, points at one tree,
+    /// serialized once.
+    pub parameters: Schema,
 }
 
 /// Why a call is made, so usage and streamed tokens can be told apart.
@@ -87,8 +92,9 @@ pub struct ModelRequest {
     pub system: String,
     /// The conversation.
     pub messages: Vec<Message>,
-    /// Tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// Tools the model may call, shared with the agent that offers them
+    /// (a request copies no schema).
+    pub tools: Arc<[ToolSpec]>,
     /// Completion token cap, if any.
     pub max_output_tokens: Option<u64>,
     /// Provider prompt-cache key (the thread id), where supported.

@@ -43,8 +43,10 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         tools: vec![ToolSpec {
             name: "read_file".into(),
             description: "Read a file".into(),
-            parameters: json!({"type": "object", "properties": {"file_path": {"type": "string"}}}),
-        }],
+            parameters: json!({"type": "object", "properties": {"file_path": {"type": "string"}}})
+                .into(),
+        }]
+        .into(),
         max_output_tokens: None,
         cache_key: Some("thread-1".into()),
         // After the memory section.

@@ -185,7 +185,7 @@ fn request() -> ModelRequest {
         model: "m".into(),
         system: String::new(),
         messages: vec![Message::user("Say a lot.")],
-        tools: vec![],
+        tools: vec![].into(),
         max_output_tokens: None,
         cache_key: None,
         cache_breakpoints: vec![],

@@ -69,8 +69,10 @@ fn request() -> ModelRequest {
             name: "read_file".into(),
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"file_path": {"type": "string"}},
-                               "required": ["file_path"]}),
-        }],
+                               "required": ["file_path"]})
+            .into(),
+        }]
+        .into(),
         max_output_tokens: Some(1024),
         cache_key: Some("thread-42".into()),
         cache_breakpoints: Vec::new(),

@@ -28,7 +28,7 @@ fn request(purpose: CallPurpose) -> ModelRequest {
         model: "gpt-4.1-mini".into(),
         system: "You are deepfleet.".into(),
         messages: vec![Message::user("Read both files.")],
-        tools: vec![],
+        tools: vec![].into(),
         max_output_tokens: None,
         cache_key: Some("thread-7".into()),
         cache_breakpoints: vec![],

@@ -147,7 +147,7 @@ mod tests {
             model: "scripted".into(),
             system: String::new(),
             messages: vec![Message::user("go")],
-            tools: vec![],
+            tools: vec![].into(),
             max_output_tokens: None,
             cache_key: None,
             cache_breakpoints: Vec::new(),

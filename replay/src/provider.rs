@@ -76,7 +76,7 @@ mod tests {
             model: String::new(),
             system: String::new(),
             messages: vec![deepfleet_proto::Message::user("x")],
-            tools: vec![],
+            tools: vec![].into(),
             max_output_tokens: None,
             cache_key: None,
             cache_breakpoints: Vec::new(),

@@ -93,8 +93,9 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         tools: vec![ToolSpec {
             name: "read_file".into(),
             description: "Read a file".into(),
-            parameters: json!({"type": "object"}),
-        }],
+            parameters: json!({"type": "object"}).into(),
+        }]
+        .into(),
         max_output_tokens: None,
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![],

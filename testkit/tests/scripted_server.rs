@@ -54,7 +54,7 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         model: "scripted".into(),
         system: "You are a note taker.".into(),
         messages,
-        tools: vec![],
+        tools: vec![].into(),
         max_output_tokens: None,
         cache_key: None,
         cache_breakpoints: Vec::new(),

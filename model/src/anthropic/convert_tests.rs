@@ -13,14 +13,17 @@ fn request(messages: Vec<Message>) -> ModelRequest {
             ToolSpec {
                 name: "ls".into(),
                 description: "List".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             },
             ToolSpec {
                 name: "read_file".into(),
                 description: String::new(),
-                parameters: json!({"type": "object", "properties": {"file_path": {"type": "string"}}}),
+                parameters:
+                    json!({"type": "object", "properties": {"file_path": {"type": "string"}}})
+                        .into(),
             },
-        ],
+        ]
+        .into(),
         max_output_tokens: None,
         cache_key: Some("thread-1".into()),
         cache_breakpoints: vec![13],
@@ -131,7 +134,7 @@ fn consecutive_user_content_merges_and_empty_messages_vanish() {
         Message::user("two"),
     ];
     let mut request = request(messages);
-    request.tools.clear();
+    request.tools = Vec::new().into();
     request.system.clear();
     request.max_output_tokens = Some(10);
     let wire = serde_json::to_value(to_wire(&request, 64_000)).unwrap();

@@ -156,8 +156,8 @@ pub struct Tool {
     /// What it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    /// JSON Schema of its arguments.
-    pub input_schema: Value,
+    /// JSON Schema of its arguments (the [`crate::ToolSpec`]'s own).
+    pub input_schema: crate::Schema,
     /// Set on the last tool: the tool list is the start of the prefix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_control: Option<CacheControl>,

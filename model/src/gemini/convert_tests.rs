@@ -10,8 +10,9 @@ fn request(model: &str, messages: Vec<Message>) -> ModelRequest {
         tools: vec![ToolSpec {
             name: "read_file".into(),
             description: "Read".into(),
-            parameters: json!({"type": "object", "additionalProperties": false}),
-        }],
+            parameters: json!({"type": "object", "additionalProperties": false}).into(),
+        }]
+        .into(),
         max_output_tokens: Some(512),
         cache_key: None,
         cache_breakpoints: vec![],

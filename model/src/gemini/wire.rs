@@ -130,7 +130,7 @@ pub struct FunctionDeclaration {
     /// JSON Schema of the arguments, taken as is (unlike `parameters`,
     /// which accepts only an OpenAPI subset).
     #[serde(default)]
-    pub parameters_json_schema: Value,
+    pub parameters_json_schema: crate::Schema,
 }
 
 /// Sampling and length settings.

@@ -13,8 +13,10 @@ fn request(messages: Vec<Message>) -> ModelRequest {
         tools: vec![ToolSpec {
             name: "ls".into(),
             description: "List files".into(),
-            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
-        }],
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                .into(),
+        }]
+        .into(),
         max_output_tokens: Some(256),
         cache_key: Some("thread-1".into()),
         cache_breakpoints: Vec::new(),
@@ -75,7 +77,7 @@ fn request_has_the_chat_completions_shape() {
 fn empty_system_prompt_and_no_tools_are_left_out() {
     let mut req = request(vec![Message::user("hi")]);
     req.system.clear();
-    req.tools.clear();
+    req.tools = Vec::new().into();
     req.max_output_tokens = None;
     req.cache_key = None;
     assert_eq!(

@@ -240,9 +240,9 @@ pub struct FunctionDef {
     /// What it does.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    /// JSON Schema of its arguments.
+    /// JSON Schema of its arguments (the [`crate::ToolSpec`]'s own).
     #[serde(default)]
-    pub parameters: Value,
+    pub parameters: crate::Schema,
 }
 
 /// A tool call of an assistant turn.

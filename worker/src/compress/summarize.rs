@@ -200,7 +200,7 @@ impl Summarizer {
             model: self.model_name.clone(),
             system: String::new(),
             messages: vec![Message::user(prompt)],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             max_output_tokens: self.max_output_tokens,
             cache_key: None,
             cache_breakpoints: Vec::new(),

@@ -80,7 +80,7 @@ pub fn offer(
                 spec: ToolSpec {
                     name: name.clone(),
                     description: description.clone(),
-                    parameters: parameters.clone(),
+                    parameters: parameters.clone().into(),
                 },
                 name,
                 server: listing.server.to_owned(),
@@ -259,7 +259,7 @@ mod tests {
         ];
         let offered = offer(&listings, &[], &BTreeMap::new());
         assert_eq!(
-            offered[0].spec.parameters,
+            *offered[0].spec.parameters,
             json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]})
         );
         assert_eq!(offered[1].name, "t");

@@ -160,7 +160,9 @@ impl Middleware for McpTools {
     ) -> Result<ModelResponse, StepError> {
         let builtins: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
         let offered = self.offered(&cx.tool(""), &builtins, true).await;
-        request.tools.extend(offered.into_iter().map(|o| o.spec));
+        request.tools = (request.tools.iter().cloned())
+            .chain(offered.into_iter().map(|o| o.spec))
+            .collect();
         next.run(request, cx).await
     }
 

@@ -23,7 +23,7 @@ fn request(cx: &StepContext) -> ModelRequest {
             .chain(&cx.added)
             .map(|m| m.message.clone())
             .collect(),
-        tools: Vec::new(),
+        tools: Vec::new().into(),
         max_output_tokens: None,
         cache_key: None,
         cache_breakpoints: Vec::new(),

@@ -101,7 +101,7 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
             .chain(cx.added.iter())
             .map(|m| m.message.clone())
             .collect(),
-        tools: agent.tools.specs().to_vec(),
+        tools: Arc::clone(agent.tools.specs()),
         max_output_tokens: agent.params.max_output_tokens,
         cache_key: Some(cx.run.thread_id.clone()),
         cache_breakpoints: Vec::new(),

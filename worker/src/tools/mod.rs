@@ -118,7 +118,7 @@ impl<T: Tool> DynTool for T {
         ToolSpec {
             name: T::NAME.to_owned(),
             description: self.description(),
-            parameters: parameters_schema::<T::Args>(),
+            parameters: parameters_schema::<T::Args>().into(),
         }
     }
 
@@ -161,7 +161,9 @@ pub fn parameters_schema<A: JsonSchema>() -> Value {
 pub struct ToolRegistry {
     order: Vec<String>,
     tools: BTreeMap<String, Arc<dyn DynTool>>,
-    specs: Vec<ToolSpec>,
+    /// Shared with every request that offers them; rebuilt by the
+    /// changes an agent's build makes, never per step.
+    specs: Arc<[ToolSpec]>,
 }
 
 impl ToolRegistry {
@@ -170,12 +172,14 @@ impl ToolRegistry {
     pub fn register(&mut self, tool: Arc<dyn DynTool>) {
         let name = tool.name().to_owned();
         let spec = tool.spec();
+        let mut specs = self.specs.to_vec();
         if let Some(i) = self.order.iter().position(|n| *n == name) {
-            self.specs[i] = spec;
+            specs[i] = spec;
         } else {
             self.order.push(name.clone());
-            self.specs.push(spec);
+            specs.push(spec);
         }
+        self.specs = specs.into();
         self.tools.insert(name, tool);
     }
 
@@ -187,11 +191,10 @@ impl ToolRegistry {
     /// Removes tools not in `allow`.
     pub fn retain(&mut self, allow: impl Fn(&str) -> bool) {
         let keep: Vec<bool> = self.order.iter().map(|n| allow(n)).collect();
-        let mut i = 0;
-        self.specs.retain(|_| {
-            i += 1;
-            keep[i - 1]
-        });
+        self.specs = (self.specs.iter().zip(keep))
+            .filter(|(_, keep)| *keep)
+            .map(|(spec, _)| spec.clone())
+            .collect();
         self.order.retain(|n| allow(n));
         self.tools.retain(|n, _| allow(n));
     }
@@ -200,7 +203,9 @@ impl ToolRegistry {
     /// profile's override); unknown names are ignored.
     pub fn set_description(&mut self, name: &str, description: &str) {
         if let Some(i) = self.order.iter().position(|n| n == name) {
-            self.specs[i].description = description.to_owned();
+            let mut specs = self.specs.to_vec();
+            specs[i].description = description.to_owned();
+            self.specs = specs.into();
         }
     }
 
@@ -210,8 +215,8 @@ impl ToolRegistry {
     }
 
     /// Specs in registration order; computed once, so a step never
-    /// re-derives schemas.
-    pub fn specs(&self) -> &[ToolSpec] {
+    /// re-derives schemas, and shared, so a request copies none.
+    pub fn specs(&self) -> &Arc<[ToolSpec]> {
         &self.specs
     }
 

@@ -101,7 +101,7 @@ impl DynTool for HttpTool {
         ToolSpec {
             name: self.spec.name.clone(),
             description: self.spec.description.clone(),
-            parameters: self.spec.parameters.clone(),
+            parameters: self.spec.parameters.clone().into(),
         }
     }
 
