@@ -95,6 +95,18 @@ impl Results {
         out
     }
 
+    /// Item 3 with two worker processes, as both claim tables read it.
+    fn two_workers(&self) -> Option<&Throughput> {
+        let measured = self.throughput.as_ref().ok()?;
+        measured.iter().find(|t| t.workers == 2)
+    }
+
+    /// Item 4's level of 10,000 runs in flight (the first at or above it).
+    fn ten_thousand_in_flight(&self) -> Option<&Concurrency> {
+        let measured = self.concurrency.as_ref().ok()?;
+        measured.iter().find(|c| c.runs >= 10_000)
+    }
+
     fn deepagents_ok(&self) -> Option<&(Intervals, PythonReport)> {
         self.deepagents.as_ref().and_then(|s| s.as_ref().ok())
     }
@@ -205,16 +217,8 @@ fn summary(out: &mut String, r: &Results) {
     let theirs = r.deepagents_ok().and_then(|(i, _)| median(&i.plain));
     let overhead_ratio = ratio(theirs, ours);
     let p50 = r.distributed.as_ref().ok().and_then(|i| median(&i.plain));
-    let two = r
-        .throughput
-        .as_ref()
-        .ok()
-        .and_then(|t| t.iter().find(|t| t.workers == 2));
-    let ten_k = r
-        .concurrency
-        .as_ref()
-        .ok()
-        .and_then(|c| c.iter().find(|c| c.runs >= 10_000));
+    let two = r.two_workers();
+    let ten_k = r.ten_thousand_in_flight();
     let growth = r
         .growth
         .as_ref()
@@ -288,16 +292,8 @@ fn claims_of_issue_20(out: &mut String, r: &Results) {
     let distributed = r.distributed.as_ref().ok();
     let p50 = distributed.and_then(|i| median(&i.plain));
     let p99 = distributed.and_then(|i| percentile(&i.plain, 99.0));
-    let two = r
-        .throughput
-        .as_ref()
-        .ok()
-        .and_then(|t| t.iter().find(|t| t.workers == 2));
-    let ten_k = r
-        .concurrency
-        .as_ref()
-        .ok()
-        .and_then(|c| c.iter().find(|c| c.runs == 10_000));
+    let two = r.two_workers();
+    let ten_k = r.ten_thousand_in_flight();
     let _ = writeln!(out, "## The claims of issue #20\n");
     let _ = writeln!(
         out,
