@@ -1,4 +1,5 @@
-//! Item 5: bytes written to Redis per step as a conversation grows.
+//! Item 5: bytes written to and read from Redis per step as a
+//! conversation grows.
 //!
 //! One run loops on `read_file` for hundreds of steps; the testkit drives
 //! its steps one at a time (`deepfleet_testkit::growth`).
@@ -8,14 +9,14 @@ use std::path::Path;
 use anyhow::Context;
 use deepfleet_proto::{AgentSpec, TaskLine};
 use deepfleet_testkit::fleet::task;
-use deepfleet_testkit::growth;
+use deepfleet_testkit::growth::{self, StepBytes};
 use deepfleet_testkit::script::ScriptBuilder;
 
 /// The turn the looping run answers at.
 const LAST_TURN: u32 = 600;
 
-/// Bytes the commit of each step wrote, steps `0..=last`.
-pub async fn bytes_per_step(work_dir: &Path, last: usize) -> anyhow::Result<Vec<u64>> {
+/// Bytes each step wrote and read, steps `0..=last`.
+pub async fn bytes_per_step(work_dir: &Path, last: usize) -> anyhow::Result<Vec<StepBytes>> {
     let script = work_dir.join("growth-script.yaml");
     let text = ScriptBuilder::new()
         .reading_until(LAST_TURN, "/notes.md")

@@ -11,6 +11,7 @@ use crate::scenario::Intervals;
 use crate::stats::{median, percentile, ratio};
 use crate::throughput::{Concurrency, Throughput};
 use crate::tokens::{CheckCost, TokenCost};
+use deepfleet_testkit::growth::StepBytes;
 
 /// A measurement, or why it failed.
 pub type Section<T> = Result<T, String>;
@@ -31,8 +32,8 @@ pub struct Results {
     pub concurrency: Section<Vec<Concurrency>>,
     /// Item 4, deepagents.
     pub python_concurrency: Option<Section<Vec<Concurrency>>>,
-    /// Item 5: bytes per step.
-    pub growth: Section<Vec<u64>>,
+    /// Item 5: bytes written and read per step.
+    pub growth: Section<Vec<StepBytes>>,
     /// Item 6: token counting.
     pub tokens: Section<Vec<TokenCost>>,
     /// Item 6: the compression-check bench's table.
@@ -56,6 +57,14 @@ pub struct Results {
 }
 
 impl Results {
+    /// Item 5's bytes per step at its last step ÷ at step 10, written or
+    /// read as `bytes` picks.
+    pub fn growth_ratio(&self, bytes: fn(&StepBytes) -> u64) -> Option<f64> {
+        let g = self.growth.as_ref().ok()?;
+        let last = bytes(g.last()?) as f64;
+        Some(last / bytes(g.get(10)?) as f64)
+    }
+
     /// The sections that failed, as `item: error`.
     pub fn failures(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -219,11 +228,7 @@ fn summary(out: &mut String, r: &Results) {
     let p50 = r.distributed.as_ref().ok().and_then(|i| median(&i.plain));
     let two = r.two_workers();
     let ten_k = r.ten_thousand_in_flight();
-    let growth = r
-        .growth
-        .as_ref()
-        .ok()
-        .and_then(|g| Some(*g.get(g.len().checked_sub(1)?)? as f64 / *g.get(10)? as f64));
+    let growth = r.growth_ratio(|b| b.written);
     let count = r
         .tokens
         .as_ref()
@@ -344,9 +349,13 @@ fn claims_of_issue_20(out: &mut String, r: &Results) {
             two.map_or(0.0, |t| t.steps_per_s() / 40.0)
         )),
     );
+    let read = r.growth_ratio(|b| b.read);
+    let steps = r.growth.as_ref().map_or(0, |g| g.len().saturating_sub(1));
     let _ = writeln!(
         out,
-        "| bytes read from Redis per step, step 500 ÷ step 10 | flat (within 10 %) | – | not measured |\n"
+        "| bytes read from Redis per step, step {steps} ÷ step 10 (item 5) | flat (within 10 %) | {} | {} |\n",
+        read.map_or("–".into(), |v| format!("{v:.3}")),
+        verdict(read.map(|v| (0.9..=1.1).contains(&v)), || "grows".into()),
     );
 }
 
@@ -579,42 +588,49 @@ fn concurrency(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()
 fn growth(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()> {
     let _ = writeln!(
         out,
-        "## 5. Checkpoint growth (bytes written to Redis per step)\n"
+        "## 5. Checkpoint growth (bytes written to and read from Redis per step)\n"
     );
     match &r.growth {
         Ok(per_step) => {
-            let _ = writeln!(out, "| step | bytes written |\n|---:|---:|");
-            for step in [1, 10, 50, 100, 200, 300, 400, 500] {
-                if let Some(b) = per_step.get(step) {
-                    let _ = writeln!(out, "| {step} | {b} |");
-                }
-            }
-            let total: u64 = per_step.iter().sum();
             let _ = writeln!(
                 out,
-                "\n{} steps wrote {total} bytes in all.\n",
+                "| step | bytes written | bytes read |\n|---:|---:|---:|"
+            );
+            for step in [1, 10, 50, 100, 200, 300, 400, 500] {
+                if let Some(b) = per_step.get(step) {
+                    let _ = writeln!(out, "| {step} | {} | {} |", b.written, b.read);
+                }
+            }
+            let written: u64 = per_step.iter().map(|b| b.written).sum();
+            let read: u64 = per_step.iter().map(|b| b.read).sum();
+            let _ = writeln!(
+                out,
+                "\n{} steps wrote {written} bytes and read {read} in all.\n",
                 per_step.len()
             );
             let png = plots.join("checkpoint_growth.png");
-            let points = per_step
-                .iter()
-                .enumerate()
-                .skip(1)
-                .map(|(i, b)| (i as f64, *b as f64))
-                .collect();
+            let series = |name: &str, bytes: fn(&StepBytes) -> u64| Series {
+                name: name.into(),
+                points: per_step
+                    .iter()
+                    .enumerate()
+                    .skip(1)
+                    .map(|(i, b)| (i as f64, bytes(b) as f64))
+                    .collect(),
+            };
             draw(
                 &png,
                 &Chart {
-                    title: "Bytes written to Redis per step",
+                    title: "Bytes written to and read from Redis per step",
                     x_label: "step",
                     y_label: "bytes",
                     x_log: false,
                     y_log: false,
                 },
-                &[Series {
-                    name: "deepfleet (append-only log)".into(),
-                    points,
-                }],
+                &[
+                    series("written (append-only log)", |b| b.written),
+                    series("read (held threads, tail reads)", |b| b.read),
+                ],
             )?;
             let _ = writeln!(out, "![bytes per step]({})\n", png.display());
         }

@@ -35,6 +35,9 @@ end
 
 redis.call('RPUSH', KEYS[7], redis.call('LLEN', log), ARGV[8])
 
+if #ARGV > last then
+  redis.call('HINCRBY', meta, 'files_rev', 1)
+end
 for i = last + 1, #ARGV, 2 do
   if ARGV[i + 1] == '' then
     redis.call('HDEL', files, ARGV[i])

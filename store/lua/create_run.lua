@@ -60,6 +60,9 @@ local first, last = 10, 9 + n
 for i = first, last, 1000 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, last)))
 end
+if #ARGV > last then
+  redis.call('HINCRBY', meta, 'files_rev', 1)
+end
 for i = last + 1, #ARGV, 2 do
   redis.call('HSET', KEYS[4], ARGV[i], ARGV[i + 1])
 end

@@ -1,10 +1,10 @@
-//! Checkpoint growth: the bytes each step of one long run writes to
-//! Redis, for the e2e check that they do not grow with the conversation
-//! and for the benchmark that reports them.
+//! Checkpoint growth: the bytes each step of one long run writes to and
+//! reads from Redis, for the e2e check that they do not grow with the
+//! conversation and for the benchmark that reports them.
 //!
 //! The run's steps are driven one at a time off an in-memory queue (so
-//! only the store is remote), reading [`RedisStore::bytes_written`]
-//! around each.
+//! only the store is remote), reading [`RedisStore::bytes_written`] and
+//! [`RedisStore::bytes_read`] around each.
 
 use std::sync::Arc;
 
@@ -18,14 +18,23 @@ use deepfleet_store::redis::RedisStore;
 use crate::fleet::REDIS_URL;
 use crate::runner::replay_runner;
 
+/// What one step sent to and received from Redis, in payload bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StepBytes {
+    /// Keys and values sent by writes ([`RedisStore::bytes_written`]).
+    pub written: u64,
+    /// Replies received ([`RedisStore::bytes_read`]).
+    pub read: u64,
+}
+
 /// Runs `task` of `spec` (a `replay:` model: no provider is configured)
 /// on the local Redis under a fresh key prefix, removed afterwards;
-/// returns the bytes the commit of each step wrote, steps `0..=last`.
+/// returns the bytes each step wrote and read, steps `0..=last`.
 pub async fn bytes_per_step(
     spec: &AgentSpec,
     task: &TaskLine,
     last: usize,
-) -> anyhow::Result<Vec<u64>> {
+) -> anyhow::Result<Vec<StepBytes>> {
     let prefix = format!("dftest:{}", uuid::Uuid::new_v4().simple());
     let store = Arc::new(
         RedisStore::connect(REDIS_URL, &prefix)
@@ -42,7 +51,7 @@ async fn drive(
     spec: &AgentSpec,
     task: &TaskLine,
     last: usize,
-) -> anyhow::Result<Vec<u64>> {
+) -> anyhow::Result<Vec<StepBytes>> {
     let queue = Arc::new(MemoryQueue::new());
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(spec).await?;
@@ -55,9 +64,12 @@ async fn drive(
             .next()
             .await
             .with_context(|| format!("no message for step {step}"))??;
-        let before = store.bytes_written();
+        let (written, read) = (store.bytes_written(), store.bytes_read());
         runner.handle(delivery).await;
-        per_step.push(store.bytes_written() - before);
+        per_step.push(StepBytes {
+            written: store.bytes_written() - written,
+            read: store.bytes_read() - read,
+        });
     }
     Ok(per_step)
 }

@@ -1,5 +1,7 @@
 //! Checkpoint growth: the bytes a step writes to Redis do not depend on
-//! how long the conversation already is (the log is append-only).
+//! how long the conversation already is (the log is append-only), nor do
+//! the bytes it reads (the store holds what it read of the thread and
+//! reads what changed since).
 
 use deepfleet_proto::TaskLine;
 use deepfleet_testkit::fleet::Service;
@@ -25,17 +27,25 @@ async fn bytes_per_step_do_not_grow_with_the_conversation() {
         files: Some([("/notes.md".to_owned(), "a note\n".to_owned())].into()),
         ..task("long", "read forever")
     };
-    // Drive the steps one at a time and measure each one's writes.
+    // Drive the steps one at a time and measure each one's traffic.
     let per_step = bytes_per_step(&spec, &task, 520).await.unwrap();
 
-    let at = |n: usize| per_step[n] as f64;
+    let written = |n: usize| per_step[n].written as f64;
+    let read = |n: usize| per_step[n].read as f64;
     for (early, late) in [(50, 500), (10, 510)] {
-        let ratio = at(late) / at(early);
+        let ratio = written(late) / written(early);
         assert!(
             (0.97..=1.03).contains(&ratio),
             "step {late} wrote {} bytes, step {early} wrote {} (ratio {ratio:.3})",
-            at(late),
-            at(early)
+            written(late),
+            written(early)
+        );
+        let ratio = read(late) / read(early);
+        assert!(
+            (0.9..=1.1).contains(&ratio),
+            "step {late} read {} bytes, step {early} read {} (ratio {ratio:.3})",
+            read(late),
+            read(early)
         );
     }
 }

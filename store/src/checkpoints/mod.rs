@@ -5,6 +5,7 @@
 mod embedded;
 mod made_by;
 mod redis;
+pub(crate) mod thread_cache;
 
 use std::collections::BTreeMap;
 

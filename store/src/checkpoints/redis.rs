@@ -4,7 +4,9 @@
 //! - `thread_meta`: hash with `step`, `published`, `tokens`, `base` (where
 //!   the conversation starts in the log; absent = 0), `state` (JSON
 //!   object), `pending`, `context`, `update` and `notes` (JSON, absent =
-//!   none);
+//!   none), and the fence of the thread cache (`super::thread_cache`):
+//!   `gen` (the thread's generation, given by its first read) and
+//!   `files_rev` (raised by every write of the files);
 //! - `thread_log`: list of [`LoggedMessage`] JSON, only ever appended to;
 //! - `thread_files`: hash path -> [`deepfleet_proto::FileData`] JSON;
 //! - `thread_history`: list of (log length, [`crate::history::Change`]
@@ -12,7 +14,8 @@
 //!
 //! `lua/commit_step.lua` writes a step (with the run record and the
 //! fan-in reset, in the same slot), `lua/load_thread.lua` reads all three
-//! structures at once, `lua/mark_published.lua` raises the mark. A copy
+//! structures at once (or, for a thread the store holds, what changed
+//! since), `lua/mark_published.lua` raises the mark. A copy
 //! spans two slots, so `lua/snapshot_thread.lua` reads the original whole
 //! and `lua/restore_thread.lua` writes the copy whole.
 
@@ -24,6 +27,7 @@ use deepfleet_proto::{Keys, LoggedMessage};
 use redis::Script;
 use serde_json::{Map, Value};
 
+use super::thread_cache::{self, HeldThread, Tail};
 use super::{
     Checkpoint, CheckpointNotes, Checkpoints, CommitOutcome, StepCommit, UpdateMark, log_tokens,
 };
@@ -47,9 +51,9 @@ static SNAPSHOT_THREAD: LazyLock<Script> =
 static RESTORE_THREAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/restore_thread.lua")));
 
-/// Meta fields of a thread's runs rather than of its state, which a copy
-/// leaves behind (it owns no run).
-const RUN_FIELDS: [&str; 2] = ["pending", "latest"];
+/// Meta fields a copy leaves behind: those of the thread's runs (the copy
+/// owns no run) and its generation (the copy is another thread).
+const LEFT_BEHIND: [&str; 3] = ["pending", "latest", "gen"];
 
 #[async_trait]
 impl Checkpoints for RedisStore {
@@ -59,13 +63,45 @@ impl Checkpoints for RedisStore {
             self.keys().thread_log(thread_id),
             self.keys().thread_files(thread_id),
         ];
-        let call = Call::new(&LOAD_THREAD, keys.to_vec());
+        let held = self.threads().get(thread_id);
+        let call = match held.as_deref() {
+            Some(held) => Call::new(&LOAD_THREAD, keys.to_vec())
+                .arg(held.generation.as_str())
+                .arg(held.first.to_string())
+                .arg(held.log_len().to_string())
+                .arg(held.files_rev.to_string()),
+            None => Call::new(&LOAD_THREAD, keys.to_vec())
+                .arg("")
+                .arg("0")
+                .arg("0")
+                .arg("0"),
+        }
+        .arg(uuid::Uuid::new_v4().simple().to_string());
         let raw: RawThread = self
             .conn()
             .call("load thread", Retry::Once, |conn| call.invoke(conn))
             .await?;
         let [meta, log, files] = &keys;
-        checkpoint(self.codec(), &ThreadKeys { meta, log, files }, raw)
+        let loaded = checkpoint(
+            self.codec(),
+            &ThreadKeys { meta, log, files },
+            raw,
+            held.as_deref(),
+        );
+        match loaded {
+            Ok((checkpoint, Some(held))) => {
+                self.threads().keep(thread_id, held);
+                Ok(checkpoint)
+            }
+            Ok((checkpoint, None)) => {
+                self.threads().forget(thread_id);
+                Ok(checkpoint)
+            }
+            Err(e) => {
+                self.threads().forget(thread_id);
+                Err(e)
+            }
+        }
     }
 
     async fn load_messages(
@@ -117,7 +153,7 @@ impl Checkpoints for RedisStore {
             .await?;
         let meta: Vec<(String, String)> = meta
             .into_iter()
-            .filter(|(field, _)| !RUN_FIELDS.contains(&field.as_str()))
+            .filter(|(field, _)| !LEFT_BEHIND.contains(&field.as_str()))
             .collect();
         let counts = [meta.len() * 2, log.len(), files.len() * 2, history.len()];
         let call = counts.iter().fold(
@@ -212,11 +248,14 @@ fn commit_step_call(
     })
 }
 
-/// The raw reply of `load_thread.lua`: meta fields, log entries, files.
+/// The raw reply of `load_thread.lua`: meta fields, the log index the
+/// entries start at, the entries, the files and whether they were read.
 type RawThread = (
     BTreeMap<String, String>,
+    u64,
     Vec<String>,
     BTreeMap<String, String>,
+    u8,
 );
 
 /// Key names of the thread's three structures, for error reports.
@@ -226,14 +265,17 @@ struct ThreadKeys<'a> {
     files: &'a str,
 }
 
-/// Builds a checkpoint from what `load_thread.lua` returned. Absent
-/// structures read as an empty thread.
+/// Builds a checkpoint from what `load_thread.lua` returned for a load
+/// that named `held` (absent structures read as an empty thread), and
+/// what the store may hold of the thread from now on (nothing for a
+/// thread without a generation: one that does not exist).
 fn checkpoint(
     codec: &Codec,
     keys: &ThreadKeys<'_>,
     raw: RawThread,
-) -> Result<Checkpoint, StoreError> {
-    let (mut meta, log, files) = raw;
+    held: Option<&HeldThread>,
+) -> Result<(Checkpoint, Option<HeldThread>), StoreError> {
+    let (mut meta, from, log, files, files_read) = raw;
     let counter = |field: &str, raw: Option<String>| -> Result<u64, StoreError> {
         raw.map_or(Ok(0), |raw| {
             raw.parse().map_err(|e| StoreError::Corrupt {
@@ -245,6 +287,8 @@ fn checkpoint(
     let step = counter("step", meta.remove("step"))?;
     let published = counter("published", meta.remove("published"))?;
     let log_base = counter("base", meta.remove("base"))?;
+    let files_rev = counter("files_rev", meta.remove("files_rev"))?;
+    let generation = meta.remove("gen");
     let update: Option<UpdateMark> =
         codec.decode_opt(&format!("{} update", keys.meta), meta.remove("update"))?;
     let notes: Option<CheckpointNotes> =
@@ -257,24 +301,45 @@ fn checkpoint(
     let context = codec
         .decode_opt(&format!("{} context", keys.meta), meta.remove("context"))?
         .unwrap_or_default();
-    let messages = log
-        .iter()
-        .enumerate()
-        .map(|(i, raw)| codec.decode(&format!("{}[{}]", keys.log, log_base + i as u64), raw))
-        .collect::<Result<_, _>>()?;
-    let files = files
-        .into_iter()
-        .map(|(path, raw)| {
-            let file = codec.decode(&format!("{} {path}", keys.files), &raw)?;
-            Ok((path, file))
-        })
-        .collect::<Result<_, StoreError>>()?;
-    Ok(Checkpoint {
+    let tail = Tail {
+        base: log_base,
+        from,
+        log_bytes: stored_bytes(&log),
+        messages: log
+            .iter()
+            .enumerate()
+            .map(|(i, raw)| codec.decode(&format!("{}[{}]", keys.log, from + i as u64), raw))
+            .collect::<Result<_, _>>()?,
+        files: if files_read == 1 {
+            let bytes = stored_bytes(files.iter().flat_map(|(path, file)| [path, file]));
+            let files = files
+                .into_iter()
+                .map(|(path, raw)| {
+                    let file = codec.decode(&format!("{} {path}", keys.files), &raw)?;
+                    Ok((path, file))
+                })
+                .collect::<Result<_, StoreError>>()?;
+            Some((files, bytes))
+        } else {
+            None
+        },
+    };
+    let done = thread_cache::complete(held, tail);
+    let held = generation.map(|generation| HeldThread {
+        generation,
+        first: log_base,
+        messages: done.messages.clone(),
+        files_rev,
+        files: done.files.clone(),
+        log_bytes: done.log_bytes,
+        files_bytes: done.files_bytes,
+    });
+    let checkpoint = Checkpoint {
         step,
         published,
-        messages,
+        messages: done.messages,
         log_base,
-        files,
+        files: done.files,
         state,
         pending,
         tokens,
@@ -282,7 +347,13 @@ fn checkpoint(
         // The mark tells of the current state only until a step follows.
         update: update.filter(|mark| mark.checkpoint == step),
         notes: notes.filter(|notes| notes.checkpoint == step),
-    })
+    };
+    Ok((checkpoint, held))
+}
+
+/// Stored bytes of `values`, for the thread cache's budget.
+fn stored_bytes<'a>(values: impl IntoIterator<Item = &'a String>) -> u64 {
+    values.into_iter().map(|v| v.len() as u64).sum()
 }
 
 #[cfg(test)]
@@ -295,20 +366,24 @@ mod tests {
         files: "f",
     };
 
+    fn raw(meta: BTreeMap<String, String>, from: u64, log: Vec<String>) -> RawThread {
+        (meta, from, log, BTreeMap::new(), 1)
+    }
+
     #[test]
-    fn empty_thread_is_default() {
-        let raw = (BTreeMap::new(), Vec::new(), BTreeMap::new());
+    fn empty_thread_is_default_and_not_held() {
+        let raw = raw(BTreeMap::new(), 0, Vec::new());
         assert_eq!(
-            checkpoint(&Codec::default(), &KEYS, raw).unwrap(),
-            Checkpoint::default()
+            checkpoint(&Codec::default(), &KEYS, raw, None).unwrap(),
+            (Checkpoint::default(), None)
         );
     }
 
     #[test]
     fn bad_log_entry_names_its_index() {
-        let raw = (BTreeMap::new(), vec!["nope".to_owned()], BTreeMap::new());
-        match checkpoint(&Codec::default(), &KEYS, raw) {
-            Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "l[0]"),
+        let raw = raw(BTreeMap::new(), 3, vec!["nope".to_owned()]);
+        match checkpoint(&Codec::default(), &KEYS, raw, None) {
+            Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "l[3]"),
             other => panic!("{other:?}"),
         }
     }
@@ -316,10 +391,31 @@ mod tests {
     #[test]
     fn bad_step_is_corrupt() {
         let meta = BTreeMap::from([("step".to_owned(), "x".to_owned())]);
-        let raw = (meta, Vec::new(), BTreeMap::new());
         assert!(matches!(
-            checkpoint(&Codec::default(), &KEYS, raw),
+            checkpoint(&Codec::default(), &KEYS, raw(meta, 0, Vec::new()), None),
             Err(StoreError::Corrupt { .. })
         ));
+    }
+
+    #[test]
+    fn a_thread_with_a_generation_is_held_as_read() {
+        let meta = BTreeMap::from([
+            ("gen".to_owned(), "g1".to_owned()),
+            ("files_rev".to_owned(), "2".to_owned()),
+            ("step".to_owned(), "1".to_owned()),
+        ]);
+        let entry = r#"{"m":{"role":"user","content":[{"type":"text","text":"hi"}]},"t":1}"#;
+        let (checkpoint, held) = checkpoint(
+            &Codec::default(),
+            &KEYS,
+            raw(meta, 0, vec![entry.into()]),
+            None,
+        )
+        .unwrap();
+        let held = held.unwrap();
+        assert_eq!(held.generation, "g1");
+        assert_eq!((held.first, held.log_len(), held.files_rev), (0, 1, 2));
+        assert_eq!(held.messages, checkpoint.messages);
+        assert_eq!(held.log_bytes, entry.len() as u64);
     }
 }

@@ -4,9 +4,12 @@
 //! `ConnectionManager` drops the in-flight command on a broken pipe and
 //! does not retry it, and a reconnect can block a command for seconds, so
 //! every call is bounded by our own timeout and idempotent reads get one
-//! more try.
+//! more try. The connection also counts the payload bytes of every reply,
+//! so tests and benchmarks can see what a step reads.
 
 use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
@@ -47,9 +50,15 @@ enum Target {
 }
 
 /// A connection to a single Redis or to a cluster. Cloning is cheap and
-/// shares the underlying multiplexed connection.
+/// shares the underlying multiplexed connection and the read counter.
 #[derive(Clone)]
-pub(crate) enum Conn {
+pub(crate) struct Conn {
+    link: Link,
+    read: Arc<AtomicU64>,
+}
+
+#[derive(Clone)]
+enum Link {
     Single(ConnectionManager),
     Cluster(ClusterConnection),
 }
@@ -69,7 +78,7 @@ impl Conn {
                         .set_number_of_retries(RECONNECT_RETRIES);
                     ConnectionManager::new_with_config(client, config)
                         .await
-                        .map(Conn::Single)
+                        .map(Link::Single)
                         .map_err(|e| connection_error("connect", &e))
                 }
                 Target::Cluster(nodes) => {
@@ -81,14 +90,30 @@ impl Conn {
                     client
                         .get_async_connection()
                         .await
-                        .map(Conn::Cluster)
+                        .map(Link::Cluster)
                         .map_err(|e| connection_error("connect", &e))
                 }
             }
         };
-        tokio::time::timeout(timeout, connecting)
+        let link = tokio::time::timeout(timeout, connecting)
             .await
-            .map_err(|_| StoreError::Connection(format!("connect: no answer within {timeout:?}")))?
+            .map_err(|_| {
+                StoreError::Connection(format!("connect: no answer within {timeout:?}"))
+            })??;
+        Ok(Conn {
+            link,
+            read: Arc::default(),
+        })
+    }
+
+    /// Payload bytes of every reply received so far on this connection
+    /// and its clones.
+    pub(crate) fn bytes_read(&self) -> u64 {
+        self.read.load(Ordering::Relaxed)
+    }
+
+    fn count(&self, reply: &Value) {
+        self.read.fetch_add(payload_bytes(reply), Ordering::Relaxed);
     }
 
     /// Runs `call` on a clone of this connection under [`CALL_TIMEOUT`],
@@ -124,24 +149,24 @@ impl Conn {
     /// Runs `query` on one node: a cluster routes it by the node's
     /// address instead of by a key.
     pub(crate) async fn on_node(&mut self, node: &Node, query: Cmd) -> RedisResult<Value> {
-        match (self, node) {
-            (Conn::Cluster(conn), Node::Master { host, port }) => {
-                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
-                    host: host.clone(),
-                    port: *port,
-                });
-                conn.route_command(query, routing).await
-            }
-            (conn, _) => query.query_async(conn).await,
+        if let (Link::Cluster(conn), Node::Master { host, port }) = (&mut self.link, node) {
+            let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+                host: host.clone(),
+                port: *port,
+            });
+            let reply = conn.route_command(query, routing).await?;
+            self.count(&reply);
+            return Ok(reply);
         }
+        query.query_async(self).await
     }
 
     /// The nodes holding the data: the server itself, or every master of
     /// the cluster.
     pub(crate) async fn data_nodes(&mut self) -> RedisResult<Vec<Node>> {
-        match self {
-            Conn::Single(_) => Ok(vec![Node::Server]),
-            Conn::Cluster(conn) => {
+        match &mut self.link {
+            Link::Single(_) => Ok(vec![Node::Server]),
+            Link::Cluster(conn) => {
                 let nodes: String = redis::cmd("CLUSTER").arg("NODES").query_async(conn).await?;
                 Ok(masters(&nodes))
             }
@@ -151,10 +176,14 @@ impl Conn {
 
 impl ConnectionLike for Conn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Conn::Single(conn) => conn.req_packed_command(cmd),
-            Conn::Cluster(conn) => conn.req_packed_command(cmd),
-        }
+        Box::pin(async move {
+            let reply = match &mut self.link {
+                Link::Single(conn) => conn.req_packed_command(cmd).await,
+                Link::Cluster(conn) => conn.req_packed_command(cmd).await,
+            }?;
+            self.count(&reply);
+            Ok(reply)
+        })
     }
 
     fn req_packed_commands<'a>(
@@ -163,17 +192,42 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Conn::Single(conn) => conn.req_packed_commands(pipeline, offset, count),
-            Conn::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count),
-        }
+        Box::pin(async move {
+            let replies = match &mut self.link {
+                Link::Single(conn) => conn.req_packed_commands(pipeline, offset, count).await,
+                Link::Cluster(conn) => conn.req_packed_commands(pipeline, offset, count).await,
+            }?;
+            replies.iter().for_each(|reply| self.count(reply));
+            Ok(replies)
+        })
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(conn) => conn.get_db(),
-            Conn::Cluster(conn) => conn.get_db(),
+        match &self.link {
+            Link::Single(conn) => conn.get_db(),
+            Link::Cluster(conn) => conn.get_db(),
         }
+    }
+}
+
+/// The payload of a reply: its strings' bytes, eight per number, nothing
+/// for the protocol's framing (as [`crate::redis::RedisStore::bytes_written`]
+/// counts what is sent).
+fn payload_bytes(reply: &Value) -> u64 {
+    let len = |n: usize| u64::try_from(n).unwrap_or(u64::MAX);
+    match reply {
+        Value::BulkString(bytes) => len(bytes.len()),
+        Value::SimpleString(text) | Value::VerbatimString { text, .. } => len(text.len()),
+        Value::Int(_) | Value::Double(_) => 8,
+        Value::Array(values) | Value::Set(values) | Value::Push { data: values, .. } => {
+            values.iter().map(payload_bytes).sum()
+        }
+        Value::Map(pairs) => pairs
+            .iter()
+            .map(|(k, v)| payload_bytes(k) + payload_bytes(v))
+            .sum(),
+        Value::Attribute { data, .. } => payload_bytes(data),
+        _ => 0,
     }
 }
 
@@ -259,6 +313,20 @@ fn bad_url(e: RedisError) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reply_counts_its_strings_and_numbers() {
+        let reply = Value::Array(vec![
+            Value::BulkString(b"abc".to_vec()),
+            Value::Int(7),
+            Value::Nil,
+            Value::Map(vec![(
+                Value::SimpleString("k".into()),
+                Value::BulkString(b"vv".to_vec()),
+            )]),
+        ]);
+        assert_eq!(payload_bytes(&reply), 3 + 8 + 1 + 2);
+    }
 
     #[test]
     fn single_url() {

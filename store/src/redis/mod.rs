@@ -27,6 +27,7 @@ use self::codec::Codec;
 use self::conn::{Conn, Retry};
 use self::scripts::Call;
 use crate::Keyring;
+use crate::checkpoints::thread_cache::{DEFAULT_THREAD_CACHE_BYTES, ThreadCache};
 use crate::error::StoreError;
 
 /// How long [`RedisStore::connect`] waits for a connection.
@@ -42,6 +43,7 @@ pub struct RedisStore {
     keys: Keys,
     codec: Codec,
     written: AtomicU64,
+    threads: ThreadCache,
 }
 
 impl RedisStore {
@@ -76,6 +78,7 @@ impl RedisStore {
             keys: Keys::new(prefix),
             codec: Codec::default(),
             written: AtomicU64::new(0),
+            threads: ThreadCache::new(DEFAULT_THREAD_CACHE_BYTES),
         })
     }
 
@@ -89,11 +92,28 @@ impl RedisStore {
         self
     }
 
+    /// This store, holding at most `bytes` of the threads it has read
+    /// (64 MiB by default; 0 holds none), so that reading one again reads
+    /// only what changed since: a step's reads then stay flat as its
+    /// conversation grows. The server fences every use of what is held,
+    /// so what a load returns is the same either way.
+    pub fn with_thread_cache(mut self, bytes: u64) -> Self {
+        self.threads = ThreadCache::new(bytes);
+        self
+    }
+
     /// Payload bytes (keys and values) this store has sent in write
     /// commands so far: commits, run creation, child results, flags and
     /// lists. Shows the write volume per step in tests and benchmarks.
     pub fn bytes_written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
+    }
+
+    /// Payload bytes (strings and numbers) of every reply this store has
+    /// received so far, reads and writes alike. Shows the read volume per
+    /// step in tests and benchmarks.
+    pub fn bytes_read(&self) -> u64 {
+        self.conn.bytes_read()
     }
 
     /// Deletes every key under this store's prefix, on every master of a
@@ -156,6 +176,11 @@ impl RedisStore {
     /// The key schema under this store's prefix.
     pub(crate) fn keys(&self) -> &Keys {
         &self.keys
+    }
+
+    /// The threads this store holds.
+    pub(crate) fn threads(&self) -> &ThreadCache {
+        &self.threads
     }
 
     /// How values are encoded and sealed.

@@ -4,7 +4,9 @@
 use deepfleet_proto::Keys;
 use deepfleet_store::prelude::*;
 use deepfleet_store::redis::RedisStore;
-use deepfleet_store::{CommitOutcome, StepCommit, StoreError, ThreadSeed};
+use deepfleet_store::{
+    Checkpoint, CheckpointSource, CommitOutcome, StepCommit, StoreError, ThreadSeed, ThreadUpdate,
+};
 use pretty_assertions::assert_eq;
 
 use crate::harness::{REDIS_URL, START_REDIS, cluster_store, connect, with_cleanup};
@@ -47,6 +49,111 @@ async fn redis_bytes_per_step_do_not_grow() {
         assert_eq!((thread.step, thread.messages.len()), (500, 1000));
     })
     .await;
+}
+
+/// A store holding the threads it read answers every load as a store
+/// holding none would: after steps written by another store, a fork that
+/// moves the conversation's base, a thread deleted and made again with the
+/// same log length and files revision, and a copy made again after the
+/// first was deleted. And once the conversation is long, a load reads a
+/// fraction of what a full read does.
+#[tokio::test]
+async fn redis_held_threads_read_as_a_full_read_would() {
+    let Some((store, prefix)) = connect(REDIS_URL, START_REDIS).await else {
+        return;
+    };
+    with_cleanup(store, |store| async move {
+        let full = RedisStore::connect(REDIS_URL, &prefix)
+            .await
+            .unwrap()
+            .with_thread_cache(0);
+        let other = RedisStore::connect(REDIS_URL, &prefix).await.unwrap();
+        let seed = |text: &str| ThreadSeed {
+            messages: vec![msg(text)],
+            files: [("/a.md".to_owned(), file(text))].into(),
+            ..ThreadSeed::default()
+        };
+        let step = |run: &deepfleet_proto::RunRecord, n: u64, text: &str| StepCommit {
+            messages: vec![msg(text)],
+            files: [("/b.md".to_owned(), Some(file(text)))].into(),
+            ..commit(run, n)
+        };
+
+        let run = record("t1", "r1");
+        store.create_run(&run, &seed("task")).await.unwrap();
+        same(&store, &full, "t1").await;
+        other.commit_step(&step(&run, 0, "one")).await.unwrap();
+        let held = same(&store, &full, "t1").await;
+        assert_eq!(held.messages.len(), 2);
+
+        // Deleted and made again: the same log length and files revision,
+        // other content.
+        store.purge_thread("t1").await.unwrap();
+        other.create_run(&run, &seed("again")).await.unwrap();
+        other.commit_step(&step(&run, 0, "uno")).await.unwrap();
+        let again = same(&store, &full, "t1").await;
+        assert_eq!(again.messages, [msg("again"), msg("uno")]);
+
+        // A step without files keeps the held files; a fork moves the base.
+        let mut run = run;
+        run.steps = 1;
+        other
+            .commit_step(&StepCommit {
+                messages: vec![msg("two")],
+                ..commit(&run, 1)
+            })
+            .await
+            .unwrap();
+        same(&store, &full, "t1").await;
+        let timeline = store.timeline("t1").await.unwrap();
+        let to = timeline.restore_checkpoint(1).unwrap();
+        let fork = ThreadUpdate::restoring("t1", &timeline, to, CheckpointSource::Fork);
+        other.update_thread(&fork).await.unwrap();
+        let forked = same(&store, &full, "t1").await;
+        assert!(forked.log_base > 0);
+
+        // A copy, deleted and made again from a source that moved on.
+        assert!(store.copy_thread("t1", "t2").await.unwrap());
+        same(&store, &full, "t2").await;
+        store.purge_thread("t2").await.unwrap();
+        run.steps = 2;
+        let at = store.load_thread("t1").await.unwrap().step;
+        other.commit_step(&step(&run, at, "three")).await.unwrap();
+        assert!(other.copy_thread("t1", "t2").await.unwrap());
+        same(&store, &full, "t2").await;
+
+        // A long conversation: a load after one more step reads its tail.
+        for _ in 0..200 {
+            let at = other.load_thread("t1").await.unwrap().step;
+            other
+                .commit_step(&StepCommit {
+                    messages: vec![msg("and again, with some more words")],
+                    ..commit(&run, at)
+                })
+                .await
+                .unwrap();
+            same(&store, &full, "t1").await;
+        }
+        let (held_before, full_before) = (store.bytes_read(), full.bytes_read());
+        same(&store, &full, "t1").await;
+        let (held_read, full_read) = (
+            store.bytes_read() - held_before,
+            full.bytes_read() - full_before,
+        );
+        assert!(
+            held_read * 10 < full_read,
+            "a held load read {held_read} bytes, a full one {full_read}"
+        );
+    })
+    .await;
+}
+
+/// Loads `thread` through `held` and through `full` (which holds nothing)
+/// and checks they agree.
+async fn same(held: &RedisStore, full: &RedisStore, thread: &str) -> Checkpoint {
+    let checkpoint = held.load_thread(thread).await.unwrap();
+    assert_eq!(checkpoint, full.load_thread(thread).await.unwrap());
+    checkpoint
 }
 
 /// A value this build cannot decode is reported with its key.
