@@ -75,9 +75,14 @@ struct Args {
     /// Runs one item alone and writes only its section: `rate-limits`
     /// (item 9, about four minutes) into `--out` alone, `admission`
     /// (item 10) and `cpu` (item 11) into `--out` in place of the one
-    /// there.
+    /// there. `concurrency` measures item 4's deepfleet levels (with
+    /// `--runs-in-flight`, those alone) and prints them, writing nothing:
+    /// for profiling.
     #[arg(long)]
     only: Option<String>,
+    /// The levels of `--only concurrency`, in place of the bench's.
+    #[arg(long, value_delimiter = ',')]
+    runs_in_flight: Vec<usize>,
 }
 
 /// Sizes of every measurement.
@@ -338,9 +343,30 @@ async fn main() -> anyhow::Result<ExitCode> {
     let sizes = Sizes::new(args.quick);
     if let Some(item) = &args.only {
         anyhow::ensure!(
-            ["rate-limits", "admission", "cpu"].contains(&item.as_str()),
-            "no item {item:?} runs alone (rate-limits, admission and cpu do)"
+            ["rate-limits", "admission", "cpu", "concurrency"].contains(&item.as_str()),
+            "no item {item:?} runs alone (rate-limits, admission, cpu and concurrency do)"
         );
+        if item == "concurrency" {
+            deepfleet_binary(&args)?;
+            let levels = if args.runs_in_flight.is_empty() {
+                &sizes.concurrency
+            } else {
+                &args.runs_in_flight
+            };
+            log("4. concurrency, deepfleet, alone");
+            let measured =
+                throughput::deepfleet_concurrency(&args.deepfleet, levels, SLOW_MODEL).await?;
+            for level in &measured {
+                eprintln!(
+                    "{} runs in flight: {} ok, {:.2} s, peak RSS {:.0} MiB",
+                    level.runs,
+                    level.ok,
+                    level.wall_s,
+                    level.peak_rss as f64 / (1024.0 * 1024.0)
+                );
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
         if item == "cpu" {
             deepfleet_binary(&args)?;
             log("11. CPU per model call, alone");

@@ -88,8 +88,9 @@ pub enum CallPurpose {
 pub struct ModelRequest {
     /// The model name as the provider knows it (no `provider:` prefix).
     pub model: String,
-    /// The system prompt (empty = none).
-    pub system: String,
+    /// The system prompt (empty = none), shared by the request's copies
+    /// (a middleware keeps one to retry the call).
+    pub system: Arc<str>,
     /// The conversation.
     pub messages: Vec<Message>,
     /// Tools the model may call, shared with the agent that offers them

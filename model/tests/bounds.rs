@@ -183,7 +183,7 @@ fn sse(name: &str, data: &Value) -> String {
 fn request() -> ModelRequest {
     ModelRequest {
         model: "m".into(),
-        system: String::new(),
+        system: "".into(),
         messages: vec![Message::user("Say a lot.")],
         tools: vec![].into(),
         max_output_tokens: None,

@@ -145,7 +145,7 @@ mod tests {
         let client = ReplayClient::new(Arc::new(ReplayEngine::new(script)));
         let request = ModelRequest {
             model: "scripted".into(),
-            system: String::new(),
+            system: "".into(),
             messages: vec![Message::user("go")],
             tools: vec![].into(),
             max_output_tokens: None,

@@ -74,7 +74,7 @@ mod tests {
         let spec = format!("replay:{}", path.display());
         let request = ModelRequest {
             model: String::new(),
-            system: String::new(),
+            system: "".into(),
             messages: vec![deepfleet_proto::Message::user("x")],
             tools: vec![].into(),
             max_output_tokens: None,

@@ -203,7 +203,7 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
     }
     ModelRequest {
         model: request.model,
-        system,
+        system: system.into(),
         messages,
         tools: request
             .tools

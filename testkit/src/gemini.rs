@@ -129,7 +129,7 @@ fn to_neutral(model: String, request: GenerateContentRequest) -> ModelRequest {
     }
     ModelRequest {
         model,
-        system,
+        system: system.into(),
         messages,
         tools: request
             .tools

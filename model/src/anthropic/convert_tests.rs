@@ -135,7 +135,7 @@ fn consecutive_user_content_merges_and_empty_messages_vanish() {
     ];
     let mut request = request(messages);
     request.tools = Vec::new().into();
-    request.system.clear();
+    request.system = "".into();
     request.max_output_tokens = Some(10);
     let wire = serde_json::to_value(to_wire(&request, 64_000)).unwrap();
     assert_eq!(

@@ -66,7 +66,7 @@ pub fn to_wire(request: &ModelRequest) -> GenerateContentRequest {
         contents,
         system_instruction: (!request.system.is_empty()).then(|| Content {
             role: None,
-            parts: text_part(request.system.clone()),
+            parts: text_part(request.system.to_string()),
         }),
         tools: if declarations.is_empty() {
             Vec::new()

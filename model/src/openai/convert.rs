@@ -21,7 +21,7 @@ pub fn to_wire(request: &ModelRequest) -> ChatRequest {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(ChatMessage::System {
-            content: MessageContent::Text(request.system.clone()),
+            content: MessageContent::Text(request.system.to_string()),
         });
     }
     // Chat Completions cannot carry images in tool messages: they are

@@ -76,7 +76,7 @@ fn request_has_the_chat_completions_shape() {
 #[test]
 fn empty_system_prompt_and_no_tools_are_left_out() {
     let mut req = request(vec![Message::user("hi")]);
-    req.system.clear();
+    req.system = "".into();
     req.tools = Vec::new().into();
     req.max_output_tokens = None;
     req.cache_key = None;

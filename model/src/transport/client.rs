@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use bytes::Bytes;
+use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
 
 use super::body::{BodyLimits, BoundedBody};
 use super::config::TransportConfig;
@@ -19,7 +21,7 @@ use crate::ratelimit::{Cost, LimitKey, RateGate, account_of};
 use crate::retry::RetryPolicy;
 use crate::sse::for_each_event;
 use crate::stream::{Assembler, DeltaSink, Discard};
-use crate::{ModelClient, ModelError, ModelRequest, ModelResponse};
+use crate::{ErrorKind, ModelClient, ModelError, ModelRequest, ModelResponse};
 
 /// A model client speaking `P` over reqwest.
 pub struct HttpClient<P> {
@@ -126,7 +128,7 @@ impl<P: WireProtocol> HttpClient<P> {
         &self,
         request: &ModelRequest,
         stream: bool,
-        body: &P::Request,
+        body: &Bytes,
     ) -> Result<(reqwest::Response, Admitted), ModelError> {
         let admitted = match &self.rate {
             Some(rate) => {
@@ -148,7 +150,8 @@ impl<P: WireProtocol> HttpClient<P> {
             .post(url)
             .timeout(self.timeout)
             .headers(self.headers.clone())
-            .json(body);
+            .header(CONTENT_TYPE, "application/json")
+            .body(body.clone());
         let answered = match exchange(sent).await {
             Ok(response) => {
                 if let (Some(rate), Some((key, _))) = (&self.rate, &admitted) {
@@ -179,7 +182,7 @@ impl<P: WireProtocol> HttpClient<P> {
 
     async fn call(
         &self,
-        body: &P::Request,
+        body: &Bytes,
         request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
         let (response, admitted) = self.attempt(request, false, body).await?;
@@ -194,7 +197,7 @@ impl<P: WireProtocol> HttpClient<P> {
 
     async fn call_streamed(
         &self,
-        body: &P::Request,
+        body: &Bytes,
         request: &ModelRequest,
         sink: &dyn DeltaSink,
         delivered: &AtomicBool,
@@ -227,14 +230,14 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
         if self.stream {
             // Nobody sees discarded deltas, so a stream cut after some of
             // them is retried whole, as a cut non-streamed answer is.
-            let body = self.protocol.request(request, true);
+            let body = encoded(&self.protocol.request(request, true))?;
             let unseen = AtomicBool::new(false);
             return self
                 .retry
                 .run(|| self.call_streamed(&body, request, &Discard, &unseen))
                 .await;
         }
-        let body = self.protocol.request(request, false);
+        let body = encoded(&self.protocol.request(request, false))?;
         self.retry.run(|| self.call(&body, request)).await
     }
 
@@ -243,7 +246,7 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
         request: &ModelRequest,
         sink: &dyn DeltaSink,
     ) -> Result<ModelResponse, ModelError> {
-        let body = self.protocol.request(request, true);
+        let body = encoded(&self.protocol.request(request, true))?;
         let delivered = AtomicBool::new(false);
         self.retry
             .run_while(
@@ -261,6 +264,20 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
             .headers(self.headers.clone());
         send(request, self.body).await.map(drop)
     }
+}
+
+/// A request's JSON body, written once for all its attempts. The wire
+/// form (a second copy of the conversation) is dropped as soon as it is
+/// written, and the body holds no spare capacity while the call waits.
+fn encoded(wire: &impl Serialize) -> Result<Bytes, ModelError> {
+    let mut body = serde_json::to_vec(wire).map_err(|e| {
+        ModelError::new(
+            ErrorKind::BadRequest,
+            format!("cannot encode the request: {e}"),
+        )
+    })?;
+    body.shrink_to_fit();
+    Ok(Bytes::from(body))
 }
 
 /// An [`HttpClient`] of any protocol, as the registry holds it: one type

@@ -198,7 +198,7 @@ impl Summarizer {
         let prompt = PROMPT.replace("{messages}", &render(&view.messages[..cutoff], true));
         let request = ModelRequest {
             model: self.model_name.clone(),
-            system: String::new(),
+            system: "".into(),
             messages: vec![Message::user(prompt)],
             tools: Vec::new().into(),
             max_output_tokens: self.max_output_tokens,
