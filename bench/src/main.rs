@@ -75,9 +75,9 @@ struct Args {
     /// Runs one item alone and writes only its section: `rate-limits`
     /// (item 9, about four minutes) into `--out` alone, `admission`
     /// (item 10) and `cpu` (item 11) into `--out` in place of the one
-    /// there. `concurrency` measures item 4's deepfleet levels (with
-    /// `--runs-in-flight`, those alone) and prints them, writing nothing:
-    /// for profiling.
+    /// there. `concurrency` (item 4's deepfleet levels; with
+    /// `--runs-in-flight`, those alone) and `retention` (item 7) print
+    /// their figures and write nothing: for profiling.
     #[arg(long)]
     only: Option<String>,
     /// The levels of `--only concurrency`, in place of the bench's.
@@ -342,77 +342,7 @@ async fn main() -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let sizes = Sizes::new(args.quick);
     if let Some(item) = &args.only {
-        anyhow::ensure!(
-            ["rate-limits", "admission", "cpu", "concurrency"].contains(&item.as_str()),
-            "no item {item:?} runs alone (rate-limits, admission, cpu and concurrency do)"
-        );
-        if item == "concurrency" {
-            deepfleet_binary(&args)?;
-            let levels = if args.runs_in_flight.is_empty() {
-                &sizes.concurrency
-            } else {
-                &args.runs_in_flight
-            };
-            log("4. concurrency, deepfleet, alone");
-            let measured =
-                throughput::deepfleet_concurrency(&args.deepfleet, levels, SLOW_MODEL).await?;
-            for level in &measured {
-                eprintln!(
-                    "{} runs in flight: {} ok, {:.2} s, peak RSS {:.0} MiB",
-                    level.runs,
-                    level.ok,
-                    level.wall_s,
-                    level.peak_rss as f64 / (1024.0 * 1024.0)
-                );
-            }
-            return Ok(ExitCode::SUCCESS);
-        }
-        if item == "cpu" {
-            deepfleet_binary(&args)?;
-            log("11. CPU per model call, alone");
-            let python = args.python.as_ref().map(|interpreter| Python {
-                interpreter: interpreter.clone(),
-                script: args.python_script.clone(),
-            });
-            // The floor posts a mid-run request of the scenario: one run
-            // of item 1 captures it.
-            let (_, sample) = overhead::embedded(Passes { runs: 1, warmup: 0 }).await?;
-            let measured = cpu_item(&args, &sizes, python.as_ref(), sample.as_ref()).await;
-            let mut section = String::new();
-            cpu::render(&mut section, &measured);
-            let text = std::fs::read_to_string(&args.out).unwrap_or_default();
-            std::fs::write(&args.out, report::replace_section(&text, 11, &section))?;
-            log(&format!("wrote item 11 into {}", args.out.display()));
-            eprintln!("{section}");
-            return Ok(ExitCode::SUCCESS);
-        }
-        if item == "admission" {
-            log("10. admission, priorities and sharing, alone");
-            let measured = admission::measure(&sizes.admission).await.map_err(failed);
-            let mut section = String::new();
-            admission::render(&mut section, &measured);
-            let text = std::fs::read_to_string(&args.out).unwrap_or_default();
-            std::fs::write(&args.out, report::replace_section(&text, 10, &section))?;
-            log(&format!("wrote item 10 into {}", args.out.display()));
-            return Ok(if measured.is_ok() {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            });
-        }
-        deepfleet_binary(&args)?;
-        log("9. rate limits, alone");
-        let section = rate_limits_item(&args.deepfleet, &sizes).await;
-        let mut rendered = String::new();
-        rate_limits::render(&mut rendered, &section);
-        let text = std::fs::read_to_string(&args.out).unwrap_or_default();
-        std::fs::write(&args.out, report::replace_section(&text, 9, &rendered))?;
-        log(&format!("wrote item 9 into {}", args.out.display()));
-        return Ok(if section.is_ok() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        });
+        return run_alone(item, &args, &sizes).await;
     }
     deepfleet_binary(&args)?;
     let mut results = measure(&args, &sizes).await;
@@ -432,4 +362,106 @@ async fn main() -> anyhow::Result<ExitCode> {
         }
         ExitCode::FAILURE
     })
+}
+
+/// `--only item`: measures one item alone.
+async fn run_alone(item: &str, args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    match item {
+        "rate-limits" => alone_rate_limits(args, sizes).await,
+        "admission" => alone_admission(args, sizes).await,
+        "cpu" => alone_cpu(args, sizes).await,
+        "concurrency" => alone_concurrency(args, sizes).await,
+        "retention" => alone_retention(args, sizes).await,
+        _ => anyhow::bail!(
+            "no item {item:?} runs alone \
+             (rate-limits, admission, cpu, concurrency and retention do)"
+        ),
+    }
+}
+
+/// The exit code of an item that measured `section`.
+fn exit_code<T>(section: &report::Section<T>) -> ExitCode {
+    if section.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Writes `section` into `--out` in place of item `item`'s.
+fn write_section(args: &Args, item: u32, section: &str) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.out).unwrap_or_default();
+    std::fs::write(&args.out, report::replace_section(&text, item, section))?;
+    log(&format!("wrote item {item} into {}", args.out.display()));
+    Ok(())
+}
+
+async fn alone_rate_limits(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    deepfleet_binary(args)?;
+    log("9. rate limits, alone");
+    let section = rate_limits_item(&args.deepfleet, sizes).await;
+    let mut rendered = String::new();
+    rate_limits::render(&mut rendered, &section);
+    write_section(args, 9, &rendered)?;
+    Ok(exit_code(&section))
+}
+
+async fn alone_admission(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    log("10. admission, priorities and sharing, alone");
+    let measured = admission::measure(&sizes.admission).await.map_err(failed);
+    let mut section = String::new();
+    admission::render(&mut section, &measured);
+    write_section(args, 10, &section)?;
+    Ok(exit_code(&measured))
+}
+
+async fn alone_cpu(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    deepfleet_binary(args)?;
+    log("11. CPU per model call, alone");
+    let python = args.python.as_ref().map(|interpreter| Python {
+        interpreter: interpreter.clone(),
+        script: args.python_script.clone(),
+    });
+    // The floor posts a mid-run request of the scenario: one run of item
+    // 1 captures it.
+    let (_, sample) = overhead::embedded(Passes { runs: 1, warmup: 0 }).await?;
+    let measured = cpu_item(args, sizes, python.as_ref(), sample.as_ref()).await;
+    let mut section = String::new();
+    cpu::render(&mut section, &measured);
+    write_section(args, 11, &section)?;
+    eprintln!("{section}");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn alone_concurrency(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    deepfleet_binary(args)?;
+    let levels = if args.runs_in_flight.is_empty() {
+        &sizes.concurrency
+    } else {
+        &args.runs_in_flight
+    };
+    log("4. concurrency, deepfleet, alone");
+    let measured = throughput::deepfleet_concurrency(&args.deepfleet, levels, SLOW_MODEL).await?;
+    for level in &measured {
+        eprintln!(
+            "{} runs in flight: {} ok, {:.2} s, peak RSS {:.0} MiB",
+            level.runs,
+            level.ok,
+            level.wall_s,
+            level.peak_rss as f64 / (1024.0 * 1024.0)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn alone_retention(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    deepfleet_binary(args)?;
+    log("7. retention, alone");
+    let measured = retention::memory_per_run(&args.deepfleet, sizes.retention_runs, RETENTION)
+        .await
+        .map_err(failed);
+    let mut section = String::new();
+    retention::render(&mut section, &measured);
+    eprintln!("{section}");
+    Ok(exit_code(&measured))
 }

@@ -5,8 +5,9 @@
 //! and Redis with a short retention; the keys under the fleet's prefix
 //! are summed with `MEMORY USAGE` (and the server's `used_memory` is
 //! read) after the last run ended, then again once every run's expiry
-//! has passed. The agent spec, registered once for all runs, is left out
-//! of both counts.
+//! has passed. The agent spec, registered once for all runs, and the rate
+//! limiter's state, the fleet's rather than a run's (it expires an hour
+//! after the account's last call), are left out of both counts.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -20,6 +21,9 @@ use deepfleet_testkit::fleet::{Fleet, REDIS_URL};
 use crate::fleet::{builder, check};
 use crate::scenario::{scenario_task, spec};
 use crate::throughput::quiet_server;
+
+/// How many of the keys held are named in [`Held::sample`].
+const SAMPLE: usize = 5;
 
 /// What the runs held, before and after their expiry.
 pub struct Memory {
@@ -39,6 +43,9 @@ pub struct Memory {
 pub struct Held {
     /// Keys (the spec's aside).
     pub keys: usize,
+    /// The first few of them, with their time to live (`-1`: none), to
+    /// name a key that outlives its retention.
+    pub sample: Vec<(String, i64)>,
     /// Their `MEMORY USAGE`, summed.
     pub bytes: u64,
     /// The server's `used_memory` over its value before the runs.
@@ -96,8 +103,9 @@ async fn measure(fleet: &mut Fleet, runs: usize, retention: Duration) -> anyhow:
     };
     ensure!(
         after.keys == 0,
-        "{} keys outlived their retention",
-        after.keys
+        "{} keys outlived their retention, among them (key, seconds to live) {:?}",
+        after.keys,
+        after.sample
     );
     Ok(Memory {
         runs,
@@ -128,7 +136,7 @@ async fn held(
     prefix: &str,
     baseline: i64,
 ) -> anyhow::Result<Held> {
-    let spec = format!("{prefix}:spec:");
+    let fleet_wide = [format!("{prefix}:spec:"), format!("{prefix}:ratelimit:")];
     let mut keys = Vec::new();
     let mut cursor = 0_u64;
     loop {
@@ -140,7 +148,11 @@ async fn held(
             .arg(1000)
             .query_async(conn)
             .await?;
-        keys.extend(batch.into_iter().filter(|k| !k.starts_with(&spec)));
+        keys.extend(
+            batch
+                .into_iter()
+                .filter(|k| !fleet_wide.iter().any(|p| k.starts_with(p.as_str()))),
+        );
         if next == 0 {
             break;
         }
@@ -148,6 +160,7 @@ async fn held(
     }
     let mut bytes = 0;
     let mut live = 0;
+    let mut sample = Vec::new();
     for key in &keys {
         let usage: Option<u64> = redis::cmd("MEMORY")
             .arg("USAGE")
@@ -157,10 +170,15 @@ async fn held(
         if let Some(usage) = usage {
             bytes += usage;
             live += 1;
+            if sample.len() < SAMPLE {
+                let ttl: i64 = redis::cmd("TTL").arg(key).query_async(conn).await?;
+                sample.push((key.clone(), ttl));
+            }
         }
     }
     Ok(Held {
         keys: live,
+        sample,
         bytes,
         used_memory: used_memory(conn).await? - baseline,
     })

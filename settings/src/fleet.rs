@@ -55,7 +55,7 @@ pub async fn connect_fleet(
 }
 
 /// The fleet's Redis at `url`, under the settings' key prefix, connect
-/// timeout and encryption keys.
+/// timeout, thread cache and encryption keys.
 pub async fn connect_store(url: &str, settings: &Settings) -> Result<RedisStore, SettingsError> {
     let keyring = settings.encryption.keyring()?;
     let store = RedisStore::connect_within(url, &settings.key_prefix, settings.connect_timeout())
@@ -63,7 +63,8 @@ pub async fn connect_store(url: &str, settings: &Settings) -> Result<RedisStore,
         .map_err(|source| SettingsError::Store {
             url: redacted(url),
             source,
-        })?;
+        })?
+        .with_thread_cache(settings.thread_cache_mib.saturating_mul(1024 * 1024));
     Ok(match keyring {
         Some(keyring) => store.with_keyring(keyring),
         None => store,

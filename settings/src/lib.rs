@@ -66,6 +66,10 @@ pub struct Settings {
     /// Seconds a command waits to connect to RabbitMQ or Redis before it
     /// fails naming the server. Default: 10.
     pub connect_timeout_secs: u64,
+    /// MiB of the threads a process holds from its Redis reads, so that
+    /// reading a thread again reads only what changed since (0 holds
+    /// none: every load reads the whole thread). Default: 32.
+    pub thread_cache_mib: u64,
     /// Worker tuning.
     pub worker: WorkerSettings,
     /// The scheduler's HTTP server.
@@ -150,6 +154,7 @@ impl std::fmt::Debug for Settings {
             .field("queue_name", &self.queue_name)
             .field("key_prefix", &self.key_prefix)
             .field("connect_timeout_secs", &self.connect_timeout_secs)
+            .field("thread_cache_mib", &self.thread_cache_mib)
             .field("worker", &self.worker)
             .field("scheduler", &self.scheduler)
             .field("api", &self.api)
@@ -252,6 +257,7 @@ impl Default for Settings {
             queue_name: "deepfleet.steps".to_owned(),
             key_prefix: "deepfleet".to_owned(),
             connect_timeout_secs: 10,
+            thread_cache_mib: 32,
             worker: WorkerSettings::default(),
             scheduler: SchedulerSettings::default(),
             api: ApiSettings::default(),

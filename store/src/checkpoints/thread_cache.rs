@@ -16,7 +16,7 @@ use moka::sync::Cache;
 
 /// How many bytes of threads one store holds by default: a few hundred
 /// long conversations, little beside a worker's working set.
-pub const DEFAULT_THREAD_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+pub const DEFAULT_THREAD_CACHE_BYTES: u64 = 32 * 1024 * 1024;
 
 /// One thread's conversation and files as last read.
 #[derive(Debug, Clone, PartialEq)]

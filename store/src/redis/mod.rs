@@ -93,7 +93,7 @@ impl RedisStore {
     }
 
     /// This store, holding at most `bytes` of the threads it has read
-    /// (64 MiB by default; 0 holds none), so that reading one again reads
+    /// (32 MiB by default; 0 holds none), so that reading one again reads
     /// only what changed since: a step's reads then stay flat as its
     /// conversation grows. The server fences every use of what is held,
     /// so what a load returns is the same either way.
