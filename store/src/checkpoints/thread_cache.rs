@@ -44,8 +44,8 @@ impl HeldThread {
     }
 }
 
-/// What a load asks the server relative to, and how the reply completes
-/// it.
+/// What a load read, decoded: the part of the thread the server sent
+/// because the held copy lacked it.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Tail {
     /// The conversation's base now.
