@@ -1,9 +1,12 @@
-//! BENCHMARKS.md: the measurements as tables, the claims of issue #9 as
-//! ratios against their targets, and the plots for items 4 to 6.
+//! BENCHMARKS.md: the measurements as tables, the claims of issues #9
+//! and #20 as ratios against their targets, and the plots for items 4 to
+//! 6.
 
 use std::fmt::Write;
 use std::path::Path;
 use std::time::Duration;
+
+use deepfleet_testkit::growth::StepBytes;
 
 use crate::plot::{Chart, Series, draw};
 use crate::python::PythonReport;
@@ -11,7 +14,6 @@ use crate::scenario::Intervals;
 use crate::stats::{median, percentile, ratio};
 use crate::throughput::{Concurrency, Throughput};
 use crate::tokens::{CheckCost, TokenCost};
-use deepfleet_testkit::growth::StepBytes;
 
 /// A measurement, or why it failed.
 pub type Section<T> = Result<T, String>;
