@@ -35,6 +35,7 @@ end
 
 redis.call('RPUSH', KEYS[7], redis.call('LLEN', log), ARGV[8])
 
+-- A reader holding the files reads them again when this moves.
 if #ARGV > last then
   redis.call('HINCRBY', meta, 'files_rev', 1)
 end

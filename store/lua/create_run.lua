@@ -60,6 +60,7 @@ local first, last = 10, 9 + n
 for i = first, last, 1000 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, last)))
 end
+-- A reader holding the files reads them again when this moves.
 if #ARGV > last then
   redis.call('HINCRBY', meta, 'files_rev', 1)
 end

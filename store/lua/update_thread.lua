@@ -35,6 +35,7 @@ for i = first, last, 1000 do
 end
 
 redis.call('DEL', files)
+-- A reader holding the files reads them again when this moves.
 redis.call('HINCRBY', meta, 'files_rev', 1)
 for i = last + 1, #ARGV, 2 do
   redis.call('HSET', files, ARGV[i], ARGV[i + 1])
