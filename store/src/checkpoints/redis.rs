@@ -76,7 +76,7 @@ impl Checkpoints for RedisStore {
                 .arg("0")
                 .arg("0"),
         }
-        .arg(uuid::Uuid::new_v4().simple().to_string());
+        .arg(self.threads().new_generation());
         let raw: RawThread = self
             .conn()
             .call("load thread", Retry::Once, |conn| call.invoke(conn))
@@ -87,6 +87,7 @@ impl Checkpoints for RedisStore {
             &ThreadKeys { meta, log, files },
             raw,
             held.as_deref(),
+            self.threads().holds(),
         );
         match loaded {
             Ok((checkpoint, Some(held))) => {
@@ -266,14 +267,16 @@ struct ThreadKeys<'a> {
 }
 
 /// Builds a checkpoint from what `load_thread.lua` returned for a load
-/// that named `held` (absent structures read as an empty thread), and
-/// what the store may hold of the thread from now on (nothing for a
-/// thread without a generation: one that does not exist).
+/// that named `held` (absent structures read as an empty thread), and,
+/// when the store `hold`s threads, what it may hold of this one from now
+/// on (nothing for a thread without a generation: one that does not
+/// exist).
 fn checkpoint(
     codec: &Codec,
     keys: &ThreadKeys<'_>,
     raw: RawThread,
     held: Option<&HeldThread>,
+    hold: bool,
 ) -> Result<(Checkpoint, Option<HeldThread>), StoreError> {
     let (mut meta, from, log, files, files_read) = raw;
     let counter = |field: &str, raw: Option<String>| -> Result<u64, StoreError> {
@@ -325,7 +328,7 @@ fn checkpoint(
         },
     };
     let done = thread_cache::complete(held, tail);
-    let held = generation.map(|generation| HeldThread {
+    let held = generation.filter(|_| hold).map(|generation| HeldThread {
         generation,
         first: log_base,
         messages: done.messages.clone(),
@@ -374,7 +377,7 @@ mod tests {
     fn empty_thread_is_default_and_not_held() {
         let raw = raw(BTreeMap::new(), 0, Vec::new());
         assert_eq!(
-            checkpoint(&Codec::default(), &KEYS, raw, None).unwrap(),
+            checkpoint(&Codec::default(), &KEYS, raw, None, true).unwrap(),
             (Checkpoint::default(), None)
         );
     }
@@ -382,7 +385,7 @@ mod tests {
     #[test]
     fn bad_log_entry_names_its_index() {
         let raw = raw(BTreeMap::new(), 3, vec!["nope".to_owned()]);
-        match checkpoint(&Codec::default(), &KEYS, raw, None) {
+        match checkpoint(&Codec::default(), &KEYS, raw, None, true) {
             Err(StoreError::Corrupt { key, .. }) => assert_eq!(key, "l[3]"),
             other => panic!("{other:?}"),
         }
@@ -392,7 +395,13 @@ mod tests {
     fn bad_step_is_corrupt() {
         let meta = BTreeMap::from([("step".to_owned(), "x".to_owned())]);
         assert!(matches!(
-            checkpoint(&Codec::default(), &KEYS, raw(meta, 0, Vec::new()), None),
+            checkpoint(
+                &Codec::default(),
+                &KEYS,
+                raw(meta, 0, Vec::new()),
+                None,
+                true
+            ),
             Err(StoreError::Corrupt { .. })
         ));
     }
@@ -405,17 +414,15 @@ mod tests {
             ("step".to_owned(), "1".to_owned()),
         ]);
         let entry = r#"{"m":{"role":"user","content":[{"type":"text","text":"hi"}]},"t":1}"#;
-        let (checkpoint, held) = checkpoint(
-            &Codec::default(),
-            &KEYS,
-            raw(meta, 0, vec![entry.into()]),
-            None,
-        )
-        .unwrap();
+        let raw = || raw(meta.clone(), 0, vec![entry.into()]);
+        let (loaded, held) = checkpoint(&Codec::default(), &KEYS, raw(), None, true).unwrap();
         let held = held.unwrap();
         assert_eq!(held.generation, "g1");
         assert_eq!((held.first, held.log_len(), held.files_rev), (0, 1, 2));
-        assert_eq!(held.messages, checkpoint.messages);
+        assert_eq!(held.messages, loaded.messages);
         assert_eq!(held.log_bytes, entry.len() as u64);
+        // A store that holds nothing keeps nothing.
+        let (_, kept) = checkpoint(&Codec::default(), &KEYS, raw(), None, false).unwrap();
+        assert_eq!(kept, None);
     }
 }

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use deepfleet_proto::{FileData, LoggedMessage};
 use moka::sync::Cache;
@@ -103,6 +104,11 @@ pub(crate) struct Completed {
 /// Threads held, by id, evicted by size.
 pub(crate) struct ThreadCache {
     threads: Option<Cache<String, Arc<HeldThread>>>,
+    /// This cache's own random id, and how many generations it has
+    /// offered: a generation is unique without drawing randomness per
+    /// load.
+    origin: String,
+    offered: AtomicU64,
 }
 
 impl ThreadCache {
@@ -117,7 +123,24 @@ impl ThreadCache {
                 })
                 .build()
         });
-        ThreadCache { threads }
+        ThreadCache {
+            threads,
+            origin: uuid::Uuid::new_v4().simple().to_string(),
+            offered: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether this cache holds anything (a load need not copy what it
+    /// read for a cache of no bytes).
+    pub(crate) fn holds(&self) -> bool {
+        self.threads.is_some()
+    }
+
+    /// A generation to offer a thread that has none, unique among every
+    /// store's.
+    pub(crate) fn new_generation(&self) -> String {
+        let n = self.offered.fetch_add(1, Ordering::Relaxed);
+        format!("{}.{n}", self.origin)
     }
 
     pub(crate) fn get(&self, thread_id: &str) -> Option<Arc<HeldThread>> {
@@ -239,5 +262,13 @@ mod tests {
         assert_eq!(cache.get("t").map(|h| h.log_len()), Some(1));
         cache.forget("t");
         assert_eq!(cache.get("t"), None);
+    }
+
+    #[test]
+    fn generations_differ_within_a_cache_and_across_caches() {
+        let (a, b) = (ThreadCache::new(0), ThreadCache::new(0));
+        let offered = [a.new_generation(), a.new_generation(), b.new_generation()];
+        assert_ne!(offered[0], offered[1]);
+        assert_ne!(offered[0], offered[2]);
     }
 }
