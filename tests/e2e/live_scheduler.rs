@@ -13,6 +13,7 @@ use std::time::Duration;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_testkit::fleet::services;
 use tokio::process::{Child, Command};
+use tokio::sync::OnceCell;
 
 use crate::support::{AMQP_URL, CONTEXT_KEY, Fleet, REDIS_URL};
 
@@ -25,9 +26,17 @@ pub fn fixtures() -> PathBuf {
 /// The A2A client, pinned: its API changed whole between releases.
 const A2A_SDK: &str = "a2a-sdk==1.3.0";
 
-/// A venv with `langgraph-sdk`, `pika` and [`A2A_SDK`]; `None` (skip)
-/// when pip cannot install them outside CI.
+/// A venv with `langgraph-sdk`, `pika` and [`A2A_SDK`], made once per
+/// test process; `None` (skip) when pip cannot install them outside CI.
+///
+/// Once per process because the scenarios that need it start together:
+/// two pip installs into one new venv race on its files.
 pub async fn python() -> Option<PathBuf> {
+    static READY: OnceCell<Option<PathBuf>> = OnceCell::const_new();
+    READY.get_or_init(install_clients).await.clone()
+}
+
+async fn install_clients() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-venv");
     let python = venv.join("bin/python");
     let ready = python.exists()
@@ -46,8 +55,16 @@ pub async fn python() -> Option<PathBuf> {
         .await
         .is_ok_and(|s| s.success());
     let installed = made
-        && Command::new(venv.join("bin/pip"))
-            .args(["install", "-q", "langgraph-sdk", "pika", A2A_SDK])
+        && Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "langgraph-sdk",
+                "pika",
+                A2A_SDK,
+            ])
             .status()
             .await
             .is_ok_and(|s| s.success());
