@@ -113,6 +113,20 @@ pub fn classify_transport(error: &reqwest::Error) -> ModelError {
     ModelError::new(kind, error_chain(error))
 }
 
+/// Classifies a failure while reading an answer's body. reqwest reports
+/// every body failure as a decode error, but reading chunks decodes
+/// nothing: the connection broke or the stream was reset mid-answer
+/// (over HTTP/2, a `GOAWAY` from a proxy cuts every answer on the
+/// connection), which another attempt can get past.
+pub fn classify_body_read(error: &reqwest::Error) -> ModelError {
+    let kind = if error.is_timeout() {
+        ErrorKind::Timeout
+    } else {
+        ErrorKind::Transport
+    };
+    ModelError::new(kind, error_chain(error))
+}
+
 fn error_chain(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();

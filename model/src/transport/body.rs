@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use crate::classify::classify_transport;
+use crate::classify::classify_body_read;
 use crate::{ErrorKind, ModelError};
 
 /// The bounds of one answer's body.
@@ -59,7 +59,7 @@ impl BoundedBody {
                     ),
                 )
             })?
-            .map_err(|e| classify_transport(&e))?;
+            .map_err(|e| classify_body_read(&e))?;
         if let Some(chunk) = &chunk {
             self.received = self.received.saturating_add(chunk.len() as u64);
             if self.received > self.limits.max_bytes {
@@ -102,4 +102,43 @@ fn too_large(max_bytes: u64) -> ModelError {
              it was not read further"
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncWriteExt;
+
+    /// A server that promises 100 bytes of answer, sends three and hangs
+    /// up.
+    async fn cut_short() -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+            let head = "HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nabc";
+            socket.write_all(head.as_bytes()).await.unwrap();
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn an_answer_cut_short_is_a_transport_failure_another_attempt_can_get_past() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let url = cut_short().await;
+        let response = reqwest::Client::new().get(&url).send().await.unwrap();
+        let limits = BodyLimits {
+            idle_timeout: Duration::from_secs(5),
+            max_bytes: 1_000,
+        };
+        let error = BoundedBody::new(response, limits)
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Transport, "{error}");
+        assert!(error.is_retryable());
+    }
 }
