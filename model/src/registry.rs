@@ -52,6 +52,12 @@ pub struct ProviderConfig {
     /// proxy's timeout.
     #[serde(default)]
     pub stream: bool,
+    /// Whether calls speak HTTP/2 without negotiating it first (h2c on a
+    /// plain `http` URL): all calls then share one connection instead of
+    /// holding one each. For gateways and local servers that accept it;
+    /// `https` providers negotiate HTTP/2 on their own.
+    #[serde(default)]
+    pub http2_prior_knowledge: bool,
     /// Model profiles by name or name prefix, over the built-in table
     /// ([`crate::profiles`]).
     #[serde(default)]
@@ -68,6 +74,7 @@ impl fmt::Debug for ProviderConfig {
             .field("idle_timeout_secs", &self.idle_timeout_secs)
             .field("max_response_bytes", &self.max_response_bytes)
             .field("stream", &self.stream)
+            .field("http2_prior_knowledge", &self.http2_prior_knowledge)
             .field("profiles", &self.profiles)
             .finish()
     }
@@ -201,9 +208,21 @@ impl Providers {
         })
     }
 
+    /// A provider that speaks HTTP/2 by prior knowledge gets a connection
+    /// pool of its own (built once: clients are cached per provider); the
+    /// others share the negotiating one.
     fn build(&self, provider: &str) -> Result<Arc<dyn HttpModel>, ModelError> {
         let (wire, config) = self.route(provider)?;
-        wire.client(self.http()?, config)
+        let prior_knowledge = self
+            .configs
+            .get(provider)
+            .is_some_and(|config| config.http2_prior_knowledge);
+        let http = if prior_knowledge {
+            http_client(true)?
+        } else {
+            self.http()?
+        };
+        wire.client(http, config)
     }
 
     /// The protocol and transport settings of `provider`: environment
@@ -293,7 +312,7 @@ impl Providers {
         match &*http {
             Some(client) => Ok(client.clone()),
             None => {
-                let client = http_client()?;
+                let client = http_client(false)?;
                 *http = Some(client.clone());
                 Ok(client)
             }

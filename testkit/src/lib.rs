@@ -35,18 +35,21 @@ pub mod fleet;
 mod gemini;
 pub mod growth;
 pub mod limits;
+mod listen;
 mod openai;
 pub mod runner;
 pub mod script;
 pub mod servers;
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::Request;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, Version, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use deepfleet_model::openai::convert::{from_wire, to_wire};
@@ -130,6 +133,7 @@ impl AppState {
 pub struct ScriptedServer {
     address: SocketAddr,
     requests: RequestLog,
+    http2_requests: Arc<AtomicUsize>,
     limits: Option<Arc<Enforcer>>,
     shutdown: Option<oneshot::Sender<()>>,
     task: JoinHandle<()>,
@@ -179,26 +183,32 @@ impl ScriptedServer {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
         let requests = Arc::new(Mutex::new(Vec::new()));
+        let http2_requests = Arc::new(AtomicUsize::new(0));
+        let counted = http2_requests.clone();
         let app = router(AppState {
             engine,
             latency,
             requests: Some(requests.clone()),
             faults,
             limits: limits.clone(),
-        });
+        })
+        .layer(axum::middleware::map_request(move |request: Request| {
+            if request.version() == Version::HTTP_2 {
+                counted.fetch_add(1, Ordering::Relaxed);
+            }
+            std::future::ready(request)
+        }));
         let (shutdown, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            // A serve error can only come from the listener; the server is
-            // gone then, and the test sees connection failures.
-            let _ = axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await;
+            listen::serve(listener, app, async {
+                let _ = stopped.await;
+            })
+            .await;
         });
         Ok(ScriptedServer {
             address,
             requests,
+            http2_requests,
             limits,
             shutdown: Some(shutdown),
             task,
@@ -215,6 +225,11 @@ impl ScriptedServer {
     /// version themselves (Gemini adds `/v1beta`, Anthropic `/v1`).
     pub fn root_url(&self) -> String {
         format!("http://{}", self.address)
+    }
+
+    /// Requests that came over HTTP/2 so far (h2c clients').
+    pub fn http2_requests(&self) -> usize {
+        self.http2_requests.load(Ordering::Relaxed)
     }
 
     /// The request bodies received so far, in order, whatever the
@@ -249,13 +264,15 @@ impl Drop for ScriptedServer {
 }
 
 /// Serves `engine` on `listener` until the task is cancelled (request
-/// bodies are not kept), injecting `faults` when given.
+/// bodies are not kept), injecting `faults` when given. HTTP/1.1 and, by
+/// prior knowledge, HTTP/2 without TLS, with no limit on a connection's
+/// streams.
 pub async fn serve(
     engine: Arc<ReplayEngine>,
     latency: Duration,
     faults: Option<Arc<Faults>>,
     listener: TcpListener,
-) -> anyhow::Result<()> {
+) {
     let app = router(AppState {
         engine,
         latency,
@@ -263,8 +280,7 @@ pub async fn serve(
         faults,
         limits: None,
     });
-    axum::serve(listener, app).await?;
-    Ok(())
+    listen::serve(listener, app, std::future::pending()).await;
 }
 
 fn router(state: AppState) -> Router {

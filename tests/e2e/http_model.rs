@@ -21,16 +21,27 @@ async fn server() -> ScriptedServer {
         .unwrap()
 }
 
-async fn two_hundred_briefings(mut fleet: Fleet, server: &ScriptedServer) {
+async fn briefings(mut fleet: Fleet, server: &ScriptedServer, runs: usize) {
     let spec = spec("briefings-http", "openai:scripted-model", "");
-    let results = fleet.run(&spec, &briefing_tasks(200)).await.unwrap();
+    let results = fleet.run(&spec, &briefing_tasks(runs)).await.unwrap();
     for (i, r) in results.iter().enumerate() {
         assert_eq!(r.status, ResultStatus::Success, "{:?}", r.error);
         assert_eq!(r.output, expected_briefing(i));
     }
     // 4 main-agent calls and 3 subagent calls per run.
-    assert_eq!(server.requests().len(), 200 * 7);
+    assert_eq!(server.requests().len(), runs * 7);
     fleet.shutdown().await.unwrap();
+}
+
+async fn two_hundred_briefings(fleet: Fleet, server: &ScriptedServer) {
+    briefings(fleet, server, 200).await;
+    assert_eq!(server.http2_requests(), 0, "HTTP/1.1 unless configured");
+}
+
+/// `http2_prior_knowledge`: every call speaks HTTP/2 without TLS (h2c).
+async fn briefings_over_h2c(fleet: Fleet, server: &ScriptedServer) {
+    briefings(fleet, server, 50).await;
+    assert_eq!(server.http2_requests(), 50 * 7);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -47,6 +58,27 @@ async fn two_hundred_runs_over_http_distributed() {
         return;
     };
     two_hundred_briefings(fleet, &server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_over_h2c_embedded() {
+    let server = server().await;
+    let fleet = fleet()
+        .model_url(Some(server.url()))
+        .model_http2()
+        .embedded()
+        .unwrap();
+    briefings_over_h2c(fleet, &server).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_over_h2c_distributed() {
+    let server = server().await;
+    let builder = fleet().model_url(Some(server.url())).model_http2();
+    let Some(fleet) = distributed(builder, 2).await else {
+        return;
+    };
+    briefings_over_h2c(fleet, &server).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -69,7 +69,7 @@ impl<P: fmt::Debug> fmt::Debug for HttpClient<P> {
 impl<P: WireProtocol> HttpClient<P> {
     /// A client with its own connection pool.
     pub fn new(protocol: P, config: TransportConfig) -> Result<Self, ModelError> {
-        Self::with_http(http_client()?, protocol, config)
+        Self::with_http(http_client(false)?, protocol, config)
     }
 
     /// A client sharing `http`'s connection pool; fails when the key

@@ -15,9 +15,24 @@ use crate::{ErrorKind, ModelError};
 /// Most bytes of an error answer read for its message.
 const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
+/// How many bytes of answers one HTTP/2 connection may send before they
+/// are read. Thousands of calls answered together on one connection with
+/// hyper's 5 MiB get it back in slivers; the provider then sends frames of
+/// a few bytes, which h2 takes for a small-frame flood and closes the
+/// connection on (`too_many_data_frames`), failing every call on it. A
+/// credit, not a buffer: each call's answer is read as it comes, within
+/// `max_response_bytes`.
+const HTTP2_CONNECTION_WINDOW: u32 = 256 * 1024 * 1024;
+
 /// Builds a reqwest client, refusing instead of panicking when the process
 /// installed no rustls crypto provider (reqwest is built without one).
-pub(crate) fn http_client() -> Result<reqwest::Client, ModelError> {
+///
+/// With `http2_prior_knowledge` it speaks HTTP/2 from the first byte, also
+/// without TLS (h2c): every call to a host then shares one connection, as
+/// calls to an `https` provider that offers HTTP/2 do anyway. Over
+/// HTTP/1.1 each call in flight holds a connection (a socket, a
+/// descriptor and tens of KiB of connection state) for the whole wait.
+pub(crate) fn http_client(http2_prior_knowledge: bool) -> Result<reqwest::Client, ModelError> {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         return Err(ModelError::new(
             ErrorKind::Unsupported,
@@ -25,9 +40,14 @@ pub(crate) fn http_client() -> Result<reqwest::Client, ModelError> {
              rustls::crypto::ring::default_provider().install_default() at start",
         ));
     }
-    reqwest::Client::builder()
-        .build()
-        .map_err(|e| classify_transport(&e))
+    let builder =
+        reqwest::Client::builder().http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW);
+    let builder = if http2_prior_knowledge {
+        builder.http2_prior_knowledge()
+    } else {
+        builder
+    };
+    builder.build().map_err(|e| classify_transport(&e))
 }
 
 /// A header carrying a secret, marked sensitive so reqwest and `http` never

@@ -65,6 +65,6 @@ async fn main() -> anyhow::Result<()> {
         faults,
         listener,
     )
-    .await?;
+    .await;
     Ok(())
 }

@@ -66,6 +66,7 @@ impl FleetBuilder {
                 encryption: None,
                 log_level: "warn".to_owned(),
                 fast_retries: false,
+                model_http2: false,
                 time_limits: None,
                 file_limits: None,
                 rate_limits: None,
@@ -106,6 +107,13 @@ impl FleetBuilder {
     /// none when `None`.
     pub fn model_url(mut self, base_url: Option<String>) -> Self {
         self.worker.model_url = base_url;
+        self
+    }
+
+    /// Makes the `openai:` provider of [`FleetBuilder::model_url`] speak
+    /// HTTP/2 by prior knowledge: a worker's calls share one connection.
+    pub fn model_http2(mut self) -> Self {
+        self.worker.model_http2 = true;
         self
     }
 
@@ -328,6 +336,7 @@ impl FleetBuilder {
                 base_url: Some(url.clone()),
                 api_key: Some(API_KEY.into()),
                 timeout_secs: Some(self.model_timeout_secs),
+                http2_prior_knowledge: self.worker.model_http2,
                 ..ProviderConfig::default()
             };
             providers.insert("openai".to_owned(), openai);

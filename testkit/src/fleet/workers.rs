@@ -40,6 +40,8 @@ pub(super) struct WorkerCommand {
     pub(super) redis_url: String,
     pub(super) concurrency: u16,
     pub(super) model_url: Option<String>,
+    /// Whether the `openai:` provider speaks HTTP/2 by prior knowledge.
+    pub(super) model_http2: bool,
     pub(super) context_key: String,
     /// Encryption at rest: the keys (`kid:base64,...`) and the current id.
     pub(super) encryption: Option<(String, String)>,
@@ -135,6 +137,12 @@ impl WorkerCommand {
         if let Some(url) = &self.model_url {
             cmd.env("OPENAI_BASE_URL", url)
                 .env("OPENAI_API_KEY", API_KEY);
+        }
+        if self.model_http2 {
+            cmd.env(
+                "DEEPFLEET__PROVIDERS__OPENAI__HTTP2_PRIOR_KNOWLEDGE",
+                "true",
+            );
         }
         Ok(cmd)
     }
