@@ -294,18 +294,20 @@ impl StepRunner {
         traceparent: Option<&str>,
         last_delivery: bool,
     ) -> Result<(), Failure> {
-        let Some(run) = self.store.get_run(&job.thread_id, &job.run_id).await? else {
+        // Three reads that do not depend on each other, sent together: on
+        // Redis they share one round trip instead of taking three.
+        let (run, checkpoint, cancel) = tokio::try_join!(
+            self.store.get_run(&job.thread_id, &job.run_id),
+            self.store.load_thread(&job.thread_id),
+            self.store.cancel_requested(&job.thread_id, &job.run_id),
+        )?;
+        let Some(run) = run else {
             return Err(Failure::Reject(format!(
                 "{}: run {}",
                 ErrorCode::UnknownRun,
                 job.run_id
             )));
         };
-        let checkpoint = self.store.load_thread(&job.thread_id).await?;
-        let cancel = self
-            .store
-            .cancel_requested(&job.thread_id, &job.run_id)
-            .await?;
         let halt = if run.status.is_terminal() || checkpoint.step != job.step {
             None
         } else {
@@ -486,14 +488,6 @@ impl StepRunner {
             spawned,
         } = executed;
         let log_after = log_before + commit.messages.len() as u64;
-        announce(
-            &*self.store,
-            &commit.run,
-            commit.step,
-            log_before,
-            log_after,
-        )
-        .await;
         let committed = Committed {
             run: &commit.run,
             step: commit.step + 1,
@@ -502,7 +496,19 @@ impl StepRunner {
             files: &files,
             child_state: &child_state,
         };
-        Ok(self.publish_follow_ups(committed).await?)
+        // The event goes out beside the follow-ups, not before them: it is
+        // a notice (sent first all the same), the follow-ups the record.
+        let ((), published) = tokio::join!(
+            announce(
+                &*self.store,
+                &commit.run,
+                commit.step,
+                log_before,
+                log_after,
+            ),
+            self.publish_follow_ups(committed)
+        );
+        Ok(published?)
     }
 
     /// Publishes a committed step's follow-ups, background tasks first
