@@ -1,26 +1,24 @@
-//! Item 0 (issue #20): process CPU per model call, in embedded mode, on
+//! Item 11 (issue #20): process CPU per model call, in embedded mode, on
 //! the scenario with many runs in flight, beside deepagents running the
 //! same runs and a bare HTTP client posting one captured request (the
 //! floor: what any harness pays to send a call and read its answer).
 //!
 //! Each system runs in a process of its own against the scripted server
 //! in this process, so the CPU counted is the harness's and not the
-//! server's. A child's CPU is read from `getrusage(RUSAGE_CHILDREN)`
-//! around its life: the kernel adds a child's user and system time there
-//! when it is reaped, and the bench reaps one child at a time.
+//! server's, read from outside ([`crate::child`]).
 
 use std::fmt::Write;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, bail};
 use deepfleet_proto::TaskLine;
-use nix::sys::resource::{UsageWho, getrusage};
 use serde_json::Value;
 use tokio::process::Command;
 
+use crate::child::{Timed, timed_child};
 use crate::fleet::check;
+use crate::floor::{Load, loopback};
 use crate::python::Python;
 use crate::scenario::{CALLS_PER_RUN, scenario_task};
 use crate::throughput::quiet_server;
@@ -51,39 +49,6 @@ pub struct Plan {
     pub runs: usize,
     /// Runs in flight at once.
     pub in_flight: usize,
-}
-
-/// CPU seconds, user and system, of every reaped child so far.
-fn children_cpu() -> anyhow::Result<f64> {
-    let usage = getrusage(UsageWho::RUSAGE_CHILDREN).context("getrusage")?;
-    let seconds = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 * 1e-6;
-    Ok(seconds(usage.user_time()) + seconds(usage.system_time()))
-}
-
-/// Runs `command` to its end within `limit`; its CPU and wall time.
-async fn timed_child(mut command: Command, limit: Duration) -> anyhow::Result<(f64, f64)> {
-    let before = children_cpu()?;
-    let started = Instant::now();
-    let child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("starting the measured process")?;
-    let output = tokio::time::timeout(limit, child.wait_with_output())
-        .await
-        .with_context(|| format!("the measured process ran past {limit:?}"))??;
-    let wall = started.elapsed().as_secs_f64();
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let lines: Vec<&str> = stderr.lines().collect();
-        bail!(
-            "the measured process exited with {}: {}",
-            output.status,
-            lines[lines.len().saturating_sub(15)..].join("\n")
-        );
-    }
-    Ok((children_cpu()? - before, wall))
 }
 
 /// deepfleet: `deepfleet run` on the scenario's tasks, `in_flight` runs
@@ -126,7 +91,7 @@ pub async fn deepfleet(binary: &Path, work_dir: &Path, plan: Plan) -> anyhow::Re
         .current_dir(&dir);
     let measured = timed_child(command, Duration::from_secs(600)).await;
     server.abort();
-    let (cpu_s, wall_s) = measured?;
+    let Timed { cpu_s, wall_s, .. } = measured?;
     let results = std::fs::read_to_string(&out_path)
         .with_context(|| format!("reading {}", out_path.display()))?;
     let results: Vec<deepfleet_proto::ResultLine> = results
@@ -189,25 +154,18 @@ pub async fn floor(
     calls: usize,
     in_flight: usize,
 ) -> anyhow::Result<CpuPerCall> {
-    let (url, server) = quiet_server(Duration::ZERO).await?;
-    let body_path = work_dir.join("cpu-floor-request.json");
-    std::fs::write(&body_path, serde_json::to_vec(body)?)?;
-    let mut command = Command::new(client);
-    command
-        .arg("--url")
-        .arg(format!("{url}/chat/completions"))
-        .arg("--body")
-        .arg(&body_path)
-        .args(["--calls", &calls.to_string()])
-        .args(["--in-flight", &in_flight.to_string()]);
-    let measured = timed_child(command, Duration::from_secs(300)).await;
-    server.abort();
-    let (cpu_s, wall_s) = measured?;
+    let load = Load {
+        calls,
+        in_flight,
+        latency: Duration::ZERO,
+        http2: false,
+    };
+    let run = loopback(client, work_dir, body, load).await?;
     Ok(CpuPerCall {
         runs: 0,
         calls,
-        cpu_s,
-        wall_s,
+        cpu_s: run.cpu_s,
+        wall_s: run.wall_s,
     })
 }
 

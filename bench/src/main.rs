@@ -10,8 +10,10 @@
 //! command exit non-zero; the others still run.
 
 mod admission;
+mod child;
 mod cpu;
 mod fleet;
+mod floor;
 mod growth;
 mod machine;
 mod overhead;
@@ -76,8 +78,9 @@ struct Args {
     /// (item 9, about four minutes) into `--out` alone, `admission`
     /// (item 10) and `cpu` (item 11) into `--out` in place of the one
     /// there. `concurrency` (item 4's deepfleet levels; with
-    /// `--runs-in-flight`, those alone) and `retention` (item 7) print
-    /// their figures and write nothing: for profiling.
+    /// `--runs-in-flight`, those alone), `retention` (item 7) and `fleet`
+    /// (items 2 and 3) print their figures and write nothing: for
+    /// profiling.
     #[arg(long)]
     only: Option<String>,
     /// The levels of `--only concurrency`, in place of the bench's.
@@ -141,7 +144,7 @@ impl Sizes {
                     warmup: 5,
                 },
                 throughput_runs: 2_000,
-                concurrency: vec![100, 1_000, 10_000],
+                concurrency: vec![100, 1_000, 10_000, 50_000],
                 python_concurrency: vec![100, 250, 500, 1_000],
                 growth_steps: 500,
                 retention_runs: 1_000,
@@ -215,22 +218,7 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
     let distributed = overhead::distributed(bin, sizes.overhead)
         .await
         .map_err(failed);
-    log("3. throughput");
-    let throughput = throughput::throughput(bin, sizes.throughput_runs)
-        .await
-        .map_err(failed);
-    log("4. concurrency, deepfleet");
-    let concurrency = throughput::deepfleet_concurrency(bin, &sizes.concurrency, SLOW_MODEL)
-        .await
-        .map_err(failed);
-    let mut python_concurrency = None;
-    if let Some(python) = &python {
-        log("4. concurrency, deepagents");
-        let levels = &sizes.python_concurrency;
-        let measured =
-            throughput::deepagents_concurrency(python, levels, SLOW_MODEL, GIVE_UP).await;
-        python_concurrency = Some(measured.map_err(failed));
-    }
+    let fleet = fleet_items(args, sizes, python.as_ref(), sample.as_ref()).await;
     log("5. checkpoint growth");
     let growth = growth::bytes_per_step(&args.work_dir, sizes.growth_steps)
         .await
@@ -263,9 +251,11 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         floor,
         deepagents,
         distributed,
-        throughput,
-        concurrency,
-        python_concurrency,
+        throughput: fleet.throughput,
+        throughput_floor: fleet.throughput_floor,
+        concurrency: fleet.concurrency,
+        concurrency_floor: fleet.concurrency_floor,
+        python_concurrency: fleet.python_concurrency,
         growth,
         tokens,
         check,
@@ -273,6 +263,81 @@ async fn measure(args: &Args, sizes: &Sizes) -> Results {
         python_note: args.python_note.clone(),
         quick: args.quick,
         elapsed: Duration::ZERO,
+    }
+}
+
+/// Items 3 and 4 with their floors.
+struct FleetItems {
+    throughput: report::Section<Vec<throughput::Throughput>>,
+    throughput_floor: report::Section<floor::Loopback>,
+    concurrency: report::Section<Vec<throughput::Concurrency>>,
+    concurrency_floor: report::Section<Vec<floor::Loopback>>,
+    python_concurrency: Option<report::Section<Vec<throughput::Concurrency>>>,
+}
+
+/// Items 3 and 4: deepfleet's fleet, deepagents' concurrency, and the
+/// bare client under the same loads (item 3's steps at its workers'
+/// concurrency; item 4's levels, three calls per slot, over HTTP/2 as
+/// deepfleet's worker calls there).
+async fn fleet_items(
+    args: &Args,
+    sizes: &Sizes,
+    python: Option<&Python>,
+    sample: Option<&serde_json::Value>,
+) -> FleetItems {
+    let bin = args.deepfleet.as_path();
+    log("3. throughput");
+    let throughput = throughput::throughput(bin, sizes.throughput_runs)
+        .await
+        .map_err(failed);
+    let no_sample = || "no sample request (item 1 failed)".to_owned();
+    let floor_of = |load| async move {
+        let body = sample.ok_or_else(no_sample)?;
+        floor::loopback(&args.loopback_client, &args.work_dir, body, load)
+            .await
+            .map_err(failed)
+    };
+    log("3. throughput, floor");
+    let throughput_floor = floor_of(floor::Load {
+        calls: sizes.throughput_runs * scenario::CALLS_PER_RUN,
+        in_flight: usize::from(throughput::FLEET_CONCURRENCY),
+        latency: Duration::ZERO,
+        http2: false,
+    })
+    .await;
+    log("4. concurrency, deepfleet");
+    let concurrency = throughput::deepfleet_concurrency(bin, &sizes.concurrency, SLOW_MODEL)
+        .await
+        .map_err(failed);
+    log("4. concurrency, floor");
+    let concurrency_floor = async {
+        let mut runs = Vec::new();
+        for &in_flight in &sizes.concurrency {
+            let load = floor::Load {
+                calls: in_flight * scenario::QUICK_CALLS,
+                in_flight,
+                latency: SLOW_MODEL,
+                http2: true,
+            };
+            runs.push(floor_of(load).await?);
+        }
+        Ok(runs)
+    }
+    .await;
+    let mut python_concurrency = None;
+    if let Some(python) = python {
+        log("4. concurrency, deepagents");
+        let levels = &sizes.python_concurrency;
+        let measured =
+            throughput::deepagents_concurrency(python, levels, SLOW_MODEL, GIVE_UP).await;
+        python_concurrency = Some(measured.map_err(failed));
+    }
+    FleetItems {
+        throughput,
+        throughput_floor,
+        concurrency,
+        concurrency_floor,
+        python_concurrency,
     }
 }
 
@@ -372,9 +437,10 @@ async fn run_alone(item: &str, args: &Args, sizes: &Sizes) -> anyhow::Result<Exi
         "cpu" => alone_cpu(args, sizes).await,
         "concurrency" => alone_concurrency(args, sizes).await,
         "retention" => alone_retention(args, sizes).await,
+        "fleet" => alone_fleet(args, sizes).await,
         _ => anyhow::bail!(
             "no item {item:?} runs alone \
-             (rate-limits, admission, cpu, concurrency and retention do)"
+             (rate-limits, admission, cpu, concurrency, retention and fleet do)"
         ),
     }
 }
@@ -430,6 +496,30 @@ async fn alone_cpu(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
     cpu::render(&mut section, &measured);
     write_section(args, 11, &section)?;
     eprintln!("{section}");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn alone_fleet(args: &Args, sizes: &Sizes) -> anyhow::Result<ExitCode> {
+    deepfleet_binary(args)?;
+    log("2. distributed step overhead, alone");
+    let intervals = overhead::distributed(&args.deepfleet, sizes.overhead).await?;
+    let ms = |v: Option<f64>| v.map_or_else(|| "–".to_owned(), |v| format!("{v:.2} ms"));
+    eprintln!(
+        "distributed step overhead: p50 {}, p99 {} ({} steps)",
+        ms(stats::median(&intervals.plain)),
+        ms(stats::percentile(&intervals.plain, 99.0)),
+        intervals.plain.len()
+    );
+    log("3. throughput, alone");
+    for t in throughput::throughput(&args.deepfleet, sizes.throughput_runs).await? {
+        eprintln!(
+            "{} worker processes: {} steps in {:.2} s, {:.0} steps/s",
+            t.workers,
+            t.steps,
+            t.wall_s,
+            t.steps_per_s()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use deepfleet_testkit::growth::StepBytes;
 
+use crate::floor::Loopback;
 use crate::plot::{Chart, Series, draw};
 use crate::python::PythonReport;
 use crate::scenario::Intervals;
@@ -30,8 +31,12 @@ pub struct Results {
     pub distributed: Section<Intervals>,
     /// Item 3.
     pub throughput: Section<Vec<Throughput>>,
+    /// Item 3: the bare client's calls per second, same server and load.
+    pub throughput_floor: Section<Loopback>,
     /// Item 4, deepfleet.
     pub concurrency: Section<Vec<Concurrency>>,
+    /// Item 4: the bare client holding each level's calls in flight.
+    pub concurrency_floor: Section<Vec<Loopback>>,
     /// Item 4, deepagents.
     pub python_concurrency: Option<Section<Vec<Concurrency>>>,
     /// Item 5: bytes written and read per step.
@@ -82,7 +87,12 @@ impl Results {
         );
         note("2. distributed", self.distributed.as_ref().err());
         note("3. throughput", self.throughput.as_ref().err());
+        note("3. throughput, floor", self.throughput_floor.as_ref().err());
         note("4. concurrency", self.concurrency.as_ref().err());
+        note(
+            "4. concurrency, floor",
+            self.concurrency_floor.as_ref().err(),
+        );
         note(
             "4. deepagents",
             self.python_concurrency
@@ -116,6 +126,13 @@ impl Results {
     fn ten_thousand_in_flight(&self) -> Option<&Concurrency> {
         let measured = self.concurrency.as_ref().ok()?;
         measured.iter().find(|c| c.runs >= 10_000)
+    }
+
+    /// Item 4's floor at the level [`Results::ten_thousand_in_flight`]
+    /// reads.
+    fn ten_thousand_floor(&self) -> Option<&Loopback> {
+        let measured = self.concurrency_floor.as_ref().ok()?;
+        measured.iter().find(|l| l.load.in_flight >= 10_000)
     }
 
     fn deepagents_ok(&self) -> Option<&(Intervals, PythonReport)> {
@@ -301,6 +318,9 @@ fn claims_of_issue_20(out: &mut String, r: &Results) {
     let p99 = distributed.and_then(|i| percentile(&i.plain, 99.0));
     let two = r.two_workers();
     let ten_k = r.ten_thousand_in_flight();
+    let http_floor = r.floor.as_ref().ok().and_then(|f| median(f));
+    let steps_floor = r.throughput_floor.as_ref().ok().map(Loopback::calls_per_s);
+    let rss_floor = r.ten_thousand_floor().map(|l| mib(l.peak_rss));
     let _ = writeln!(out, "## The claims of issue #20\n");
     let _ = writeln!(
         out,
@@ -327,7 +347,8 @@ fn claims_of_issue_20(out: &mut String, r: &Results) {
     );
     let _ = writeln!(
         out,
-        "| peak RSS of one worker, 10,000 runs in flight (item 4) | ≤ 500 MiB | {} | {} |",
+        "| peak RSS of one worker, 10,000 runs in flight (item 4) | ≤ 500 MiB (floor: {} MiB) | {} | {} |",
+        rss_floor.map_or("–".into(), |v| format!("{v:.0}")),
         ten_k.map_or("–".into(), |c| format!("{:.0} MiB", mib(c.peak_rss))),
         verdict(ten_k.map(|c| mib(c.peak_rss) <= 500.0), || format!(
             "{:.1}× the target",
@@ -336,7 +357,8 @@ fn claims_of_issue_20(out: &mut String, r: &Results) {
     );
     let _ = writeln!(
         out,
-        "| distributed step overhead p50 / p99 (item 2) | ≤ 1.3 / ≤ 5 ms | {} / {} ms | {} |",
+        "| distributed step overhead p50 / p99 (item 2) | ≤ 1.3 / ≤ 5 ms (floor: {} ms) | {} / {} ms | {} |",
+        ms(http_floor),
         ms(p50),
         ms(p99),
         verdict(p50.zip(p99).map(|(a, b)| a <= 1.3 && b <= 5.0), || "over"
@@ -344,7 +366,8 @@ fn claims_of_issue_20(out: &mut String, r: &Results) {
     );
     let _ = writeln!(
         out,
-        "| steps per second, 2 workers, latency 0 (item 3) | ≥ 4,000 | {} | {} |",
+        "| steps per second, 2 workers, latency 0 (item 3) | ≥ 4,000 (floor: {}) | {} | {} |",
+        steps_floor.map_or("–".into(), |v| format!("{v:.0}")),
         two.map_or("–".into(), |t| format!("{:.0}", t.steps_per_s())),
         verdict(two.map(|t| t.steps_per_s() >= 4_000.0), || format!(
             "{:.0}% of the target",
@@ -474,10 +497,28 @@ fn fleet(out: &mut String, r: &Results) {
                     t.steps_per_s()
                 );
             }
+            match &r.throughput_floor {
+                Ok(floor) => {
+                    let _ = writeln!(
+                        out,
+                        "| floor: a bare HTTP client, {} calls at once, no harness | – | {} | {:.2} | – | {:.0} |",
+                        floor.load.in_flight,
+                        floor.load.calls,
+                        floor.wall_s,
+                        floor.calls_per_s()
+                    );
+                }
+                Err(e) => {
+                    let _ = writeln!(out, "| floor | failed: {e} | | | | |");
+                }
+            }
             if let [one, two] = rows.as_slice() {
                 let _ = writeln!(
                     out,
-                    "\nTwo workers ÷ one: **{:.2}×**.",
+                    "\nTwo workers ÷ one: **{:.2}×**. The floor is the same scripted server (in the \
+                     bench's process, as for the workers) answering a bare client's calls, as many \
+                     as the runs' steps, as many at once as a worker takes: the most steps per \
+                     second this server and machine allow any harness.",
                     two.steps_per_s() / one.steps_per_s()
                 );
             }
@@ -493,6 +534,21 @@ fn concurrency_points(c: &[Concurrency], f: impl Fn(&Concurrency) -> f64) -> Vec
     c.iter().map(|c| (c.runs as f64, f(c))).collect()
 }
 
+/// Item 4's floor as rows of the table: each level's calls in flight.
+fn floor_rows(r: &Results) -> Section<Vec<Concurrency>> {
+    let runs = r.concurrency_floor.as_ref().map_err(Clone::clone)?;
+    Ok(runs
+        .iter()
+        .map(|run| Concurrency {
+            runs: run.load.in_flight,
+            wall_s: run.wall_s,
+            peak_rss: run.peak_rss,
+            ok: run.load.in_flight,
+            errors: Vec::new(),
+        })
+        .collect())
+}
+
 fn concurrency(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()> {
     let _ = writeln!(
         out,
@@ -502,11 +558,13 @@ fn concurrency(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()
         out,
         "| system | runs in flight | ok | wall (s) | peak RSS (MiB) | RSS per run (KiB) |\n|---|---:|---:|---:|---:|---:|"
     );
+    let floor = floor_rows(r);
     let mut systems: Vec<(&str, &Section<Vec<Concurrency>>)> =
         vec![("deepfleet, one worker process", &r.concurrency)];
     if let Some(p) = &r.python_concurrency {
         systems.push(("deepagents 0.7, asyncio", p));
     }
+    systems.push(("floor: a bare HTTP/2 client, no harness", &floor));
     let mut rss = Vec::new();
     let mut wall = Vec::new();
     for (name, section) in &systems {
@@ -552,8 +610,22 @@ fn concurrency(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()
         out,
         "\nA run needs at least 3 s (3 calls × 1 s). deepagents climbs the levels until one takes more \
          than 4× that (CPU-bound: more runs only queue) or a run fails; its largest level that stayed \
-         within 4× is the concurrency it sustains.\n"
+         within 4× is the concurrency it sustains. deepfleet's worker speaks HTTP/2 to the scripted \
+         server (`http2_prior_knowledge`: its calls share one connection, as calls to an `https` \
+         provider that offers HTTP/2 do). The floor holds as many calls in flight, three after each \
+         other per slot, with a bare HTTP/2 client on the same server: what the calls themselves \
+         cost.\n"
     );
+    concurrency_plots(out, &rss, &wall, plots)
+}
+
+/// Item 4's plots: peak RSS and wall time against runs in flight.
+fn concurrency_plots(
+    out: &mut String,
+    rss: &[Series],
+    wall: &[Series],
+    plots: &Path,
+) -> anyhow::Result<()> {
     let rss_png = plots.join("concurrency_rss.png");
     let wall_png = plots.join("concurrency_wall.png");
     draw(
@@ -565,7 +637,7 @@ fn concurrency(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()
             x_log: true,
             y_log: false,
         },
-        &rss,
+        rss,
     )?;
     draw(
         &wall_png,
@@ -576,7 +648,7 @@ fn concurrency(out: &mut String, r: &Results, plots: &Path) -> anyhow::Result<()
             x_log: true,
             y_log: true,
         },
-        &wall,
+        wall,
     )?;
     let _ = writeln!(
         out,

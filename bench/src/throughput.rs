@@ -62,11 +62,18 @@ pub async fn quiet_server(latency: Duration) -> anyhow::Result<(String, JoinHand
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/v1", listener.local_addr()?);
     let engine = Arc::new(engine()?);
-    let task = tokio::spawn(async move {
-        // Ends only when aborted; a listener error shows as failed runs.
-        let _ = deepfleet_testkit::serve(engine, latency, None, listener).await;
-    });
+    let task = tokio::spawn(deepfleet_testkit::serve(engine, latency, None, listener));
     Ok((url, task))
+}
+
+/// How a worker reaches the scripted server.
+#[derive(Clone, Copy)]
+enum Http {
+    /// HTTP/1.1: a connection per call in flight, kept alive between calls.
+    One,
+    /// HTTP/2 by prior knowledge: every call on one connection, as calls
+    /// to an `https` provider that offers HTTP/2 are.
+    Two,
 }
 
 /// Submits `tasks`, then starts `workers` processes with `concurrency`
@@ -76,14 +83,16 @@ async fn run_on_workers(
     binary: &Path,
     url: &str,
     tasks: &[TaskLine],
-    workers: usize,
-    concurrency: u16,
+    (workers, concurrency): (usize, u16),
+    http: Http,
     limit: Duration,
 ) -> anyhow::Result<(f64, u64)> {
-    let mut fleet = builder(url, concurrency, limit)
-        .binary(binary)
-        .distributed(0)
-        .await?;
+    let fleet = builder(url, concurrency, limit).binary(binary);
+    let fleet = match http {
+        Http::One => fleet,
+        Http::Two => fleet.model_http2(),
+    };
+    let mut fleet = fleet.distributed(0).await?;
     let ran = async {
         let (follower, _) = fleet.submit(&spec("bench-fleet")?, tasks).await?;
         let started = tokio::time::Instant::now();
@@ -104,14 +113,24 @@ async fn run_on_workers(
     Ok(measured)
 }
 
+/// Steps each worker of item 3 runs at once.
+pub const FLEET_CONCURRENCY: u16 = 256;
+
 /// Item 3: `runs` scenario runs with 1 and with 2 worker processes.
 pub async fn throughput(binary: &Path, runs: usize) -> anyhow::Result<Vec<Throughput>> {
     let (url, server) = quiet_server(Duration::ZERO).await?;
     let tasks: Vec<TaskLine> = (0..runs).map(scenario_task).collect();
     let mut out = Vec::new();
     for workers in [1, 2] {
-        let measured =
-            run_on_workers(binary, &url, &tasks, workers, 256, Duration::from_secs(300)).await;
+        let measured = run_on_workers(
+            binary,
+            &url,
+            &tasks,
+            (workers, FLEET_CONCURRENCY),
+            Http::One,
+            Duration::from_secs(300),
+        )
+        .await;
         let (wall_s, _) = measured.with_context(|| format!("throughput, {workers} workers"))?;
         out.push(Throughput {
             workers,
@@ -140,8 +159,8 @@ pub async fn deepfleet_concurrency(
             binary,
             &url,
             &tasks,
-            1,
-            concurrency,
+            (1, concurrency),
+            Http::Two,
             Duration::from_secs(300),
         )
         .await

@@ -1,8 +1,11 @@
-//! `loopback-client`: the floor of the CPU-per-call benchmark. Posts one
-//! captured request body to the scripted server `--calls` times,
-//! `--in-flight` at once over pooled connections, and reads each answer
-//! whole: the HTTP work every harness does per model call, and nothing
-//! else. `deepfleet-bench` measures this process's CPU from outside.
+//! `loopback-client`: the floor of the benchmarks. Posts one captured
+//! request body to the scripted server `--calls` times, `--in-flight` at
+//! once over pooled connections (or, with `--http2`, one HTTP/2
+//! connection), and reads each answer whole: the HTTP work every harness
+//! does per model call, and nothing else. `deepfleet-bench` measures
+//! this process's CPU and wall time from outside; the process prints its
+//! peak resident memory (`peak_rss_kib N`) as it ends, which nothing
+//! outside can read once it has exited.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,6 +30,21 @@ struct Args {
     /// Requests at once.
     #[arg(long, default_value_t = 50)]
     in_flight: usize,
+    /// Speak HTTP/2 without negotiating it (h2c): every call on one
+    /// connection, as deepfleet's `http2_prior_knowledge` does.
+    #[arg(long)]
+    http2: bool,
+}
+
+/// This process's peak resident memory in KiB (`VmHWM`).
+fn peak_rss_kib() -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let line = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .context("no VmHWM line")?;
+    let kib = line.trim().trim_end_matches("kB").trim();
+    Ok(kib.parse()?)
 }
 
 #[tokio::main]
@@ -37,7 +55,17 @@ async fn main() -> anyhow::Result<()> {
     let body = Bytes::from(
         std::fs::read(&args.body).with_context(|| format!("reading {}", args.body.display()))?,
     );
-    let client = reqwest::Client::new();
+    let client = if args.http2 {
+        // As deepfleet's client: a connection window that thousands of
+        // answers arriving together do not exhaust (see
+        // `deepfleet_model`'s `HTTP2_CONNECTION_WINDOW`).
+        reqwest::Client::builder()
+            .http2_prior_knowledge()
+            .http2_initial_connection_window_size(256 * 1024 * 1024)
+            .build()?
+    } else {
+        reqwest::Client::new()
+    };
     let left = Arc::new(AtomicUsize::new(args.calls));
     let mut callers = tokio::task::JoinSet::new();
     for _ in 0..args.in_flight.max(1) {
@@ -65,5 +93,6 @@ async fn main() -> anyhow::Result<()> {
     while let Some(done) = callers.join_next().await {
         done??;
     }
+    println!("peak_rss_kib {}", peak_rss_kib()?);
     Ok(())
 }
