@@ -21,7 +21,7 @@ use crate::fleet::check;
 use crate::floor::{Load, loopback};
 use crate::python::Python;
 use crate::scenario::{CALLS_PER_RUN, scenario_task};
-use crate::throughput::quiet_server;
+use crate::throughput::{Http, quiet_server};
 
 /// One system's CPU over a batch of model calls.
 pub struct CpuPerCall {
@@ -158,7 +158,7 @@ pub async fn floor(
         calls,
         in_flight,
         latency: Duration::ZERO,
-        http2: false,
+        http: Http::One,
     };
     let run = loopback(client, work_dir, body, load).await?;
     Ok(CpuPerCall {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::process::Command;
 
 use crate::child::{Timed, timed_child};
-use crate::throughput::quiet_server;
+use crate::throughput::{Http, quiet_server};
 
 /// What the bare client does.
 #[derive(Clone, Copy)]
@@ -23,8 +23,8 @@ pub struct Load {
     pub in_flight: usize,
     /// The server's latency per answer.
     pub latency: Duration,
-    /// HTTP/2 by prior knowledge (one connection), else HTTP/1.1.
-    pub http2: bool,
+    /// HTTP/1.1 or HTTP/2.
+    pub http: Http,
 }
 
 /// The bare client's run.
@@ -65,7 +65,7 @@ pub async fn loopback(
         .arg(&body_path)
         .args(["--calls", &load.calls.to_string()])
         .args(["--in-flight", &load.in_flight.to_string()]);
-    if load.http2 {
+    if let Http::Two = load.http {
         command.arg("--http2");
     }
     let measured = timed_child(command, Duration::from_secs(600)).await;

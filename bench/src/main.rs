@@ -302,7 +302,7 @@ async fn fleet_items(
         calls: sizes.throughput_runs * scenario::CALLS_PER_RUN,
         in_flight: usize::from(throughput::FLEET_CONCURRENCY),
         latency: Duration::ZERO,
-        http2: false,
+        http: throughput::Http::One,
     })
     .await;
     log("4. concurrency, deepfleet");
@@ -317,7 +317,7 @@ async fn fleet_items(
                 calls: in_flight * scenario::QUICK_CALLS,
                 in_flight,
                 latency: SLOW_MODEL,
-                http2: true,
+                http: throughput::Http::Two,
             };
             runs.push(floor_of(load).await?);
         }

@@ -66,9 +66,10 @@ pub async fn quiet_server(latency: Duration) -> anyhow::Result<(String, JoinHand
     Ok((url, task))
 }
 
-/// How a worker reaches the scripted server.
+/// How a client (a worker, or the floor's bare client) reaches the
+/// scripted server.
 #[derive(Clone, Copy)]
-enum Http {
+pub enum Http {
     /// HTTP/1.1: a connection per call in flight, kept alive between calls.
     One,
     /// HTTP/2 by prior knowledge: every call on one connection, as calls

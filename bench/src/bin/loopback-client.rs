@@ -56,12 +56,13 @@ async fn main() -> anyhow::Result<()> {
         std::fs::read(&args.body).with_context(|| format!("reading {}", args.body.display()))?,
     );
     let client = if args.http2 {
-        // As deepfleet's client: a connection window that thousands of
-        // answers arriving together do not exhaust (see
-        // `deepfleet_model`'s `HTTP2_CONNECTION_WINDOW`).
+        // The window deepfleet's client gives a connection: thousands of
+        // answers arriving together do not exhaust it.
         reqwest::Client::builder()
             .http2_prior_knowledge()
-            .http2_initial_connection_window_size(256 * 1024 * 1024)
+            .http2_initial_connection_window_size(
+                deepfleet_model::transport::HTTP2_CONNECTION_WINDOW,
+            )
             .build()?
     } else {
         reqwest::Client::new()

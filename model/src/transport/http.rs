@@ -22,7 +22,7 @@ const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 /// connection on (`too_many_data_frames`), failing every call on it. A
 /// credit, not a buffer: each call's answer is read as it comes, within
 /// `max_response_bytes`.
-const HTTP2_CONNECTION_WINDOW: u32 = 256 * 1024 * 1024;
+pub const HTTP2_CONNECTION_WINDOW: u32 = 256 * 1024 * 1024;
 
 /// Builds a reqwest client, refusing instead of panicking when the process
 /// installed no rustls crypto provider (reqwest is built without one).

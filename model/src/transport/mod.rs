@@ -20,5 +20,6 @@ pub use client::{HttpClient, HttpModel};
 pub use config::{
     DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, TransportConfig,
 };
+pub use http::HTTP2_CONNECTION_WINDOW;
 pub(crate) use http::http_client;
 pub use protocol::{StreamDecoder, WireProtocol};
