@@ -11,6 +11,7 @@
 
 mod admission;
 mod child;
+mod claims;
 mod cpu;
 mod fleet;
 mod floor;
@@ -21,12 +22,14 @@ mod plot;
 mod python;
 mod rate_limits;
 mod report;
+mod results;
 mod retention;
 mod scenario;
 mod search;
 mod stats;
 mod throughput;
 mod tokens;
+mod units;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

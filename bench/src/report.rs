@@ -1,168 +1,26 @@
 //! BENCHMARKS.md: the measurements as tables, the claims of issues #9
-//! and #20 as ratios against their targets, and the plots for items 4 to
-//! 6.
+//! and #20 ([`crate::claims`]) as ratios against their targets, and the
+//! plots for items 4 to 6.
 
 use std::fmt::Write;
 use std::path::Path;
-use std::time::Duration;
 
 use deepfleet_testkit::growth::StepBytes;
 
-use crate::floor::Loopback;
+use crate::claims;
 use crate::plot::{Chart, Series, draw};
-use crate::python::PythonReport;
+pub use crate::results::{Results, Section};
 use crate::scenario::Intervals;
 use crate::stats::{median, percentile, ratio};
-use crate::throughput::{Concurrency, Throughput};
-use crate::tokens::{CheckCost, TokenCost};
-
-/// A measurement, or why it failed.
-pub type Section<T> = Result<T, String>;
-
-/// Everything measured.
-pub struct Results {
-    /// Item 1, deepfleet embedded.
-    pub embedded: Section<Intervals>,
-    /// Item 1: the scripted server and loopback HTTP alone, ms per call.
-    pub floor: Section<Vec<f64>>,
-    /// Item 1, deepagents (absent without a venv).
-    pub deepagents: Option<Section<(Intervals, PythonReport)>>,
-    /// Item 2.
-    pub distributed: Section<Intervals>,
-    /// Item 3.
-    pub throughput: Section<Vec<Throughput>>,
-    /// Item 3: the bare client's calls per second, same server and load.
-    pub throughput_floor: Section<Loopback>,
-    /// Item 4, deepfleet.
-    pub concurrency: Section<Vec<Concurrency>>,
-    /// Item 4: the bare client holding each level's calls in flight.
-    pub concurrency_floor: Section<Vec<Loopback>>,
-    /// Item 4, deepagents.
-    pub python_concurrency: Option<Section<Vec<Concurrency>>>,
-    /// Item 5: bytes written and read per step.
-    pub growth: Section<Vec<StepBytes>>,
-    /// Item 6: token counting.
-    pub tokens: Section<Vec<TokenCost>>,
-    /// Item 6: the compression-check bench's table.
-    pub check: Option<Section<Vec<CheckCost>>>,
-    /// Item 7: memory per finished run, before and after expiry.
-    pub retention: Section<crate::retention::Memory>,
-    /// Item 8: thread search as a tenant's threads grow.
-    pub search: Section<Vec<crate::search::SearchTimes>>,
-    /// Item 9: a batch under provider rate limits.
-    pub rate_limits: Section<crate::rate_limits::Limited>,
-    /// Item 10: batch admission, priorities and sharing.
-    pub admission: Section<crate::admission::Numbers>,
-    /// Item 11: CPU per model call.
-    pub cpu: Section<crate::cpu::Measured>,
-    /// Why deepagents is missing, when it is.
-    pub python_note: String,
-    /// A `--quick` pass.
-    pub quick: bool,
-    /// How long the whole bench took.
-    pub elapsed: Duration,
-}
-
-impl Results {
-    /// Item 5's bytes per step at its last step ÷ at step 10, written or
-    /// read as `bytes` picks.
-    pub fn growth_ratio(&self, bytes: fn(&StepBytes) -> u64) -> Option<f64> {
-        let g = self.growth.as_ref().ok()?;
-        let last = bytes(g.last()?) as f64;
-        Some(last / bytes(g.get(10)?) as f64)
-    }
-
-    /// The sections that failed, as `item: error`.
-    pub fn failures(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut note = |name: &str, error: Option<&String>| {
-            if let Some(e) = error {
-                out.push(format!("{name}: {e}"));
-            }
-        };
-        note("1. embedded", self.embedded.as_ref().err());
-        note(
-            "1. deepagents",
-            self.deepagents.as_ref().and_then(|s| s.as_ref().err()),
-        );
-        note("2. distributed", self.distributed.as_ref().err());
-        note("3. throughput", self.throughput.as_ref().err());
-        note("3. throughput, floor", self.throughput_floor.as_ref().err());
-        note("4. concurrency", self.concurrency.as_ref().err());
-        note(
-            "4. concurrency, floor",
-            self.concurrency_floor.as_ref().err(),
-        );
-        note(
-            "4. deepagents",
-            self.python_concurrency
-                .as_ref()
-                .and_then(|s| s.as_ref().err()),
-        );
-        note("5. growth", self.growth.as_ref().err());
-        note("6. tokens", self.tokens.as_ref().err());
-        note("9. rate limits", self.rate_limits.as_ref().err());
-        note(
-            "6. compression check",
-            self.check.as_ref().and_then(|s| s.as_ref().err()),
-        );
-        note("7. retention", self.retention.as_ref().err());
-        note("8. thread search", self.search.as_ref().err());
-        note("10. admission", self.admission.as_ref().err());
-        if let Ok(cpu) = &self.cpu {
-            note("11. CPU, deepfleet", cpu.deepfleet.as_ref().err());
-            note("11. CPU, floor", cpu.floor.as_ref().err());
-        }
-        out
-    }
-
-    /// Item 3 with two worker processes, as both claim tables read it.
-    fn two_workers(&self) -> Option<&Throughput> {
-        let measured = self.throughput.as_ref().ok()?;
-        measured.iter().find(|t| t.workers == 2)
-    }
-
-    /// Item 4's level of 10,000 runs in flight (the first at or above it).
-    fn ten_thousand_in_flight(&self) -> Option<&Concurrency> {
-        let measured = self.concurrency.as_ref().ok()?;
-        measured.iter().find(|c| c.runs >= 10_000)
-    }
-
-    /// Item 4's floor at the level [`Results::ten_thousand_in_flight`]
-    /// reads.
-    fn ten_thousand_floor(&self) -> Option<&Loopback> {
-        let measured = self.concurrency_floor.as_ref().ok()?;
-        measured.iter().find(|l| l.load.in_flight >= 10_000)
-    }
-
-    fn deepagents_ok(&self) -> Option<&(Intervals, PythonReport)> {
-        self.deepagents.as_ref().and_then(|s| s.as_ref().ok())
-    }
-}
-
-fn ms(v: Option<f64>) -> String {
-    v.map_or_else(|| "–".to_owned(), |v| format!("{v:.2}"))
-}
-
-fn mib(bytes: u64) -> f64 {
-    bytes as f64 / (1024.0 * 1024.0)
-}
-
-/// A claim's verdict: met, or missed by how much.
-fn verdict(met: Option<bool>, missed_by: impl FnOnce() -> String) -> String {
-    match met {
-        Some(true) => "met".to_owned(),
-        Some(false) => format!("**missed** ({})", missed_by()),
-        None => "not measured".to_owned(),
-    }
-}
+use crate::throughput::Concurrency;
+use crate::units::{mib, ms};
 
 /// Renders the report, drawing the plots into `plots`.
 pub fn render(r: &Results, plots: &Path) -> anyhow::Result<String> {
     let mut out = String::new();
     header(&mut out, r);
-    summary(&mut out, r);
-    claims_of_issue_20(&mut out, r);
+    claims::claims_of_issue_9(&mut out, r);
+    claims::claims_of_issue_20(&mut out, r);
     overhead(&mut out, r);
     fleet(&mut out, r);
     concurrency(&mut out, r, plots)?;
@@ -238,150 +96,6 @@ fn header(out: &mut String, r: &Results) {
         }
     }
     out.push('\n');
-}
-
-fn summary(out: &mut String, r: &Results) {
-    let ours = r.embedded.as_ref().ok().and_then(|i| median(&i.plain));
-    let theirs = r.deepagents_ok().and_then(|(i, _)| median(&i.plain));
-    let overhead_ratio = ratio(theirs, ours);
-    let p50 = r.distributed.as_ref().ok().and_then(|i| median(&i.plain));
-    let two = r.two_workers();
-    let ten_k = r.ten_thousand_in_flight();
-    let growth = r.growth_ratio(|b| b.written);
-    let count = r
-        .tokens
-        .as_ref()
-        .ok()
-        .and_then(|t| Some(t.last()?.count_step / t.first()?.count_step));
-    let _ = writeln!(out, "## The claims of issue #9\n");
-    let _ = writeln!(
-        out,
-        "| claim | target | measured | verdict |\n|---|---|---|---|"
-    );
-    let _ = writeln!(
-        out,
-        "| harness overhead per step, deepagents ÷ deepfleet (medians) | ≥ 50× | {} | {} |",
-        overhead_ratio.map_or("–".into(), |v| format!("{v:.0}×")),
-        verdict(overhead_ratio.map(|v| v >= 50.0), || format!(
-            "{:.0}× short of 50×",
-            50.0 - overhead_ratio.unwrap_or_default()
-        )),
-    );
-    let _ = writeln!(
-        out,
-        "| distributed step overhead, p50 | ≤ 2 ms | {} ms | {} |",
-        ms(p50),
-        verdict(p50.map(|v| v <= 2.0), || format!(
-            "{:.2} ms over",
-            p50.unwrap_or_default() - 2.0
-        )),
-    );
-    let _ = writeln!(
-        out,
-        "| steps per second, 2 workers, zero model latency | ≥ 2,000 | {} | {} |",
-        two.map_or("–".into(), |t| format!("{:.0}", t.steps_per_s())),
-        verdict(two.map(|t| t.steps_per_s() >= 2_000.0), || format!(
-            "{:.0}% of the target",
-            two.map_or(0.0, |t| t.steps_per_s() / 20.0)
-        )),
-    );
-    let _ = writeln!(
-        out,
-        "| peak RSS of one worker with 10,000 runs in flight | < 1 GB | {} | {} |",
-        ten_k.map_or("–".into(), |c| format!("{:.0} MiB", mib(c.peak_rss))),
-        verdict(ten_k.map(|c| c.peak_rss < 1_000_000_000), || "over 1 GB"
-            .into()),
-    );
-    let _ = writeln!(
-        out,
-        "| bytes written per step, last step ÷ step 10 | flat (≈ 1.00) | {} | {} |",
-        growth.map_or("–".into(), |v| format!("{v:.3}")),
-        verdict(growth.map(|v| (0.97..=1.03).contains(&v)), || "grows"
-            .into()),
-    );
-    let _ = writeln!(
-        out,
-        "| token counting per step, 1,000 messages ÷ 10 messages | flat (≈ 1.0) | {} | {} |\n",
-        count.map_or("–".into(), |v| format!("{v:.2}")),
-        verdict(count.map(|v| v < 1.5), || "grows".into()),
-    );
-}
-
-/// The targets of issue #20, from items 2, 3, 4 and 11.
-fn claims_of_issue_20(out: &mut String, r: &Results) {
-    let cpu = r.cpu.as_ref().ok();
-    let per_call = cpu.and_then(|c| c.deepfleet.as_ref().ok().map(|m| m.ms_per_call()));
-    let floor = cpu.and_then(|c| c.floor.as_ref().ok().map(|m| m.ms_per_call()));
-    let cpu_ratio = cpu.and_then(crate::cpu::Measured::ratio);
-    let distributed = r.distributed.as_ref().ok();
-    let p50 = distributed.and_then(|i| median(&i.plain));
-    let p99 = distributed.and_then(|i| percentile(&i.plain, 99.0));
-    let two = r.two_workers();
-    let ten_k = r.ten_thousand_in_flight();
-    let http_floor = r.floor.as_ref().ok().and_then(|f| median(f));
-    let steps_floor = r.throughput_floor.as_ref().ok().map(Loopback::calls_per_s);
-    let rss_floor = r.ten_thousand_floor().map(|l| mib(l.peak_rss));
-    let _ = writeln!(out, "## The claims of issue #20\n");
-    let _ = writeln!(
-        out,
-        "| claim | target | measured | verdict |\n|---|---|---|---|"
-    );
-    let _ = writeln!(
-        out,
-        "| CPU per model call, embedded, 1,000 runs, 50 in flight (item 11) | ≤ 0.2 ms (floor: {} ms) | {} ms | {} |",
-        floor.map_or("–".into(), |v| format!("{v:.3}")),
-        per_call.map_or("–".into(), |v| format!("{v:.3}")),
-        verdict(per_call.map(|v| v <= 0.2), || format!(
-            "{:.2}× the target",
-            per_call.unwrap_or_default() / 0.2
-        )),
-    );
-    let _ = writeln!(
-        out,
-        "| CPU per call, deepagents ÷ deepfleet (item 11) | ≥ 80× | {} | {} |",
-        cpu_ratio.map_or("–".into(), |v| format!("{v:.0}×")),
-        verdict(cpu_ratio.map(|v| v >= 80.0), || format!(
-            "{:.0}× short",
-            80.0 - cpu_ratio.unwrap_or_default()
-        )),
-    );
-    let _ = writeln!(
-        out,
-        "| peak RSS of one worker, 10,000 runs in flight (item 4) | ≤ 500 MiB (floor: {} MiB) | {} | {} |",
-        rss_floor.map_or("–".into(), |v| format!("{v:.0}")),
-        ten_k.map_or("–".into(), |c| format!("{:.0} MiB", mib(c.peak_rss))),
-        verdict(ten_k.map(|c| mib(c.peak_rss) <= 500.0), || format!(
-            "{:.1}× the target",
-            ten_k.map_or(0.0, |c| mib(c.peak_rss) / 500.0)
-        )),
-    );
-    let _ = writeln!(
-        out,
-        "| distributed step overhead p50 / p99 (item 2) | ≤ 1.3 / ≤ 5 ms (floor: {} ms) | {} / {} ms | {} |",
-        ms(http_floor),
-        ms(p50),
-        ms(p99),
-        verdict(p50.zip(p99).map(|(a, b)| a <= 1.3 && b <= 5.0), || "over"
-            .into()),
-    );
-    let _ = writeln!(
-        out,
-        "| steps per second, 2 workers, latency 0 (item 3) | ≥ 4,000 (floor: {}) | {} | {} |",
-        steps_floor.map_or("–".into(), |v| format!("{v:.0}")),
-        two.map_or("–".into(), |t| format!("{:.0}", t.steps_per_s())),
-        verdict(two.map(|t| t.steps_per_s() >= 4_000.0), || format!(
-            "{:.0}% of the target",
-            two.map_or(0.0, |t| t.steps_per_s() / 40.0)
-        )),
-    );
-    let read = r.growth_ratio(|b| b.read);
-    let steps = r.growth.as_ref().map_or(0, |g| g.len().saturating_sub(1));
-    let _ = writeln!(
-        out,
-        "| bytes read from Redis per step, step {steps} ÷ step 10 (item 5) | flat (within 10 %) | {} | {} |\n",
-        read.map_or("–".into(), |v| format!("{v:.3}")),
-        verdict(read.map(|v| (0.9..=1.1).contains(&v)), || "grows".into()),
-    );
 }
 
 fn intervals_row(out: &mut String, name: &str, i: &Section<Intervals>) {
