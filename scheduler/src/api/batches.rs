@@ -21,7 +21,7 @@ use super::error::{ApiError, Body, QueryString};
 use super::in_flight;
 use super::run_create::create_checked;
 use super::run_request::{self, CheckedRun};
-use super::run_resource::run_resource;
+use super::run_resource::{created_resource, run_resource};
 use super::state::ApiState;
 use crate::lifecycle::status::api_status;
 use crate::repo::batches::{BatchHeader, BatchMember, batches, members};
@@ -51,7 +51,7 @@ async fn create_batch(
     let metas = create(&state, &caller.tenant, &batch_id, &bodies).await?;
     let mut out = Vec::with_capacity(metas.len());
     for meta in &metas {
-        let mut run = run_resource(&state, meta).await?;
+        let mut run = created_resource(meta);
         run.metadata
             .insert("batch_id".into(), Value::String(batch_id.clone()));
         out.push(run);

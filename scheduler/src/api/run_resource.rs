@@ -2,8 +2,9 @@
 //! and the headers that point at it.
 
 use axum::http::{HeaderMap, HeaderValue, header};
+use chrono::{DateTime, Utc};
 use deepfleet_proto::TenantId;
-use deepfleet_proto::api::Run;
+use deepfleet_proto::api::{Run, RunStatus};
 
 use super::error::ApiError;
 use super::state::ApiState;
@@ -14,7 +15,25 @@ use crate::repo::runs::{RunMeta, runs_of};
 pub async fn run_resource(state: &ApiState, meta: &RunMeta) -> Result<Run, ApiError> {
     let record = state.life.run_record(meta).await?;
     let (status, updated_at) = status_of(meta, record.as_ref());
-    Ok(Run {
+    let cost_usd = record.map(|r| deepfleet_proto::cost::usd(r.cost_nano_usd));
+    Ok(resource(meta, status, updated_at, cost_usd))
+}
+
+/// The Run resource of `meta` as it was created: `pending`, nothing spent.
+/// Creating a run answers this, as the Agent Server does, and not wherever
+/// a quick worker has taken the run by the time the answer is written (which
+/// would also cost a read per run of a batch).
+pub fn created_resource(meta: &RunMeta) -> Run {
+    resource(meta, RunStatus::Pending, meta.created_at, Some(0.0))
+}
+
+fn resource(
+    meta: &RunMeta,
+    status: RunStatus,
+    updated_at: DateTime<Utc>,
+    cost_usd: Option<f64>,
+) -> Run {
+    Run {
         run_id: meta.run_id.clone(),
         thread_id: meta.thread_id.clone(),
         assistant_id: meta.assistant_id.clone(),
@@ -24,8 +43,8 @@ pub async fn run_resource(state: &ApiState, meta: &RunMeta) -> Result<Run, ApiEr
         metadata: meta.metadata.clone(),
         kwargs: meta.kwargs.clone(),
         multitask_strategy: meta.multitask_strategy,
-        cost_usd: record.map(|r| deepfleet_proto::cost::usd(r.cost_nano_usd)),
-    })
+        cost_usd,
+    }
 }
 
 /// `Content-Location` (and `Location`, when given) of a run response.

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::error::{ApiError, Body, QueryString};
 use super::run_create::create_run;
-use super::run_resource::{load_run, run_headers, run_resource};
+use super::run_resource::{created_resource, load_run, run_headers, run_resource};
 use super::search::Paging;
 use super::select::{Select, fields_of};
 use super::state::ApiState;
@@ -46,7 +46,12 @@ async fn create_background(
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
     let meta = create_run(&state, &caller.tenant, Some(&thread_id), &body, None).await?;
-    created(&state, &meta).await
+    // A resume goes on with the interrupted run: answered as it is now.
+    if body.command.as_ref().is_some_and(|c| c.resume.is_some()) {
+        let run = run_resource(&state, &meta).await?;
+        return Ok((run_headers(&meta, None), Json(run)).into_response());
+    }
+    Ok(created(&meta))
 }
 
 async fn create_stateless(
@@ -55,13 +60,12 @@ async fn create_stateless(
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
     let meta = create_run(&state, &caller.tenant, None, &body, None).await?;
-    created(&state, &meta).await
+    Ok(created(&meta))
 }
 
-/// The answer to a created run: the Run, and where it lives.
-async fn created(state: &ApiState, meta: &RunMeta) -> Result<Response, ApiError> {
-    let run = run_resource(state, meta).await?;
-    Ok((run_headers(meta, None), Json(run)).into_response())
+/// The answer to a created run: the Run as created, and where it lives.
+fn created(meta: &RunMeta) -> Response {
+    (run_headers(meta, None), Json(created_resource(meta))).into_response()
 }
 
 async fn list(
