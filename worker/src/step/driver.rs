@@ -31,6 +31,7 @@ use crate::step::follow_up::inherited_state;
 use crate::step::halt::{self, Halt};
 use crate::step::retry::RetryConfig;
 use crate::step::slots;
+use crate::step::spec_versions::SpecVersions;
 use crate::step::spend;
 use crate::step::time_limits::TimeLimits;
 
@@ -44,6 +45,8 @@ pub struct StepRunner {
     pub(super) store: Arc<dyn Store>,
     pub(super) providers: Arc<Providers>,
     pub(super) agents: AgentCache,
+    /// The spec versions this worker's steps have read.
+    specs: SpecVersions,
     pub(super) retry: RetryConfig,
     /// How long one step may run.
     step_timeout: std::time::Duration,
@@ -85,6 +88,7 @@ impl StepRunner {
             store,
             providers,
             agents: AgentCache::default(),
+            specs: SpecVersions::default(),
             retry,
             step_timeout: TimeLimits::default().step,
             events: Arc::new(NoopSink),
@@ -355,12 +359,16 @@ impl StepRunner {
         Ok(self.publish_follow_ups(committed).await?)
     }
 
-    /// The spec `run` was started with: its pinned version, or (a record
-    /// from before versions) the one served under its agent's name.
-    async fn spec_of(&self, run: &RunRecord) -> Result<Option<AgentSpec>, StoreError> {
+    /// The spec `run` was started with: its pinned version (read once per
+    /// worker), or (a record from before versions) the one served under its
+    /// agent's name.
+    async fn spec_of(&self, run: &RunRecord) -> Result<Option<Arc<AgentSpec>>, StoreError> {
         match &run.spec_version {
-            Some(version) => self.store.get_spec_version(&run.agent, version).await,
-            None => self.store.get_spec(&run.agent).await,
+            Some(version) => {
+                let store = self.store.as_ref();
+                self.specs.get(store, &run.agent, version).await
+            }
+            None => Ok(self.store.get_spec(&run.agent).await?.map(Arc::new)),
         }
     }
 
@@ -411,14 +419,8 @@ impl StepRunner {
             children,
             context,
         };
-        let executing = execute(
-            &agent,
-            Arc::new(spec),
-            input,
-            Arc::clone(&self.events),
-            &self.store,
-        )
-        .instrument(span.clone());
+        let executing = execute(&agent, spec, input, Arc::clone(&self.events), &self.store)
+            .instrument(span.clone());
         let limit = [deadline_left, step_limit].into_iter().flatten().min();
         let executed = match limit {
             Some(limit) => match tokio::time::timeout(limit, executing).await {

@@ -24,6 +24,7 @@
 //! - [`resume`]: completing a turn parked on its subagents;
 //! - [`run_budget`]: the runs a run may still start below it (pure);
 //! - `slots`: taking a run's concurrency slots before its step;
+//! - `spec_versions`: the spec versions a worker has read, kept;
 //! - [`spans`]: trace spans of model and tool calls;
 //! - [`spend`]: what a run spends from its budgets' accounts;
 //! - `throttle`: deferring a step the rate limiter has no capacity for,
@@ -53,6 +54,7 @@ mod retry;
 pub mod run_budget;
 mod slots;
 pub mod spans;
+mod spec_versions;
 pub mod spend;
 mod throttle;
 pub mod time_limits;
