@@ -18,7 +18,7 @@ use deepfleet_store::{Checkpoint, CommitOutcome, Store, StoreError};
 use serde_json::{Map, Value};
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use crate::agent::{AgentCache, AgentOptions};
+use crate::agent::{Agent, AgentCache, AgentOptions};
 use crate::error::StepError;
 use crate::events::{DeadLetterReason, Event, EventScope, EventSink, NoopSink};
 use crate::step::announce::announce;
@@ -230,7 +230,11 @@ impl StepRunner {
         };
         let job = match envelope.job.clone() {
             Job::Step(job) => job,
-            Job::DeadlineCheck(job) => return self.settle_deadline_check(delivery, &job).await,
+            // Boxed, as every rare branch here: each step's task is as large
+            // as this future's largest state.
+            Job::DeadlineCheck(job) => {
+                return Box::pin(self.settle_deadline_check(delivery, &job)).await;
+            }
         };
         let scope = EventScope::of_job(&job.run_id, &job.thread_id);
         let queue_wait = envelope
@@ -258,7 +262,7 @@ impl StepRunner {
                     .await;
             }
             Err(Failure::Step(error)) => {
-                return self.defer_or_fail(delivery, envelope, job, error).await;
+                return Box::pin(self.defer_or_fail(delivery, envelope, job, error)).await;
             }
         };
         if let Err(e) = settled {
@@ -298,6 +302,31 @@ impl StepRunner {
         traceparent: Option<&str>,
         last_delivery: bool,
     ) -> Result<(), Failure> {
+        let (decision, fetched) = self.load(job).await?;
+        match decision {
+            Decision::Skip(reason) => {
+                debug!(run = %job.run_id, step = job.step, reason, "skipping step message");
+                Ok(())
+            }
+            Decision::Reject(reason) => Err(Failure::Reject(reason)),
+            Decision::Republish => {
+                info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
+                self.republish(&fetched.run, &fetched.checkpoint).await
+            }
+            Decision::Halt(halt) => {
+                info!(run = %job.run_id, step = job.step, ?halt, "stopping the run");
+                let (status, error) = halt.ending(&fetched.run);
+                let Fetched { run, checkpoint } = *fetched;
+                Box::pin(self.end_run(run, checkpoint.step, status, error)).await?;
+                Ok(())
+            }
+            Decision::Execute if last_delivery => Err(Failure::Step(StepError::LastDelivery)),
+            Decision::Execute => self.execute(job, fetched, traceparent).await,
+        }
+    }
+
+    /// Loads the run and thread `job` steps and decides what to do.
+    async fn load(&self, job: &StepJob) -> Result<(Decision, Box<Fetched>), Failure> {
         // Three reads that do not depend on each other, sent together: on
         // Redis they share one round trip instead of taking three.
         let (run, checkpoint, cancel) = tokio::try_join!(
@@ -317,25 +346,8 @@ impl StepRunner {
         } else {
             halt::check(self.store.as_ref(), &run, cancel, Utc::now()).await?
         };
-        match decide(job, &run, checkpoint.step, checkpoint.published, halt) {
-            Decision::Skip(reason) => {
-                debug!(run = %job.run_id, step = job.step, reason, "skipping step message");
-                Ok(())
-            }
-            Decision::Reject(reason) => Err(Failure::Reject(reason)),
-            Decision::Republish => {
-                info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
-                self.republish(&run, &checkpoint).await
-            }
-            Decision::Halt(halt) => {
-                info!(run = %job.run_id, step = job.step, ?halt, "stopping the run");
-                let (status, error) = halt.ending(&run);
-                self.end_run(run, checkpoint.step, status, error).await?;
-                Ok(())
-            }
-            Decision::Execute if last_delivery => Err(Failure::Step(StepError::LastDelivery)),
-            Decision::Execute => self.execute(job, run, checkpoint, traceparent).await,
-        }
+        let decision = decide(job, &run, checkpoint.step, checkpoint.published, halt);
+        Ok((decision, Box::new(Fetched { run, checkpoint })))
     }
 
     /// Publishes again what the committed step before `checkpoint` had to:
@@ -372,17 +384,65 @@ impl StepRunner {
         }
     }
 
-    /// Loads what the step needs, executes it, and commits the result.
+    /// Executes the step of `fetched` and commits the result.
+    ///
+    /// This future is what every step waiting on its model call holds, so
+    /// it keeps little across that wait: the preparation and the commit
+    /// are futures of their own, alive only before and after it.
     async fn execute(
         &self,
         job: &StepJob,
-        mut run: RunRecord,
-        checkpoint: Checkpoint,
+        fetched: Box<Fetched>,
         traceparent: Option<&str>,
     ) -> Result<(), Failure> {
-        let Some(children) = self.children(job, &checkpoint).await? else {
+        let Some(ready) = self.prepare(job, fetched, traceparent).await? else {
             debug!(run = %job.run_id, "step message before all subagents finished");
             return Ok(());
+        };
+        let Ready {
+            agent,
+            spec,
+            input,
+            stopped,
+            span,
+            started,
+            limit,
+            step,
+            log_before,
+        } = ready;
+        let executing = execute(&agent, spec, input, Arc::clone(&self.events), &self.store)
+            .instrument(span.clone());
+        let executed = match limit {
+            Some(limit) => match tokio::time::timeout(limit, executing).await {
+                Ok(executed) => executed?,
+                Err(_) if stopped.past_deadline(Utc::now()) => {
+                    info!(run = %job.run_id, step, "the run's deadline passed during its step");
+                    let (status, error) = Halt::Timeout.ending(&stopped);
+                    Box::pin(self.end_run(*stopped, step, status, error)).await?;
+                    return Ok(());
+                }
+                Err(_) => return Err(Failure::Step(StepError::TimedOut(limit))),
+            },
+            None => executing.await?,
+        };
+        Box::pin(self.commit(job, executed, &span, started, log_before)).await
+    }
+
+    /// Everything the step needs before its model call: its subagents'
+    /// results (`None` while some are missing), its spec and agent, its
+    /// concurrency slots, and its clock and span.
+    async fn prepare(
+        &self,
+        job: &StepJob,
+        fetched: Box<Fetched>,
+        traceparent: Option<&str>,
+    ) -> Result<Option<Ready>, Failure> {
+        let Fetched {
+            mut run,
+            checkpoint,
+        } = *fetched;
+        let Some(children) = self.children(job, &checkpoint).await? else {
+            return Ok(None);
         };
         let spec = self.spec_of(&run).await?.ok_or_else(|| {
             Failure::Step(StepError::Agent {
@@ -412,29 +472,34 @@ impl StepRunner {
             .deadline
             .map(|deadline| (deadline - Utc::now()).to_std().unwrap_or_default());
         let step_limit = spec.limits.step_timeout_secs.map(Duration::from_secs);
-        let stopped = run.clone();
-        let input = StepInput {
-            run,
-            checkpoint,
-            children,
-            context,
-        };
-        let executing = execute(&agent, spec, input, Arc::clone(&self.events), &self.store)
-            .instrument(span.clone());
-        let limit = [deadline_left, step_limit].into_iter().flatten().min();
-        let executed = match limit {
-            Some(limit) => match tokio::time::timeout(limit, executing).await {
-                Ok(executed) => executed?,
-                Err(_) if stopped.past_deadline(Utc::now()) => {
-                    info!(run = %job.run_id, step, "the run's deadline passed during its step");
-                    let (status, error) = Halt::Timeout.ending(&stopped);
-                    self.end_run(stopped, step, status, error).await?;
-                    return Ok(());
-                }
-                Err(_) => return Err(Failure::Step(StepError::TimedOut(limit))),
-            },
-            None => executing.await?,
-        };
+        Ok(Some(Ready {
+            agent,
+            spec,
+            stopped: Box::new(run.clone()),
+            input: Box::new(StepInput {
+                run,
+                checkpoint,
+                children,
+                context,
+            }),
+            span,
+            started,
+            limit: [deadline_left, step_limit].into_iter().flatten().min(),
+            step,
+            log_before,
+        }))
+    }
+
+    /// Commits an executed step; once committed, reports it, announces it
+    /// and publishes its follow-ups.
+    async fn commit(
+        &self,
+        job: &StepJob,
+        executed: Executed,
+        span: &tracing::Span,
+        started: Instant,
+        log_before: u64,
+    ) -> Result<(), Failure> {
         match self.store.commit_step(&executed.commit).await? {
             CommitOutcome::Committed => {
                 let run = &executed.commit.run;
@@ -536,6 +601,33 @@ impl StepRunner {
         self.store.mark_published(&run.thread_id, step).await?;
         Ok(())
     }
+}
+
+/// A run and its thread as a step loaded them. Handed down boxed: an
+/// `async fn` holds its by-value arguments for as long as it runs, beside
+/// what it moves them into, so a step waiting on its model call would
+/// otherwise hold them twice at every level.
+struct Fetched {
+    run: RunRecord,
+    checkpoint: Checkpoint,
+}
+
+/// A step ready to execute, and what its end needs.
+struct Ready {
+    agent: Arc<Agent>,
+    spec: Arc<AgentSpec>,
+    input: Box<StepInput>,
+    /// The run as it started, to end it with should its deadline pass
+    /// during the step.
+    stopped: Box<RunRecord>,
+    span: tracing::Span,
+    started: Instant,
+    /// How long the step may take, if anything limits it.
+    limit: Option<Duration>,
+    /// The thread's step it executes.
+    step: u64,
+    /// The thread's log length before the step.
+    log_before: u64,
 }
 
 /// A committed step, as its follow-ups need it.

@@ -42,23 +42,23 @@ pub struct StepInput {
 pub async fn execute(
     agent: &Agent,
     spec: Arc<AgentSpec>,
-    input: StepInput,
+    input: Box<StepInput>,
     events: Arc<dyn EventSink>,
     store: &Arc<dyn Store>,
 ) -> Result<Executed, StepError> {
+    // Boxed, as every await of this future that is not the model call's:
+    // a step holds this future's largest state while it waits on its model.
     if let Some(host) = &agent.sandbox {
-        host.available()
+        Box::pin(host.available())
             .await
             .map_err(StepError::SandboxUnavailable)?;
     }
-    let StepInput {
-        run,
-        mut checkpoint,
+    let Opened {
+        mut cx,
+        pending,
+        loaded,
         mut children,
-        context,
-    } = input;
-    let files = StateBackend::with_limits(std::mem::take(&mut checkpoint.files), agent.file_limits);
-    let (mut cx, pending, loaded) = open(spec, run, checkpoint, files, events, context, store)?;
+    } = open(spec, input, agent, events, store)?;
     let budget = Budget {
         steps: cx.run.steps,
         max_steps: cx.spec.limits.max_steps,
@@ -69,7 +69,8 @@ pub async fn execute(
         let next = match turn {
             Turn::ResumeChildren(pending) => {
                 let children = std::mem::take(&mut children);
-                turn::resumed(resume::complete(&mut cx, pending, children).await?, budget)
+                let completed = Box::pin(resume::complete(&mut cx, pending, children)).await?;
+                turn::resumed(completed, budget)
             }
             Turn::RunDecided(pending) => {
                 let mut ran = run_decided(agent, &cx, pending).await?;
@@ -109,17 +110,31 @@ pub async fn execute(
     ))
 }
 
-/// The step's context over what was loaded, its parked turn, and what
-/// the commit compares against.
+/// The step opened: its context over what was loaded, its parked turn,
+/// what the commit compares against, and its subagents' results.
+struct Opened {
+    cx: StepContext,
+    pending: Option<PendingTools>,
+    loaded: Loaded,
+    children: Vec<ChildResult>,
+}
+
+/// Opens the step of `input` (taken apart here, so no copy of it stays in
+/// the step's future).
 fn open(
     spec: Arc<AgentSpec>,
-    run: RunRecord,
-    checkpoint: Checkpoint,
-    files: StateBackend,
+    input: Box<StepInput>,
+    agent: &Agent,
     events: Arc<dyn EventSink>,
-    context: Option<serde_json::Value>,
     store: &Arc<dyn Store>,
-) -> Result<(StepContext, Option<PendingTools>, Loaded), StepError> {
+) -> Result<Opened, StepError> {
+    let StepInput {
+        run,
+        mut checkpoint,
+        children,
+        context,
+    } = *input;
+    let files = StateBackend::with_limits(std::mem::take(&mut checkpoint.files), agent.file_limits);
     let configured = routes::build(&spec, &run.tenant, context.as_ref(), store, &files)?;
     let loaded = Loaded {
         step: checkpoint.step,
@@ -134,7 +149,12 @@ fn open(
     cx.store = configured.store;
     cx.compaction = StepCompaction::new(checkpoint.context, checkpoint.tokens);
     cx.fleet_store = Some(Arc::clone(store));
-    Ok((cx, checkpoint.pending, loaded))
+    Ok(Opened {
+        cx,
+        pending: checkpoint.pending,
+        loaded,
+        children,
+    })
 }
 
 /// Runs `calls` through the middleware and settles what they come to.
