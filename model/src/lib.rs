@@ -89,7 +89,9 @@ pub struct ModelRequest {
     /// The model name as the provider knows it (no `provider:` prefix).
     pub model: String,
     /// The system prompt (empty = none), shared by the request's copies
-    /// (a middleware keeps one to retry the call).
+    /// (a middleware keeps one to retry the call) and by an agent's
+    /// requests while its text stays the same; the transport shares its
+    /// bytes in the bodies by the same token.
     pub system: Arc<str>,
     /// The conversation.
     pub messages: Vec<Message>,

@@ -83,6 +83,9 @@ pub struct Agent {
     /// The human-in-the-loop notes, when the role's `interrupt_on` gates
     /// any tool.
     review_prompt: Option<String>,
+    /// The last system prompt it assembled, handed out again while the
+    /// text stays the same.
+    last_prompt: Mutex<Option<Arc<str>>>,
 }
 
 impl Agent {
@@ -210,11 +213,27 @@ impl Agent {
                 None => spec.system_prompt.clone(),
             },
             base_prompt: profile::base_prompt(&harness, prompt::BASE_PROMPT),
+            last_prompt: Mutex::new(None),
         })
     }
 
     /// The system prompt for a step, sections in DESIGN §7 order.
-    pub fn system_prompt(&self, cx: &StepContext) -> String {
+    ///
+    /// An agent's runs mostly share their prompt, and every call in flight
+    /// holds it: a text the same as the last one comes back as that one,
+    /// so that they hold one copy (and their bodies share its bytes).
+    pub fn system_prompt(&self, cx: &StepContext) -> Arc<str> {
+        let text = self.assemble_prompt(cx);
+        let mut last = self.last_prompt.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = last.as_ref().filter(|kept| ***kept == *text) {
+            return Arc::clone(kept);
+        }
+        let fresh: Arc<str> = text.into();
+        *last = Some(Arc::clone(&fresh));
+        fresh
+    }
+
+    fn assemble_prompt(&self, cx: &StepContext) -> String {
         let mut sections = vec![PromptSection::new(Slot::Base, self.base_prompt.clone())];
         if let Some(own) = &self.own_prompt {
             sections.push(PromptSection::new(Slot::Agent, own.clone()));
@@ -537,6 +556,16 @@ mod tests {
         let general = agent(&spec, &run(Some("general-purpose"), 1));
         assert!(general.tools.names().iter().any(|n| n == "execute"));
         assert!(general.system_prompt(&cx()).contains("## Running commands"));
+    }
+
+    /// Steps of one agent whose prompt reads the same hold one copy of it.
+    #[test]
+    fn the_same_prompt_is_handed_out_once() {
+        let agent = agent(&spec(), &run(None, 0));
+        let first = agent.system_prompt(&cx());
+        let second = agent.system_prompt(&cx());
+        assert!(Arc::ptr_eq(&first, &second));
+        assert_eq!(*first, agent.assemble_prompt(&cx()));
     }
 
     #[test]

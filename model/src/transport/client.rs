@@ -9,7 +9,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::Bytes;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
@@ -17,6 +16,7 @@ use super::body::{BodyLimits, BoundedBody};
 use super::config::TransportConfig;
 use super::http::{checked, exchange, http_client, json, secret_header, send};
 use super::protocol::{StreamDecoder, WireProtocol};
+use super::shared_parts::{RequestBody, SharedParts};
 use crate::ratelimit::{Cost, LimitKey, RateGate, account_of};
 use crate::retry::RetryPolicy;
 use crate::sse::for_each_event;
@@ -37,6 +37,8 @@ pub struct HttpClient<P> {
     stream: bool,
     /// The rate limiter and this client's account in it.
     rate: Option<Rate>,
+    /// The system prompts and tool lists its requests share.
+    parts: SharedParts,
 }
 
 /// A client's place in the rate limiter.
@@ -109,6 +111,7 @@ impl<P: WireProtocol> HttpClient<P> {
             },
             retry: config.retry,
             stream: config.stream,
+            parts: SharedParts::default(),
         })
     }
 
@@ -128,7 +131,7 @@ impl<P: WireProtocol> HttpClient<P> {
         &self,
         request: &ModelRequest,
         stream: bool,
-        body: &Bytes,
+        body: &RequestBody,
     ) -> Result<(reqwest::Response, Admitted), ModelError> {
         let admitted = match &self.rate {
             Some(rate) => {
@@ -151,7 +154,7 @@ impl<P: WireProtocol> HttpClient<P> {
             .timeout(self.timeout)
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
-            .body(body.clone());
+            .body(body.to_reqwest());
         let answered = match exchange(sent).await {
             Ok(response) => {
                 if let (Some(rate), Some((key, _))) = (&self.rate, &admitted) {
@@ -172,6 +175,16 @@ impl<P: WireProtocol> HttpClient<P> {
         }
     }
 
+    /// A request's body, written once for all its attempts: the wire form
+    /// (a second copy of the conversation) is dropped as soon as it is
+    /// written, and the parts the agent's other requests repeat are theirs.
+    fn encoded(&self, request: &ModelRequest, stream: bool) -> Result<RequestBody, ModelError> {
+        let body = written(&self.protocol.request(request, stream))?;
+        Ok(self.parts.split(body, request, |probe| {
+            written(&self.protocol.request(probe, stream))
+        }))
+    }
+
     /// Corrects the limiter's estimate of an admitted attempt with its
     /// reported usage (`None`: it failed).
     async fn settle(&self, admitted: Admitted, usage: Option<&deepfleet_proto::Usage>) {
@@ -182,7 +195,7 @@ impl<P: WireProtocol> HttpClient<P> {
 
     async fn call(
         &self,
-        body: &Bytes,
+        body: &RequestBody,
         request: &ModelRequest,
     ) -> Result<ModelResponse, ModelError> {
         let (response, admitted) = self.attempt(request, false, body).await?;
@@ -197,7 +210,7 @@ impl<P: WireProtocol> HttpClient<P> {
 
     async fn call_streamed(
         &self,
-        body: &Bytes,
+        body: &RequestBody,
         request: &ModelRequest,
         sink: &dyn DeltaSink,
         delivered: &AtomicBool,
@@ -230,14 +243,14 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
         if self.stream {
             // Nobody sees discarded deltas, so a stream cut after some of
             // them is retried whole, as a cut non-streamed answer is.
-            let body = encoded(&self.protocol.request(request, true))?;
+            let body = self.encoded(request, true)?;
             let unseen = AtomicBool::new(false);
             return self
                 .retry
                 .run(|| self.call_streamed(&body, request, &Discard, &unseen))
                 .await;
         }
-        let body = encoded(&self.protocol.request(request, false))?;
+        let body = self.encoded(request, false)?;
         self.retry.run(|| self.call(&body, request)).await
     }
 
@@ -246,7 +259,7 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
         request: &ModelRequest,
         sink: &dyn DeltaSink,
     ) -> Result<ModelResponse, ModelError> {
-        let body = encoded(&self.protocol.request(request, true))?;
+        let body = self.encoded(request, true)?;
         let delivered = AtomicBool::new(false);
         self.retry
             .run_while(
@@ -266,18 +279,14 @@ impl<P: WireProtocol> ModelClient for HttpClient<P> {
     }
 }
 
-/// A request's JSON body, written once for all its attempts. The wire
-/// form (a second copy of the conversation) is dropped as soon as it is
-/// written, and the body holds no spare capacity while the call waits.
-fn encoded(wire: &impl Serialize) -> Result<Bytes, ModelError> {
-    let mut body = serde_json::to_vec(wire).map_err(|e| {
+/// A request's JSON body.
+fn written(wire: &impl Serialize) -> Result<Vec<u8>, ModelError> {
+    serde_json::to_vec(wire).map_err(|e| {
         ModelError::new(
             ErrorKind::BadRequest,
             format!("cannot encode the request: {e}"),
         )
-    })?;
-    body.shrink_to_fit();
-    Ok(Bytes::from(body))
+    })
 }
 
 /// An [`HttpClient`] of any protocol, as the registry holds it: one type

@@ -14,6 +14,7 @@ mod client;
 mod config;
 mod http;
 mod protocol;
+mod shared_parts;
 
 pub(crate) use body::BoundedBody;
 pub use client::{HttpClient, HttpModel};

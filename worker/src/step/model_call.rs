@@ -93,7 +93,7 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
         counted + agent.tool_tokens + u64::from(deepfleet_fleet::tokens::count_recurring(&system));
     ModelRequest {
         model: agent.model_name.clone(),
-        system: system.into(),
+        system,
         messages: cx
             .history
             .iter()

@@ -1,0 +1,354 @@
+//! Request bodies that share what an agent's requests repeat.
+//!
+//! Every request of an agent carries its system prompt and its tools'
+//! schemas: most of a short conversation's body (about 9 of 10 KiB in the
+//! bench's basic scenario). A call keeps its body for as long as it waits,
+//! for its retries, so ten thousand calls in flight kept ten thousand
+//! copies of the same bytes. The body is still written whole, by the
+//! protocol's own serializer; the parts found in it verbatim are then
+//! swapped for one copy kept per prompt and per tool list. What is sent
+//! is byte for byte what was written: a part is only ever replaced where
+//! its bytes were found.
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use memchr::memmem;
+use moka::sync::Cache;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::{ModelError, ModelRequest};
+
+/// Parts kept: a system prompt and a tool list for each agent a worker
+/// runs at a time, with room to spare.
+const KEPT_PARTS: u64 = 1024;
+
+/// A system prompt shorter than this is not worth a shared copy.
+const MIN_SHARED_BYTES: usize = 256;
+
+/// Where a shared part comes from: the address of the request's `Arc`,
+/// which an agent's requests share. An address a freed value's successor
+/// reuses only costs a search that fails and a fresh part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Source {
+    System(usize),
+    Tools(usize),
+}
+
+/// The kept parts of one client's requests.
+pub(crate) struct SharedParts {
+    kept: Cache<Source, Bytes>,
+}
+
+impl Default for SharedParts {
+    fn default() -> Self {
+        SharedParts {
+            kept: Cache::new(KEPT_PARTS),
+        }
+    }
+}
+
+impl SharedParts {
+    /// `body`, the JSON `write` made of `request`, with its system prompt
+    /// and tools pointing at the kept copies where they appear in it.
+    /// `write` writes a request the same way; the tools' part is taken
+    /// from a request of the tools alone.
+    pub(crate) fn split(
+        &self,
+        body: Vec<u8>,
+        request: &ModelRequest,
+        write: impl Fn(&ModelRequest) -> Result<Vec<u8>, ModelError>,
+    ) -> RequestBody {
+        let mut found: Vec<(usize, Bytes)> = Vec::with_capacity(2);
+        if request.system.len() >= MIN_SHARED_BYTES {
+            let source = Source::System(Arc::as_ptr(&request.system).addr());
+            let part = || serde_json::to_vec(&*request.system).ok().map(Bytes::from);
+            found.extend(self.find(&body, source, part));
+        }
+        if !request.tools.is_empty() {
+            let source = Source::Tools(Arc::as_ptr(&request.tools).addr());
+            found.extend(self.find(&body, source, || tools_part(request, &write)));
+        }
+        found.sort_unstable_by_key(|(at, _)| *at);
+        let mut parts = Vec::with_capacity(2 * found.len() + 1);
+        let mut from = 0;
+        for (at, part) in found {
+            if at < from {
+                continue;
+            }
+            if at > from {
+                parts.push(Bytes::copy_from_slice(&body[from..at]));
+            }
+            from = at + part.len();
+            parts.push(part);
+        }
+        if from == 0 {
+            return RequestBody {
+                parts: Box::new([Bytes::from(body)]),
+            };
+        }
+        if from < body.len() {
+            parts.push(Bytes::copy_from_slice(&body[from..]));
+        }
+        RequestBody {
+            parts: parts.into_boxed_slice(),
+        }
+    }
+
+    /// Where the kept part of `source` (or a fresh one, should the kept
+    /// one be stale or missing) lies in `body`.
+    fn find(
+        &self,
+        body: &[u8],
+        source: Source,
+        part: impl Fn() -> Option<Bytes>,
+    ) -> Option<(usize, Bytes)> {
+        if let Some(kept) = self.kept.get(&source)
+            && let Some(at) = memmem::find(body, &kept)
+        {
+            return Some((at, kept));
+        }
+        let fresh = part()?;
+        let at = memmem::find(body, &fresh)?;
+        self.kept.insert(source, fresh.clone());
+        Some((at, fresh))
+    }
+}
+
+/// The `tools` value of a request offering `request`'s tools and nothing
+/// else, as `write` writes it.
+fn tools_part(
+    request: &ModelRequest,
+    write: impl Fn(&ModelRequest) -> Result<Vec<u8>, ModelError>,
+) -> Option<Bytes> {
+    #[derive(Deserialize)]
+    struct Tools<'a> {
+        #[serde(borrow)]
+        tools: Option<&'a RawValue>,
+    }
+    let probe = ModelRequest {
+        model: request.model.clone(),
+        system: Arc::from(""),
+        messages: Vec::new(),
+        tools: Arc::clone(&request.tools),
+        max_output_tokens: None,
+        cache_key: None,
+        cache_breakpoints: Vec::new(),
+        purpose: request.purpose,
+        sampling: crate::Sampling::default(),
+        rate: crate::RateHint::default(),
+    };
+    let written = write(&probe).ok()?;
+    let tools: Tools<'_> = serde_json::from_slice(&written).ok()?;
+    Some(Bytes::copy_from_slice(tools.tools?.get().as_bytes()))
+}
+
+/// A request's body in parts, some of them shared with other requests.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestBody {
+    parts: Box<[Bytes]>,
+}
+
+impl RequestBody {
+    /// The body of one attempt.
+    pub(crate) fn to_reqwest(&self) -> reqwest::Body {
+        match &*self.parts {
+            [whole] => reqwest::Body::from(whole.clone()),
+            parts => reqwest::Body::wrap(Parts {
+                remaining: parts.iter().map(|p| p.len() as u64).sum(),
+                parts: parts.iter().cloned().collect(),
+            }),
+        }
+    }
+
+    /// The body's bytes, copied into one buffer.
+    #[cfg(test)]
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        self.parts.concat()
+    }
+
+    /// How many of its parts are shared ones (or of its bytes, written
+    /// whole, none).
+    #[cfg(test)]
+    pub(crate) fn parts(&self) -> &[Bytes] {
+        &self.parts
+    }
+}
+
+/// An attempt's body: the parts one after the other, its length known so
+/// that it is sent with a `content-length`.
+struct Parts {
+    parts: VecDeque<Bytes>,
+    remaining: u64,
+}
+
+impl http_body::Body for Parts {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let next = self.parts.pop_front();
+        if let Some(part) = &next {
+            self.remaining = self.remaining.saturating_sub(part.len() as u64);
+        }
+        Poll::Ready(next.map(|part| Ok(Frame::data(part))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.remaining == 0
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact(self.remaining)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolSpec;
+    use serde_json::json;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn request(system: &str) -> ModelRequest {
+        ModelRequest {
+            model: "m".to_owned(),
+            system: Arc::from(system),
+            messages: vec![deepfleet_proto::Message::user("hello")],
+            tools: Arc::from(vec![ToolSpec {
+                name: "read_file".to_owned(),
+                description: "Reads a file.".repeat(40),
+                parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}})
+                    .into(),
+            }]),
+            max_output_tokens: None,
+            cache_key: None,
+            cache_breakpoints: Vec::new(),
+            purpose: crate::CallPurpose::Agent,
+            sampling: crate::Sampling::default(),
+            rate: crate::RateHint::default(),
+        }
+    }
+
+    type Writer = Box<dyn Fn(&ModelRequest) -> Vec<u8>>;
+
+    /// The three protocols' bodies, as their clients write them.
+    fn writers() -> Vec<(&'static str, Writer)> {
+        use crate::transport::WireProtocol;
+        fn writer<P: WireProtocol>(protocol: P) -> Writer {
+            Box::new(move |r| serde_json::to_vec(&protocol.request(r, false)).unwrap())
+        }
+        vec![
+            ("openai", writer(crate::openai::ChatCompletions)),
+            ("anthropic", writer(crate::anthropic::Messages)),
+            ("gemini", writer(crate::gemini::GenerateContent)),
+        ]
+    }
+
+    #[test]
+    fn the_prompt_and_tools_are_shared_and_the_bytes_unchanged() {
+        let parts = SharedParts::default();
+        let first = request(&"You are careful. ".repeat(30));
+        let mut second = first.clone();
+        second.messages = vec![deepfleet_proto::Message::user("something else")];
+        for (name, write) in writers() {
+            let a = parts.split(write(&first), &first, |r| Ok(write(r)));
+            let b = parts.split(write(&second), &second, |r| Ok(write(r)));
+            assert_eq!(a.bytes(), write(&first), "{name}");
+            assert_eq!(b.bytes(), write(&second), "{name}");
+            let shared: Vec<&Bytes> = a
+                .parts()
+                .iter()
+                .filter(|p| b.parts().iter().any(|q| q.as_ptr() == p.as_ptr()))
+                .collect();
+            assert_eq!(shared.len(), 2, "{name}: the prompt and the tools");
+            let unshared: usize = b.parts().iter().map(Bytes::len).sum::<usize>()
+                - shared.iter().map(|p| p.len()).sum::<usize>();
+            assert!(unshared < 300, "{name}: {unshared} bytes of its own");
+        }
+    }
+
+    #[test]
+    fn a_stale_or_short_part_is_not_shared() {
+        let parts = SharedParts::default();
+        let mut short = request("Be brief.");
+        short.tools = Arc::from(Vec::new());
+        let write =
+            |r: &ModelRequest| serde_json::to_vec(&crate::openai::convert::to_wire(r)).unwrap();
+        let body = parts.split(write(&short), &short, |r| Ok(write(r)));
+        assert_eq!(body.parts().len(), 1);
+        // A kept part its source no longer has is searched for in vain,
+        // then replaced.
+        let long = request(&"Think first. ".repeat(40));
+        let source = Source::System(Arc::as_ptr(&long.system).addr());
+        parts
+            .kept
+            .insert(source, Bytes::from_static(b"\"not this\""));
+        let body = parts.split(write(&long), &long, |r| Ok(write(r)));
+        assert_eq!(body.bytes(), write(&long));
+        assert_eq!(body.parts().len(), 5);
+        assert_ne!(parts.kept.get(&source).unwrap().as_ref(), b"\"not this\"");
+    }
+
+    /// What a server receives of a body in parts: the same bytes, with
+    /// their length declared.
+    #[tokio::test]
+    async fn a_body_in_parts_is_sent_whole_with_its_length() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let server = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut received = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                let n = socket.read(&mut chunk).await.unwrap();
+                received.extend_from_slice(&chunk[..n]);
+                let text = String::from_utf8_lossy(&received);
+                if let Some((head, body)) = text.split_once("\r\n\r\n")
+                    && let Some(length) = head
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length: "))
+                    && body.len() >= length.parse::<usize>().unwrap()
+                {
+                    break;
+                }
+                assert!(n > 0, "the request ended early: {text}");
+            }
+            socket
+                .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n")
+                .await
+                .unwrap();
+            String::from_utf8(received).unwrap()
+        });
+        let body = RequestBody {
+            parts: Box::new([
+                Bytes::from_static(b"{\"a\":"),
+                Bytes::from_static(b"\"shared\""),
+                Bytes::from_static(b"}"),
+            ]),
+        };
+        crate::transport::http_client(false)
+            .unwrap()
+            .post(url)
+            .body(body.to_reqwest())
+            .send()
+            .await
+            .unwrap();
+        let received = server.await.unwrap();
+        assert!(received.contains("content-length: 14\r\n"), "{received}");
+        assert!(
+            received.ends_with("\r\n\r\n{\"a\":\"shared\"}"),
+            "{received}"
+        );
+    }
+}
