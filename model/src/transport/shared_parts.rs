@@ -61,7 +61,7 @@ impl SharedParts {
     /// from a request of the tools alone.
     pub(crate) fn split(
         &self,
-        body: Vec<u8>,
+        mut body: Vec<u8>,
         request: &ModelRequest,
         write: impl Fn(&ModelRequest) -> Result<Vec<u8>, ModelError>,
     ) -> RequestBody {
@@ -89,6 +89,8 @@ impl SharedParts {
             parts.push(part);
         }
         if from == 0 {
+            // Kept while the call waits: no spare capacity.
+            body.shrink_to_fit();
             return RequestBody {
                 parts: Box::new([Bytes::from(body)]),
             };
@@ -173,8 +175,7 @@ impl RequestBody {
         self.parts.concat()
     }
 
-    /// How many of its parts are shared ones (or of its bytes, written
-    /// whole, none).
+    /// Its parts, shared or not.
     #[cfg(test)]
     pub(crate) fn parts(&self) -> &[Bytes] {
         &self.parts
