@@ -41,9 +41,23 @@ enum Source {
     Tools(usize),
 }
 
+/// A kept part, with its searcher: building one costs more than a
+/// search of a whole body with it.
+struct Kept {
+    bytes: Bytes,
+    finder: memmem::Finder<'static>,
+}
+
+impl Kept {
+    fn new(bytes: Bytes) -> Arc<Self> {
+        let finder = memmem::Finder::new(&bytes).into_owned();
+        Arc::new(Kept { bytes, finder })
+    }
+}
+
 /// The kept parts of one client's requests.
 pub(crate) struct SharedParts {
-    kept: Cache<Source, Bytes>,
+    kept: Cache<Source, Arc<Kept>>,
 }
 
 impl Default for SharedParts {
@@ -112,14 +126,15 @@ impl SharedParts {
         part: impl Fn() -> Option<Bytes>,
     ) -> Option<(usize, Bytes)> {
         if let Some(kept) = self.kept.get(&source)
-            && let Some(at) = memmem::find(body, &kept)
+            && let Some(at) = kept.finder.find(body)
         {
-            return Some((at, kept));
+            return Some((at, kept.bytes.clone()));
         }
-        let fresh = part()?;
-        let at = memmem::find(body, &fresh)?;
-        self.kept.insert(source, fresh.clone());
-        Some((at, fresh))
+        let fresh = Kept::new(part()?);
+        let at = fresh.finder.find(body)?;
+        let bytes = fresh.bytes.clone();
+        self.kept.insert(source, fresh);
+        Some((at, bytes))
     }
 }
 
@@ -291,13 +306,12 @@ mod tests {
         // then replaced.
         let long = request(&"Think first. ".repeat(40));
         let source = Source::System(Arc::as_ptr(&long.system).addr());
-        parts
-            .kept
-            .insert(source, Bytes::from_static(b"\"not this\""));
+        let stale = Bytes::from_static(b"\"not this\"");
+        parts.kept.insert(source, Kept::new(stale.clone()));
         let body = parts.split(write(&long), &long, |r| Ok(write(r)));
         assert_eq!(body.bytes(), write(&long));
         assert_eq!(body.parts().len(), 5);
-        assert_ne!(parts.kept.get(&source).unwrap().as_ref(), b"\"not this\"");
+        assert_ne!(parts.kept.get(&source).unwrap().bytes, stale);
     }
 
     /// What a server receives of a body in parts: the same bytes, with
