@@ -62,7 +62,15 @@ impl ReplayClient {
 #[async_trait]
 impl ModelClient for ReplayClient {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        self.retry.run(|| async { self.answer(request) }).await
+        self.retry
+            .run(|| async {
+                let latency = self.engine.latency();
+                if !latency.is_zero() {
+                    tokio::time::sleep(latency).await;
+                }
+                self.answer(request)
+            })
+            .await
     }
 
     /// Answers as `complete` does, then hands the answer to `sink` in

@@ -78,6 +78,13 @@ impl ReplayEngine {
         ReplayEngine { script, failures }
     }
 
+    /// How long each answer takes (the script's `latency_ms`): the
+    /// in-process client and the test kit's server wait this long before
+    /// they answer.
+    pub fn latency(&self) -> std::time::Duration {
+        self.script.latency
+    }
+
     /// An engine for the script at `path`.
     pub fn load(path: impl AsRef<Path>) -> Result<Self, ScriptError> {
         Ok(ReplayEngine::new(Script::load(path)?))

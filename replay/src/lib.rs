@@ -9,6 +9,7 @@
 //! path); the model crate itself knows nothing of it.
 //!
 //! ```yaml
+//! latency_ms: 20         # each answer takes this long (default 0)
 //! rules:                 # tried in order; the first whose `when` matches answers
 //!   - when:              # every condition is optional; none = always
 //!       input: '^Write a note about (?P<topic>\w+)'  # first user message

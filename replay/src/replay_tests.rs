@@ -245,3 +245,24 @@ fn engine_is_shared_across_threads() {
         "exactly `times` requests fail, whatever the interleaving"
     );
 }
+
+#[tokio::test]
+async fn an_answer_takes_the_scripts_latency() {
+    let script = "latency_ms: 30\nrules:\n  - reply: {text: 'later'}\n";
+    let engine = Arc::new(ReplayEngine::new(Script::from_yaml(script).unwrap()));
+    assert_eq!(engine.latency(), Duration::from_millis(30));
+    let client = ReplayClient::new(engine);
+    let started = std::time::Instant::now();
+    let answer = client
+        .complete(&request(vec![Message::user("hi")]))
+        .await
+        .unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(30));
+    assert_eq!(answer.message.content, vec![ContentBlock::text("later")]);
+    let instant = ReplayEngine::new(Script::from_yaml(SCRIPT).unwrap());
+    assert_eq!(
+        instant.latency(),
+        Duration::ZERO,
+        "no latency unless the script says"
+    );
+}

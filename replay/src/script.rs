@@ -59,6 +59,8 @@ fn origin(path: Option<&Path>) -> String {
 #[derive(Debug)]
 pub struct Script {
     pub(crate) rules: Vec<Rule>,
+    /// How long each answer takes, as a provider's would.
+    pub(crate) latency: Duration,
 }
 
 /// One rule: a condition and what to answer.
@@ -203,6 +205,8 @@ impl Script {
 struct RawScript {
     // Kept as YAML so each rule decodes on its own and errors can name it.
     rules: Vec<serde_norway::Value>,
+    #[serde(default)]
+    latency_ms: u64,
 }
 
 #[derive(Deserialize)]
@@ -267,7 +271,10 @@ fn parse(text: &str, path: Option<&Path>) -> Result<Script, ScriptError> {
             })
         })
         .collect::<Result<_, _>>()?;
-    Ok(Script { rules })
+    Ok(Script {
+        rules,
+        latency: Duration::from_millis(raw.latency_ms),
+    })
 }
 
 fn rule(value: serde_norway::Value) -> Result<Rule, String> {

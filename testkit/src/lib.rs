@@ -98,8 +98,9 @@ impl AppState {
                 .unwrap_or_else(PoisonError::into_inner)
                 .push((arrived, value.clone()));
         }
-        if !self.latency.is_zero() {
-            tokio::time::sleep(self.latency).await;
+        let latency = self.latency + self.engine.latency();
+        if !latency.is_zero() {
+            tokio::time::sleep(latency).await;
         }
         Ok(value)
     }
