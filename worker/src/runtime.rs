@@ -55,8 +55,7 @@ impl Worker {
                 next = consumer.next() => match next {
                     Some(Ok(delivery)) => {
                         let runner = Arc::clone(&self.runner);
-                        let draining = shutdown.clone();
-                        in_flight.spawn(async move { runner.handle(delivery, &draining).await });
+                        in_flight.spawn(async move { runner.handle(delivery).await });
                     }
                     Some(Err(e)) => {
                         warn!(error = %e, "consuming was interrupted; going on");
