@@ -9,7 +9,7 @@
 --          (0 = none), in the order requests, tokens, input, output
 --
 -- acquire: ARGV[6..9] cost, ARGV[10] max wait ms, ARGV[11] 1 = claim
---          -> {1 = go | 0 = later, wait ms}
+--          -> {1 = go | 0 = later | 2 = unmetered (nothing taken), wait ms}
 -- record:  ARGV[6..9] taken, ARGV[10..13] used -> 1
 -- observe: ARGV[6..9] limits, ARGV[10..13] remaining, ARGV[14..17]
 --          resets ms, ARGV[18] blocked ms (-1 = none) -> levels as
@@ -109,6 +109,9 @@ if op == 'acquire' then
     end
   end
   local cap = caps()
+  if not (cap[1] or cap[2] or cap[3] or cap[4]) and blocked <= now then
+    return {2, 0}
+  end
   refill(cap)
   local wait = math.max(0, blocked - now)
   for d = 1, 4 do

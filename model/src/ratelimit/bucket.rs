@@ -52,6 +52,12 @@ impl Buckets {
         caps
     }
 
+    /// Whether anything meters these buckets at `now_ms`: a limit,
+    /// configured or learned, or a 429's block.
+    pub fn meters(&self, limits: &Limits, now_ms: u64) -> bool {
+        self.blocked_until_ms > now_ms || self.caps(limits).iter().any(Option::is_some)
+    }
+
     /// Refills each bucket for the time since the last update.
     fn refill(&mut self, caps: &[Option<f64>; 4], now_ms: u64) {
         let elapsed = now_ms.saturating_sub(self.updated_ms) as f64;

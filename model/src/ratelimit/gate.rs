@@ -17,6 +17,7 @@ use reqwest::header::HeaderMap;
 use sha2::{Digest, Sha256};
 
 use super::output::OutputEstimate;
+use super::unmetered::Unmetered;
 use super::{Acquired, Cost, LimitKey, LimiterObserver, RateLimiter, RateLimits, headers};
 use crate::{ErrorKind, ModelError, ModelRequest};
 
@@ -26,6 +27,7 @@ pub struct RateGate {
     limiter: Arc<dyn RateLimiter>,
     limits: Arc<RateLimits>,
     output: Arc<OutputEstimate>,
+    unmetered: Arc<Unmetered>,
     observer: Option<Arc<dyn LimiterObserver>>,
 }
 
@@ -58,6 +60,7 @@ impl RateGate {
             limiter,
             output: Arc::new(OutputEstimate::new(limits.expected_output_tokens())),
             limits: Arc::new(limits),
+            unmetered: Arc::default(),
             observer: None,
         }
     }
@@ -86,8 +89,12 @@ impl RateGate {
     /// Waits for capacity for `request`, or fails with
     /// [`ErrorKind::AwaitingCapacity`] (its `retry_after` the wait) when
     /// the wait is longer than the gate's `max_wait` and the request names
-    /// a claim to keep its slot under. Returns what was taken.
+    /// a claim to keep its slot under. Returns what was taken: nothing on
+    /// a key nothing meters.
     pub async fn admit(&self, key: &LimitKey, request: &ModelRequest) -> Result<Cost, ModelError> {
+        if self.unmetered.holds(key) {
+            return Ok(Cost::default());
+        }
         let cost = self.cost_of(key, request);
         let limits = self.limits.of(&key.provider, &key.model);
         let acquired = self
@@ -109,6 +116,10 @@ impl RateGate {
                     tokio::time::sleep(wait).await;
                 }
                 Ok(cost)
+            }
+            Ok(Acquired::Unmetered) => {
+                self.unmetered.found_now(key);
+                Ok(Cost::default())
             }
             Ok(Acquired::Later(wait)) => Err(ModelError {
                 retry_after: Some(wait),
@@ -136,6 +147,7 @@ impl RateGate {
         if observed.is_empty() {
             return;
         }
+        self.unmetered.forget(key);
         let limits = self.limits.of(&key.provider, &key.model);
         match self.limiter.observe(key, &limits, &observed).await {
             Ok(levels) => {
@@ -202,7 +214,13 @@ fn rough_input_tokens(request: &ModelRequest) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+    use reqwest::header::HeaderValue;
+
     use super::*;
+    use crate::ratelimit::{InProcessLimiter, LimitKey, LimiterError, Limits, Observed};
 
     #[test]
     fn accounts_hash_keys_and_name_keyless_hosts() {
@@ -215,5 +233,90 @@ mod tests {
             account_of(None, "http://localhost:11434/"),
             "http://localhost:11434"
         );
+    }
+
+    /// The in-process limiter, counting the acquisitions that reach it.
+    #[derive(Debug, Default)]
+    struct Counting {
+        inner: InProcessLimiter,
+        acquired: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl RateLimiter for Counting {
+        async fn acquire(
+            &self,
+            key: &LimitKey,
+            limits: &Limits,
+            cost: Cost,
+            claim: Option<&str>,
+            max_wait: Duration,
+        ) -> Result<Acquired, LimiterError> {
+            self.acquired.fetch_add(1, Ordering::Relaxed);
+            self.inner.acquire(key, limits, cost, claim, max_wait).await
+        }
+
+        async fn record(
+            &self,
+            key: &LimitKey,
+            limits: &Limits,
+            taken: Cost,
+            used: Cost,
+        ) -> Result<(), LimiterError> {
+            self.inner.record(key, limits, taken, used).await
+        }
+
+        async fn observe(
+            &self,
+            key: &LimitKey,
+            limits: &Limits,
+            observed: &Observed,
+        ) -> Result<[Option<f64>; 4], LimiterError> {
+            self.inner.observe(key, limits, observed).await
+        }
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            model: "m".into(),
+            system: "".into(),
+            messages: Vec::new(),
+            tools: Arc::new([]),
+            max_output_tokens: None,
+            cache_key: None,
+            cache_breakpoints: Vec::new(),
+            purpose: Default::default(),
+            sampling: Default::default(),
+            rate: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unmetered_key_skips_the_limiter_until_an_answer_meters_it() {
+        let limiter = Arc::new(Counting::default());
+        let gate = RateGate::new(
+            Arc::clone(&limiter) as Arc<dyn RateLimiter>,
+            Default::default(),
+        );
+        let key = LimitKey {
+            provider: "local".into(),
+            account: "http://127.0.0.1:8000".into(),
+            model: "m".into(),
+        };
+        for _ in 0..3 {
+            assert_eq!(gate.admit(&key, &request()).await, Ok(Cost::default()));
+        }
+        assert_eq!(limiter.acquired.load(Ordering::Relaxed), 1);
+        // The provider starts sending its limits: the next call is metered.
+        let mut headers = HeaderMap::new();
+        headers.insert("x-ratelimit-limit-requests", HeaderValue::from_static("60"));
+        headers.insert(
+            "x-ratelimit-remaining-requests",
+            HeaderValue::from_static("59"),
+        );
+        gate.observe(&key, 200, &headers).await;
+        let taken = gate.admit(&key, &request()).await.expect("admitted");
+        assert_eq!(taken.0[0], 1, "a request is counted once metered");
+        assert_eq!(limiter.acquired.load(Ordering::Relaxed), 2);
     }
 }

@@ -72,11 +72,11 @@ impl RateLimiter for InProcessLimiter {
             }
             return Ok(Acquired::Later(Duration::from_millis(wait)));
         }
-        let wait = state
-            .buckets
-            .entry(key.clone())
-            .or_default()
-            .take(limits, cost, now);
+        let buckets = state.buckets.entry(key.clone()).or_default();
+        if !buckets.meters(limits, now) {
+            return Ok(Acquired::Unmetered);
+        }
+        let wait = buckets.take(limits, cost, now);
         match claim {
             Some(claim) if wait > max_wait_ms => {
                 state.claims.insert(claim.to_owned(), now + wait);
@@ -215,6 +215,6 @@ mod tests {
         let got = limiter
             .acquire(&other, &Limits::default(), Cost::call(1, 1), Some("d"), max)
             .await;
-        assert_eq!(got, Ok(Acquired::Go(Duration::ZERO)));
+        assert_eq!(got, Ok(Acquired::Unmetered));
     }
 }

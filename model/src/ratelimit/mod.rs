@@ -22,6 +22,9 @@
 //! What providers say corrects the view: the limits and remaining counts
 //! of their rate-limit headers ([`headers`]), and a 429, which blocks the
 //! account and model until its `Retry-After` for every caller.
+//!
+//! A key nothing meters costs the store nothing for a second after the
+//! limiter says so ([`Acquired::Unmetered`], `unmetered.rs`).
 
 mod bucket;
 mod gate;
@@ -29,6 +32,7 @@ pub mod headers;
 mod memory;
 mod output;
 mod table;
+mod unmetered;
 
 use std::fmt;
 use std::time::Duration;
@@ -172,6 +176,9 @@ pub enum Acquired {
     /// Not within what the caller may wait: its slot is kept under its
     /// claim and comes this far in the future.
     Later(Duration),
+    /// Nothing meters the key (no limit configured or learned, no 429's
+    /// block): the call goes now and took nothing.
+    Unmetered,
 }
 
 /// What a provider's answer said of the account's capacity, in
@@ -213,6 +220,8 @@ pub trait RateLimiter: Send + Sync + fmt::Debug {
     /// kept under `claim` when one is given (without a claim the caller
     /// gets [`Acquired::Go`] with the whole wait); a later acquisition
     /// under the same claim returns that slot instead of taking again.
+    /// A key nothing meters answers [`Acquired::Unmetered`] and keeps no
+    /// state.
     async fn acquire(
         &self,
         key: &LimitKey,

@@ -122,10 +122,10 @@ impl RateLimiter for RedisRateLimiter {
             .arg(if claim.is_some() { "1" } else { "0" });
         let (go, wait): (i64, u64) = self.run("rate limit acquire", call).await?;
         let wait = Duration::from_millis(wait);
-        Ok(if go == 1 {
-            Acquired::Go(wait)
-        } else {
-            Acquired::Later(wait)
+        Ok(match go {
+            1 => Acquired::Go(wait),
+            2 => Acquired::Unmetered,
+            _ => Acquired::Later(wait),
         })
     }
 

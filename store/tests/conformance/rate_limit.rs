@@ -35,6 +35,7 @@ async fn sequence(limiter: &dyn RateLimiter) -> Vec<String> {
         seen.push(match got {
             Acquired::Go(w) => format!("go {}", w.as_millis().div_ceil(100) * 100),
             Acquired::Later(w) => format!("later {}", w.as_millis().div_ceil(100) * 100),
+            Acquired::Unmetered => "unmetered".to_owned(),
         });
     };
     for _ in 0..58 {
@@ -94,6 +95,7 @@ async fn blocks_and_headers(limiter: &dyn RateLimiter) -> Vec<String> {
         seen.push(match got {
             Acquired::Go(w) => format!("go {}", w.as_millis().div_ceil(100) * 100),
             Acquired::Later(w) => format!("later {}", w.as_millis().div_ceil(100) * 100),
+            Acquired::Unmetered => "unmetered".to_owned(),
         });
     };
     // A 429 blocks another model for 30 s, claims included.
@@ -127,6 +129,20 @@ async fn blocks_and_headers(limiter: &dyn RateLimiter) -> Vec<String> {
                 Cost::call(1, 1),
                 Some("t2:1"),
                 Duration::from_secs(60),
+            )
+            .await
+            .unwrap(),
+    );
+    // Nothing meters a model without limits: nothing is taken.
+    show(
+        &mut seen,
+        limiter
+            .acquire(
+                &key("free"),
+                &Limits::default(),
+                Cost::call(1, 1),
+                None,
+                max,
             )
             .await
             .unwrap(),
@@ -180,6 +196,7 @@ async fn redis_buckets_answer_as_the_in_process_ones_do() {
                 "later 13000",
                 "later 30000",
                 "go 30000",
+                "unmetered",
                 "levels [Some(0.0), None, None, None]",
                 "go 500",
             ]
@@ -209,7 +226,7 @@ async fn two_connections_share_one_bucket() {
                 .unwrap()
             {
                 Acquired::Go(wait) => waits.push(wait),
-                Acquired::Later(_) => panic!("no claim, no later"),
+                other => panic!("no claim and a limit: {other:?}"),
             }
         }
         // 59 at once (a second of headroom), then one a second whichever connection asks.
