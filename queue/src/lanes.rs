@@ -89,6 +89,11 @@ impl Queue for Lanes {
 /// Deliveries of one lane, as its forwarding task hands them over.
 type Feed = mpsc::Receiver<Result<Box<dyn Delivery>, QueueError>>;
 
+/// The sending side of a lane's [`Feed`], held weakly so that it does not
+/// keep the feed open once its forwarding task ends: full means one of
+/// the lane's deliveries is ready and waits for a slot.
+type Waiting = mpsc::WeakSender<Result<Box<dyn Delivery>, QueueError>>;
+
 /// Both lanes' consumers, each drained by a task of its own into a
 /// channel of one (so dropping a `next` call never loses a delivery), and
 /// a semaphore of `prefetch` permits that each handed-out delivery holds
@@ -100,6 +105,8 @@ type Feed = mpsc::Receiver<Result<Box<dyn Delivery>, QueueError>>;
 struct LanesConsumer {
     interactive: Feed,
     batch: Feed,
+    /// Tells whether an interactive delivery waits ([`Delivery::outranked`]).
+    interactive_waiting: Waiting,
     permits: Arc<Semaphore>,
     tasks: [JoinHandle<()>; 2],
     /// Interactive deliveries handed out since the last batch one.
@@ -108,11 +115,12 @@ struct LanesConsumer {
 
 impl LanesConsumer {
     fn new(interactive: Box<dyn Consumer>, batch: Box<dyn Consumer>, prefetch: u16) -> Self {
-        let (interactive_task, interactive_feed) = forward(interactive);
-        let (batch_task, batch_feed) = forward(batch);
+        let (interactive_task, interactive_feed, interactive_waiting) = forward(interactive);
+        let (batch_task, batch_feed, _) = forward(batch);
         LanesConsumer {
             interactive: interactive_feed,
             batch: batch_feed,
+            interactive_waiting,
             permits: Arc::new(Semaphore::new(usize::from(prefetch.max(1)))),
             tasks: [interactive_task, batch_task],
             streak: 0,
@@ -121,8 +129,9 @@ impl LanesConsumer {
 }
 
 /// A task taking `consumer`'s deliveries into a channel of one.
-fn forward(mut consumer: Box<dyn Consumer>) -> (JoinHandle<()>, Feed) {
+fn forward(mut consumer: Box<dyn Consumer>) -> (JoinHandle<()>, Feed, Waiting) {
     let (tx, rx) = mpsc::channel(1);
+    let waiting = tx.downgrade();
     let task = tokio::spawn(async move {
         while let Some(delivery) = consumer.next().await {
             if tx.send(delivery).await.is_err() {
@@ -132,7 +141,7 @@ fn forward(mut consumer: Box<dyn Consumer>) -> (JoinHandle<()>, Feed) {
             }
         }
     });
-    (task, rx)
+    (task, rx, waiting)
 }
 
 impl Drop for LanesConsumer {
@@ -168,6 +177,7 @@ impl Consumer for LanesConsumer {
                 Some(Ok(Box::new(Permitted {
                     inner: delivery,
                     _permit: permit,
+                    outranked_by: (!interactive).then(|| self.interactive_waiting.clone()),
                 })))
             }
             Err(e) => Some(Err(e)),
@@ -179,6 +189,8 @@ impl Consumer for LanesConsumer {
 struct Permitted {
     inner: Box<dyn Delivery>,
     _permit: OwnedSemaphorePermit,
+    /// The interactive lane, for a batch delivery.
+    outranked_by: Option<Waiting>,
 }
 
 #[async_trait]
@@ -201,6 +213,13 @@ impl Delivery for Permitted {
 
     fn header(&self, name: &str) -> Option<String> {
         self.inner.header(name)
+    }
+
+    fn outranked(&self) -> bool {
+        self.outranked_by
+            .as_ref()
+            .and_then(mpsc::WeakSender::upgrade)
+            .is_some_and(|feed| feed.capacity() == 0)
     }
 
     async fn ack(self: Box<Self>) -> Result<(), QueueError> {
@@ -301,6 +320,27 @@ mod tests {
         drop(first);
         let again = consumer.next().await.unwrap().unwrap();
         assert!(!again.payload().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_batch_delivery_is_outranked_while_an_interactive_one_waits() {
+        let q = lanes();
+        q.publish(b"b".to_vec(), None).await.unwrap();
+        let mut consumer = q.consume(1).await.unwrap();
+        let batch = consumer.next().await.unwrap().unwrap();
+        assert!(!batch.outranked(), "nothing waits yet");
+        q.publish_to(Priority::Interactive, b"i".to_vec(), None)
+            .await
+            .unwrap();
+        // Let the interactive forwarder take the message.
+        for _ in 0..4 {
+            tokio::task::yield_now().await;
+        }
+        assert!(batch.outranked());
+        batch.ack().await.unwrap();
+        let interactive = consumer.next().await.unwrap().unwrap();
+        assert_eq!(interactive.payload(), b"i");
+        assert!(!interactive.outranked(), "nothing ranks above interactive");
     }
 
     /// A queue whose consumers end at once, as one does whose connection

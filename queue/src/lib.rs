@@ -102,6 +102,14 @@ pub trait Delivery: Send + Sync {
         None
     }
 
+    /// Whether a message of a higher lane waits for this delivery's slot
+    /// ([`lanes::Lanes`]): a consumer holding the delivery for more work
+    /// than the message asked (the step protocol keeping a run's next
+    /// steps) settles it instead and lets that message in.
+    fn outranked(&self) -> bool {
+        false
+    }
+
     /// Removes the message: it was handled.
     async fn ack(self: Box<Self>) -> Result<(), QueueError>;
 

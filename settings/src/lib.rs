@@ -209,6 +209,11 @@ pub struct WorkerSettings {
     /// it under RabbitMQ's `consumer_timeout` (30 minutes by default).
     /// Default: 1200.
     pub step_timeout_secs: u64,
+    /// Seconds one delivery may keep running its run's next steps itself
+    /// before it publishes the next one to the queue (saving each kept
+    /// step the hop through the broker); 0 publishes every step. A
+    /// delivery is held at most this plus one step. Default: 10.
+    pub keep_run_secs: u64,
 }
 
 /// The scheduler's HTTP server.
@@ -294,6 +299,7 @@ impl Default for WorkerSettings {
             retry_max_ms: 60_000,
             tool_timeout_secs: 300,
             step_timeout_secs: 1_200,
+            keep_run_secs: 10,
         }
     }
 }
@@ -359,6 +365,7 @@ impl WorkerSettings {
         deepfleet_worker::TimeLimits {
             step: std::time::Duration::from_secs(self.step_timeout_secs),
             tool_call: std::time::Duration::from_secs(self.tool_timeout_secs),
+            keep_run: std::time::Duration::from_secs(self.keep_run_secs),
         }
     }
 
@@ -793,7 +800,7 @@ mod tests {
         let file = dir.path().join("deepfleet.toml");
         std::fs::write(
             &file,
-            "[worker]\ntool_timeout_secs = 30\nstep_timeout_secs = 600\n",
+            "[worker]\ntool_timeout_secs = 30\nstep_timeout_secs = 600\nkeep_run_secs = 0\n",
         )
         .unwrap();
         let set = Settings::load(Some(&file))
@@ -803,6 +810,7 @@ mod tests {
             .time_limits();
         assert_eq!(set.tool_call, std::time::Duration::from_secs(30));
         assert_eq!(set.step, std::time::Duration::from_secs(600));
+        assert_eq!(set.keep_run, std::time::Duration::ZERO);
     }
 
     #[test]

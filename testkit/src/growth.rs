@@ -4,9 +4,11 @@
 //!
 //! The run's steps are driven one at a time off an in-memory queue (so
 //! only the store is remote), reading [`RedisStore::bytes_written`] and
-//! [`RedisStore::bytes_read`] around each.
+//! [`RedisStore::bytes_read`] around each: the runner publishes every
+//! step (`keep_run` zero) instead of keeping the run's next ones.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use deepfleet_proto::{AgentSpec, TaskLine};
@@ -14,6 +16,8 @@ use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_scheduler::Intake;
 use deepfleet_store::redis::RedisStore;
+use deepfleet_worker::TimeLimits;
+use tokio_util::sync::CancellationToken;
 
 use crate::fleet::REDIS_URL;
 use crate::runner::replay_runner;
@@ -56,7 +60,12 @@ async fn drive(
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(spec).await?;
     intake.submit(&spec.name, task, None).await?;
-    let runner = replay_runner(queue.clone(), store.clone());
+    let one_step_each = TimeLimits {
+        keep_run: Duration::ZERO,
+        ..TimeLimits::default()
+    };
+    let runner = replay_runner(queue.clone(), store.clone()).with_time_limits(one_step_each);
+    let draining = CancellationToken::new();
     let mut consumer = queue.consume(1).await?;
     let mut per_step = Vec::with_capacity(last + 1);
     for step in 0..=last {
@@ -65,7 +74,7 @@ async fn drive(
             .await
             .with_context(|| format!("no message for step {step}"))??;
         let (written, read) = (store.bytes_written(), store.bytes_read());
-        runner.handle(delivery).await;
+        runner.handle(delivery, &draining).await;
         per_step.push(StepBytes {
             written: store.bytes_written() - written,
             read: store.bytes_read() - read,

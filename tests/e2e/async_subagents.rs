@@ -102,6 +102,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     use deepfleet_store::{StepCommit, ThreadSeed};
     use deepfleet_testkit::runner::replay_runner;
     use deepfleet_worker::step::background::{record_started, spawned_child};
+    use tokio_util::sync::CancellationToken;
 
     let queue = Arc::new(MemoryQueue::new());
     let store = Arc::new(EmbeddedStore::new());
@@ -148,7 +149,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     let mut consumer = queue.consume(10).await.unwrap();
     let delivery = consumer.next().await.unwrap().unwrap();
     replay_runner(queue.clone(), store.clone())
-        .handle(delivery)
+        .handle(delivery, &CancellationToken::new())
         .await;
 
     let started = store

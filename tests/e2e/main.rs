@@ -36,6 +36,7 @@ mod http_model;
 mod http_tools;
 mod interrupted_batch;
 mod js_sdk;
+mod kept_steps;
 mod limits;
 mod live_scheduler;
 mod manifest;

@@ -16,6 +16,7 @@ use deepfleet_testkit::fleet::Service;
 use deepfleet_testkit::runner::replay_runner_retrying;
 use deepfleet_testkit::script::{ScriptBuilder, When};
 use deepfleet_worker::RetryConfig;
+use tokio_util::sync::CancellationToken;
 
 use crate::support::{AMQP_URL, replay_model, require, spec, task};
 
@@ -68,7 +69,7 @@ async fn the_last_delivery_goes_out_again_until_the_attempts_run_out() {
         first.requeue().await.unwrap();
         let last = consumer.next().await.unwrap().unwrap();
         assert_eq!(last.deliveries_left(), Some(0));
-        runner.handle(last).await;
+        runner.handle(last, &CancellationToken::new()).await;
         let status = store
             .get_run(&run.thread_id, &run.run_id)
             .await

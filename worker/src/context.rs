@@ -56,6 +56,9 @@ pub struct StepContext {
     /// (the step's and summaries') then use `ModelClient::stream`; `None`
     /// (nobody watches) keeps them on `complete` (see `step/deltas.rs`).
     pub deltas: Option<Arc<dyn DeltaSink>>,
+    /// Whether someone streamed the run when the step loaded it: its
+    /// model calls then stream their tokens (see `step/deltas.rs`).
+    pub followed: bool,
     /// The fleet's store, which tools read through [`ToolView::fleet_store`]
     /// (the async subagent tools look up their tasks' runs); `None` in
     /// tests.
@@ -86,6 +89,7 @@ impl StepContext {
             store: None,
             compaction: StepCompaction::default(),
             deltas: None,
+            followed: false,
             fleet_store: None,
         }
     }

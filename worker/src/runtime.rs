@@ -55,7 +55,8 @@ impl Worker {
                 next = consumer.next() => match next {
                     Some(Ok(delivery)) => {
                         let runner = Arc::clone(&self.runner);
-                        in_flight.spawn(async move { runner.handle(delivery).await });
+                        let draining = shutdown.clone();
+                        in_flight.spawn(async move { runner.handle(delivery, &draining).await });
                     }
                     Some(Err(e)) => {
                         warn!(error = %e, "consuming was interrupted; going on");

@@ -169,7 +169,7 @@ impl<P: WireProtocol> HttpClient<P> {
         match answered {
             Ok(response) => Ok((response, admitted)),
             Err(error) => {
-                self.settle(admitted, None).await;
+                self.settle(admitted, None);
                 Err(error)
             }
         }
@@ -186,10 +186,13 @@ impl<P: WireProtocol> HttpClient<P> {
     }
 
     /// Corrects the limiter's estimate of an admitted attempt with its
-    /// reported usage (`None`: it failed).
-    async fn settle(&self, admitted: Admitted, usage: Option<&deepfleet_proto::Usage>) {
+    /// reported usage (`None`: it failed), on a task of its own: the
+    /// answer does not wait for the limiter's bookkeeping (a round trip to
+    /// Redis in a fleet), which lands a moment later.
+    fn settle(&self, admitted: Admitted, usage: Option<deepfleet_proto::Usage>) {
         if let (Some(rate), Some((key, cost))) = (&self.rate, admitted) {
-            rate.gate.settle(&key, cost, usage).await;
+            let gate = rate.gate.clone();
+            tokio::spawn(async move { gate.settle(&key, cost, usage.as_ref()).await });
         }
     }
 
@@ -203,8 +206,7 @@ impl<P: WireProtocol> HttpClient<P> {
             Ok(decoded) => self.protocol.response(decoded, request),
             Err(error) => Err(error),
         };
-        self.settle(admitted, answered.as_ref().ok().map(|r| &r.usage))
-            .await;
+        self.settle(admitted, answered.as_ref().ok().map(|r| r.usage));
         answered
     }
 
@@ -217,8 +219,7 @@ impl<P: WireProtocol> HttpClient<P> {
     ) -> Result<ModelResponse, ModelError> {
         let (response, admitted) = self.attempt(request, true, body).await?;
         let answered = self.assemble(response, request, sink, delivered).await;
-        self.settle(admitted, answered.as_ref().ok().map(|r| &r.usage))
-            .await;
+        self.settle(admitted, answered.as_ref().ok().map(|r| r.usage));
         answered
     }
 

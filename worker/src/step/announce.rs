@@ -9,7 +9,7 @@
 //! from what it has seen, not from the event's `from`) or when it sees
 //! the run end.
 
-use deepfleet_proto::{RunEvent, RunRecord};
+use deepfleet_proto::{ParentLink, RunEvent, RunRecord};
 use deepfleet_store::Store;
 use tracing::warn;
 
@@ -29,18 +29,46 @@ pub fn event_of(run: &RunRecord, step: u64, from: u64, to: u64) -> RunEvent {
 
 /// Appends the commit's event to the run's stream and its parent's.
 pub async fn announce(store: &dyn Store, run: &RunRecord, step: u64, from: u64, to: u64) {
-    let event = event_of(run, step, from, to);
-    if let Err(e) = store.append_run_event(&run.run_id, &event).await {
-        warn!(run_id = %run.run_id, step, error = %e, "appending a run event");
-    }
-    if let Some(parent) = &run.parent {
-        let nested = RunEvent {
-            namespace: RunEvent::task_namespace(&parent.tool_call_id),
-            ..event
-        };
-        if let Err(e) = store.append_run_event(&parent.run_id, &nested).await {
-            warn!(run_id = %parent.run_id, step, error = %e, "appending a subagent event");
+    Announcement::of(run, step, from, to).send(store).await;
+}
+
+/// A commit's event, held until it is sent: a delivery that keeps the
+/// run's next step sends it beside that step's load, in the same round
+/// trip, instead of before it.
+pub struct Announcement {
+    event: RunEvent,
+    parent: Option<ParentLink>,
+}
+
+impl Announcement {
+    /// The event of `run`'s commit of `step` (see [`event_of`]).
+    pub fn of(run: &RunRecord, step: u64, from: u64, to: u64) -> Self {
+        Announcement {
+            event: event_of(run, step, from, to),
+            parent: run.parent.clone(),
         }
+    }
+
+    /// Appends the event to the run's stream and, for a subagent, to its
+    /// parent's, the two at once.
+    pub async fn send(self, store: &dyn Store) {
+        let Announcement { event, parent } = self;
+        let own = async {
+            if let Err(e) = store.append_run_event(&event.run_id, &event).await {
+                warn!(run_id = %event.run_id, step = event.step, error = %e, "appending a run event");
+            }
+        };
+        let nested = async {
+            let Some(parent) = &parent else { return };
+            let nested = RunEvent {
+                namespace: RunEvent::task_namespace(&parent.tool_call_id),
+                ..event.clone()
+            };
+            if let Err(e) = store.append_run_event(&parent.run_id, &nested).await {
+                warn!(run_id = %parent.run_id, step = event.step, error = %e, "appending a subagent event");
+            }
+        };
+        tokio::join!(own, nested);
     }
 }
 

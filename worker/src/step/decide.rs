@@ -13,8 +13,10 @@ use crate::step::halt::Halt;
 pub enum Decision {
     /// Run the step.
     Execute,
-    /// Step `n` was committed but its follow-ups may not have been
-    /// published (a crash between commit and publish): publish them again.
+    /// The thread is past step `n` and nothing was published since this
+    /// message: a crash between a commit and its publish, or while the
+    /// delivery ran the run's next steps itself. Publish what the thread's
+    /// step calls for.
     Republish,
     /// End the run: cancelled, past its deadline, or out of budget.
     Halt(Halt),
@@ -35,8 +37,12 @@ pub fn decide(
     halt: Option<Halt>,
 ) -> Decision {
     if step > job.step {
-        // Fencing: never run a step twice on top of itself.
-        return if step == job.step + 1 && published < step {
+        // Fencing: never run a step twice on top of itself. Whatever the
+        // thread's step calls for is published again only when no message
+        // has gone out since this one (`published <= job.step`): a
+        // delivery that kept the run's next steps (`driver::Hold`)
+        // committed them without publishing any.
+        return if published < step && published <= job.step {
             Decision::Republish
         } else {
             Decision::Skip("step already executed")
@@ -98,6 +104,17 @@ pub enum FollowUp {
 /// (its subagents work under its slots).
 pub fn holds_slots(run: &RunRecord) -> bool {
     run.parent.is_none() && !run.concurrency.is_empty()
+}
+
+/// The run's next step when it is all a commit must publish: only then
+/// may the delivery that ran the step keep it (`driver::Hold`); anything
+/// else (subagents, reports, the run's end) goes out through the queue.
+pub fn kept_step(follow: Vec<FollowUp>) -> Result<StepJob, Vec<FollowUp>> {
+    match <[FollowUp; 1]>::try_from(follow) {
+        Ok([FollowUp::Step(next)]) => Ok(next),
+        Ok([other]) => Err(vec![other]),
+        Err(follow) => Err(follow),
+    }
 }
 
 /// The follow-ups of a run whose thread is now at `step`.
@@ -209,12 +226,27 @@ mod tests {
             decide(&job(3), &r, 4, 4, None),
             Decision::Skip("step already executed")
         );
-        // Two steps behind: the follow-up was consumed, or it would not have
-        // committed; republishing would start a chain of duplicates.
+        // Two steps behind, with step 4's follow-up published: that
+        // message drives the run; republishing would start a chain of
+        // duplicates.
         assert_eq!(
             decide(&job(3), &r, 5, 4, None),
             Decision::Skip("step already executed")
         );
+        // Steps 4 and 5 ran under this message's delivery, which kept
+        // them and published nothing: it is still the run's only message.
+        assert_eq!(decide(&job(3), &r, 6, 3, None), Decision::Republish);
+        assert_eq!(decide(&job(3), &r, 6, 2, None), Decision::Republish);
+    }
+
+    #[test]
+    fn only_a_lone_next_step_is_kept() {
+        let r = run(RunStatus::Running);
+        assert_eq!(kept_step(follow_ups(&r, 4, None)), Ok(job(4)));
+        let report = vec![FollowUp::Step(job(4)), FollowUp::BatchDone("b".into())];
+        assert_eq!(kept_step(report.clone()), Err(report));
+        let ended = follow_ups(&run(RunStatus::Success), 4, None);
+        assert_eq!(kept_step(ended.clone()), Err(ended));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! reach the run's delta stream, coalesced.
 //!
 //! Workers stream only while a follower's [`Followed`] mark is fresh, so
-//! runs nobody watches pay one record read per step and keep the
+//! runs nobody watches pay one record read per step (sent with the
+//! step's load, in the same round trip) and keep the
 //! provider's own `stream` setting. A [`DeltaForwarder`] never blocks the
 //! model call: [`DeltaSink::deliver`] only queues, and a task of its own
 //! appends one [`RunDelta`] per source and [`FLUSH`] window (a 400-token

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use deepfleet_fleet::publish_deadline_check;
+use deepfleet_fleet::{publish_deadline_check, step_message};
 use deepfleet_model::Providers;
 use deepfleet_proto::{
     AgentSpec, ChildResult, ChildRun, ENVELOPE_VERSION, Envelope, ErrorCode, FileData, Job,
@@ -16,15 +16,17 @@ use deepfleet_queue::{Delivery, Queue};
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Checkpoint, CommitOutcome, Store, StoreError};
 use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::agent::{Agent, AgentCache, AgentOptions};
 use crate::error::StepError;
 use crate::events::{DeadLetterReason, Event, EventScope, EventSink, NoopSink};
-use crate::step::announce::announce;
+use crate::step::announce::Announcement;
 use crate::step::background::started_at;
 use crate::step::commit::Executed;
-use crate::step::decide::{Decision, FollowUp, decide, follow_ups};
+use crate::step::decide::{Decision, FollowUp, decide, follow_ups, kept_step};
+use crate::step::deltas;
 use crate::step::execute::{StepInput, execute};
 use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
@@ -50,6 +52,8 @@ pub struct StepRunner {
     pub(super) retry: RetryConfig,
     /// How long one step may run.
     step_timeout: std::time::Duration,
+    /// How long one delivery may keep running its run's next steps.
+    keep_run: std::time::Duration,
     pub(super) events: Arc<dyn EventSink>,
     /// Opens runs' sealed runtime context; `None` fails runs that have one.
     pub(super) context_key: Option<ContextKey>,
@@ -91,6 +95,7 @@ impl StepRunner {
             specs: SpecVersions::default(),
             retry,
             step_timeout: TimeLimits::default().step,
+            keep_run: TimeLimits::default().keep_run,
             events: Arc::new(NoopSink),
             context_key: None,
         }
@@ -100,6 +105,7 @@ impl StepRunner {
     /// [`crate::step::time_limits`]).
     pub fn with_time_limits(mut self, limits: TimeLimits) -> Self {
         self.step_timeout = limits.step;
+        self.keep_run = limits.keep_run;
         let options = AgentOptions {
             tool_timeout: limits.tool_call,
             ..self.agents.options().clone()
@@ -202,7 +208,12 @@ impl StepRunner {
 
     /// Handles one delivery and settles it. Never panics on bad input: a
     /// malformed message is dead-lettered with its reason.
-    pub async fn handle(&self, delivery: Box<dyn Delivery>) {
+    ///
+    /// A run's next step stays with the delivery (see [`Hold`]) until it
+    /// has been held for [`TimeLimits::keep_run`], a higher lane's message
+    /// waits for its slot, or `draining` fires; then it goes out to the
+    /// queue as always.
+    pub async fn handle(&self, delivery: Box<dyn Delivery>, draining: &CancellationToken) {
         let envelope = match serde_json::from_slice::<Envelope>(delivery.payload()) {
             Ok(e) if e.v == ENVELOPE_VERSION => e,
             Ok(e) => {
@@ -228,7 +239,7 @@ impl StepRunner {
                     .await;
             }
         };
-        let job = match envelope.job.clone() {
+        let mut job = match envelope.job.clone() {
             Job::Step(job) => job,
             // Boxed, as every rare branch here: each step's task is as large
             // as this future's largest state.
@@ -236,27 +247,57 @@ impl StepRunner {
                 return Box::pin(self.settle_deadline_check(delivery, &job)).await;
             }
         };
-        let scope = EventScope::of_job(&job.run_id, &job.thread_id);
-        let queue_wait = envelope
-            .published_at
-            .and_then(|at| (Utc::now() - at).to_std().ok());
-        self.events.emit(&scope, &Event::StepStarted { queue_wait });
-        let _in_flight = InFlight {
-            events: &*self.events,
-            scope: &scope,
+        let mut envelope = envelope;
+        let mut last_delivery = delivery.deliveries_left() == Some(0);
+        let hold = Hold {
+            delivery: &*delivery,
+            until: Instant::now() + self.keep_run,
+            draining,
         };
-        let last_delivery = delivery.deliveries_left() == Some(0);
-        // Abandoning a step is as safe as a crash: fencing makes a repeat
-        // of whatever it had done harmless.
-        let stepped = tokio::time::timeout(
-            self.step_timeout,
-            self.step(&job, envelope.traceparent.as_deref(), last_delivery),
-        )
-        .await
-        .unwrap_or(Err(Failure::Step(StepError::TimedOut(self.step_timeout))));
+        // The event of the commit before a kept step.
+        let mut announcing: Option<Announcement> = None;
+        let stepped = loop {
+            let scope = EventScope::of_job(&job.run_id, &job.thread_id);
+            let queue_wait = envelope
+                .published_at
+                .and_then(|at| (Utc::now() - at).to_std().ok());
+            self.events.emit(&scope, &Event::StepStarted { queue_wait });
+            let _in_flight = InFlight {
+                events: &*self.events,
+                scope: &scope,
+            };
+            // Abandoning a step is as safe as a crash: fencing makes a
+            // repeat of whatever it had done harmless.
+            let stepping = tokio::time::timeout(
+                self.step_timeout,
+                self.step(&job, envelope.traceparent.as_deref(), last_delivery, &hold),
+            );
+            // A kept step's load goes out beside the event of the commit
+            // before it: one round trip for both.
+            let announced = async {
+                if let Some(announcement) = announcing.take() {
+                    announcement.send(&*self.store).await;
+                }
+            };
+            let ((), stepped) = tokio::join!(announced, stepping);
+            let stepped =
+                stepped.unwrap_or(Err(Failure::Step(StepError::TimedOut(self.step_timeout))));
+            match stepped {
+                Ok(Some(Kept { next, announcement })) => {
+                    debug!(run = %next.run_id, step = next.step, "keeping the run's next step");
+                    envelope = step_message(next.clone(), None);
+                    job = next;
+                    last_delivery = false;
+                    announcing = Some(announcement);
+                }
+                Ok(None) => break Ok(()),
+                Err(failure) => break Err(failure),
+            }
+        };
         let settled = match stepped {
             Ok(()) => delivery.ack().await,
             Err(Failure::Reject(reason)) => {
+                let scope = EventScope::of_job(&job.run_id, &job.thread_id);
                 return self
                     .dead_letter(delivery, &scope, DeadLetterReason::Rejected, &reason)
                     .await;
@@ -296,43 +337,50 @@ impl StepRunner {
     /// [`StepError::LastDelivery`] instead, which goes out again as a fresh
     /// message (one attempt more, after a backoff), or ends the run once
     /// no attempt is left.
+    ///
+    /// Returns the run's next step when the delivery keeps it.
     async fn step(
         &self,
         job: &StepJob,
         traceparent: Option<&str>,
         last_delivery: bool,
-    ) -> Result<(), Failure> {
+        hold: &Hold<'_>,
+    ) -> Result<Option<Kept>, Failure> {
         let (decision, fetched) = self.load(job).await?;
         match decision {
             Decision::Skip(reason) => {
                 debug!(run = %job.run_id, step = job.step, reason, "skipping step message");
-                Ok(())
+                Ok(None)
             }
             Decision::Reject(reason) => Err(Failure::Reject(reason)),
             Decision::Republish => {
                 info!(run = %job.run_id, step = job.step, "republishing follow-ups of a redelivered step");
-                self.republish(&fetched.run, &fetched.checkpoint).await
+                self.republish(&fetched.run, &fetched.checkpoint).await?;
+                Ok(None)
             }
             Decision::Halt(halt) => {
                 info!(run = %job.run_id, step = job.step, ?halt, "stopping the run");
                 let (status, error) = halt.ending(&fetched.run);
-                let Fetched { run, checkpoint } = *fetched;
+                let Fetched {
+                    run, checkpoint, ..
+                } = *fetched;
                 Box::pin(self.end_run(run, checkpoint.step, status, error)).await?;
-                Ok(())
+                Ok(None)
             }
             Decision::Execute if last_delivery => Err(Failure::Step(StepError::LastDelivery)),
-            Decision::Execute => self.execute(job, fetched, traceparent).await,
+            Decision::Execute => self.execute(job, fetched, traceparent, hold).await,
         }
     }
 
     /// Loads the run and thread `job` steps and decides what to do.
     async fn load(&self, job: &StepJob) -> Result<(Decision, Box<Fetched>), Failure> {
-        // Three reads that do not depend on each other, sent together: on
-        // Redis they share one round trip instead of taking three.
-        let (run, checkpoint, cancel) = tokio::try_join!(
+        // Four reads that do not depend on each other, sent together: on
+        // Redis they share one round trip instead of taking four.
+        let (run, checkpoint, cancel, followed) = tokio::try_join!(
             self.store.get_run(&job.thread_id, &job.run_id),
             self.store.load_thread(&job.thread_id),
             self.store.cancel_requested(&job.thread_id, &job.run_id),
+            async { Ok(deltas::followed(&*self.store, &job.run_id).await) },
         )?;
         let Some(run) = run else {
             return Err(Failure::Reject(format!(
@@ -347,7 +395,12 @@ impl StepRunner {
             halt::check(self.store.as_ref(), &run, cancel, Utc::now()).await?
         };
         let decision = decide(job, &run, checkpoint.step, checkpoint.published, halt);
-        Ok((decision, Box::new(Fetched { run, checkpoint })))
+        let fetched = Fetched {
+            run,
+            checkpoint,
+            followed,
+        };
+        Ok((decision, Box::new(fetched)))
     }
 
     /// Publishes again what the committed step before `checkpoint` had to:
@@ -384,7 +437,8 @@ impl StepRunner {
         }
     }
 
-    /// Executes the step of `fetched` and commits the result.
+    /// Executes the step of `fetched` and commits the result; returns the
+    /// run's next step when `hold` keeps it.
     ///
     /// This future is what every step waiting on its model call holds, so
     /// it keeps little across that wait: the preparation and the commit
@@ -394,10 +448,11 @@ impl StepRunner {
         job: &StepJob,
         fetched: Box<Fetched>,
         traceparent: Option<&str>,
-    ) -> Result<(), Failure> {
+        hold: &Hold<'_>,
+    ) -> Result<Option<Kept>, Failure> {
         let Some(ready) = self.prepare(job, fetched, traceparent).await? else {
             debug!(run = %job.run_id, "step message before all subagents finished");
-            return Ok(());
+            return Ok(None);
         };
         let Ready {
             agent,
@@ -419,13 +474,13 @@ impl StepRunner {
                     info!(run = %job.run_id, step, "the run's deadline passed during its step");
                     let (status, error) = Halt::Timeout.ending(&stopped);
                     Box::pin(self.end_run(*stopped, step, status, error)).await?;
-                    return Ok(());
+                    return Ok(None);
                 }
                 Err(_) => return Err(Failure::Step(StepError::TimedOut(limit))),
             },
             None => executing.await?,
         };
-        Box::pin(self.commit(job, executed, &span, started, log_before)).await
+        Box::pin(self.commit(job, executed, &span, started, log_before, hold)).await
     }
 
     /// Everything the step needs before its model call: its subagents'
@@ -440,6 +495,7 @@ impl StepRunner {
         let Fetched {
             mut run,
             checkpoint,
+            followed,
         } = *fetched;
         let Some(children) = self.children(job, &checkpoint).await? else {
             return Ok(None);
@@ -481,6 +537,7 @@ impl StepRunner {
                 checkpoint,
                 children,
                 context,
+                followed,
             }),
             span,
             started,
@@ -491,7 +548,7 @@ impl StepRunner {
     }
 
     /// Commits an executed step; once committed, reports it, announces it
-    /// and publishes its follow-ups.
+    /// and publishes its follow-ups, or returns the next step `hold` keeps.
     async fn commit(
         &self,
         job: &StepJob,
@@ -499,7 +556,8 @@ impl StepRunner {
         span: &tracing::Span,
         started: Instant,
         log_before: u64,
-    ) -> Result<(), Failure> {
+        hold: &Hold<'_>,
+    ) -> Result<Option<Kept>, Failure> {
         match self.store.commit_step(&executed.commit).await? {
             CommitOutcome::Committed => {
                 let run = &executed.commit.run;
@@ -512,15 +570,15 @@ impl StepRunner {
                     },
                 );
                 span.in_scope(|| self.finished(&scope, run));
-                self.committed(executed, log_before).await
+                self.committed(executed, log_before, hold.may_keep()).await
             }
             CommitOutcome::Conflict { current } => {
                 debug!(run = %job.run_id, step = job.step, current, "another delivery committed this step");
-                Ok(())
+                Ok(None)
             }
             CommitOutcome::Gone => {
                 debug!(run = %job.run_id, step = job.step, "the run's thread was deleted or expired");
-                Ok(())
+                Ok(None)
             }
         }
     }
@@ -547,39 +605,49 @@ impl StepRunner {
     }
 
     /// After the commit: the run event, then the follow-ups.
-    async fn committed(&self, executed: Executed, log_before: u64) -> Result<(), Failure> {
+    ///
+    /// When the only follow-up is the run's next step and the delivery may
+    /// `keep` it, that step is returned instead, unpublished and unmarked,
+    /// with the event still to send: should the worker die while running
+    /// it, the redelivered message finds the thread ahead of it with
+    /// nothing published since, and publishes the step the thread is at
+    /// (see [`decide`]).
+    async fn committed(
+        &self,
+        executed: Executed,
+        log_before: u64,
+        keep: bool,
+    ) -> Result<Option<Kept>, Failure> {
         let Executed {
             commit,
             files,
             child_state,
             spawned,
         } = executed;
+        let run = &commit.run;
         let log_after = log_before + commit.messages.len() as u64;
-        let committed = Committed {
-            run: &commit.run,
-            step: commit.step + 1,
-            pending: commit.pending.as_ref(),
-            spawned,
-            files: &files,
-            child_state: &child_state,
+        let announcement = Announcement::of(run, commit.step, log_before, log_after);
+        let step = commit.step + 1;
+        let follow = match kept_step(all_follow_ups(spawned, run, step, commit.pending.as_ref())) {
+            Ok(next) if keep => {
+                // Before the step runs, so that it sees what this one spent.
+                spend::report(self.store.as_ref(), run).await?;
+                return Ok(Some(Kept { next, announcement }));
+            }
+            Ok(next) => vec![FollowUp::Step(next)],
+            Err(follow) => follow,
         };
         // The event goes out beside the follow-ups, not before them: it is
         // a notice (sent first all the same), the follow-ups the record.
         let ((), published) = tokio::join!(
-            announce(
-                &*self.store,
-                &commit.run,
-                commit.step,
-                log_before,
-                log_after,
-            ),
-            self.publish_follow_ups(committed)
+            announcement.send(&*self.store),
+            self.publish(run, step, follow, &files, &child_state)
         );
-        Ok(published?)
+        published?;
+        Ok(None)
     }
 
-    /// Publishes a committed step's follow-ups, background tasks first
-    /// (the parent's next step may check them), then marks them published.
+    /// Publishes a committed step's follow-ups (see [`Committed`]).
     pub(super) async fn publish_follow_ups(
         &self,
         committed: Committed<'_>,
@@ -592,15 +660,48 @@ impl StepRunner {
             files,
             child_state,
         } = committed;
+        let follow = all_follow_ups(spawned, run, step, pending);
+        self.publish(run, step, follow, files, child_state).await
+    }
+
+    /// Publishes `follow`, the follow-ups of `run`'s thread now at `step`,
+    /// then marks them published.
+    async fn publish(
+        &self,
+        run: &RunRecord,
+        step: u64,
+        follow: Vec<FollowUp>,
+        files: &BTreeMap<String, FileData>,
+        child_state: &Map<String, Value>,
+    ) -> Result<(), StepError> {
         // Before the next step goes out, so that step sees what this one
         // spent.
         spend::report(self.store.as_ref(), run).await?;
-        let mut follow: Vec<FollowUp> = spawned.into_iter().map(FollowUp::StartChild).collect();
-        follow.extend(follow_ups(run, step, pending));
         follow_up::publish(&*self.queue, &*self.store, run, follow, files, child_state).await?;
         self.store.mark_published(&run.thread_id, step).await?;
         Ok(())
     }
+}
+
+/// Everything a committed step of `run` (its thread now at `step`) must
+/// publish: the background tasks it started first (the parent's next step
+/// may check them), then the run's own follow-ups.
+fn all_follow_ups(
+    spawned: Vec<ChildRun>,
+    run: &RunRecord,
+    step: u64,
+    pending: Option<&PendingTools>,
+) -> Vec<FollowUp> {
+    let mut follow: Vec<FollowUp> = spawned.into_iter().map(FollowUp::StartChild).collect();
+    follow.extend(follow_ups(run, step, pending));
+    follow
+}
+
+/// The run's next step, kept by the delivery that ran the step before it,
+/// and that step's commit event, still to send.
+struct Kept {
+    next: StepJob,
+    announcement: Announcement,
 }
 
 /// A run and its thread as a step loaded them. Handed down boxed: an
@@ -610,6 +711,8 @@ impl StepRunner {
 struct Fetched {
     run: RunRecord,
     checkpoint: Checkpoint,
+    /// Whether someone streams the run (`deltas::followed`).
+    followed: bool,
 }
 
 /// A step ready to execute, and what its end needs.
@@ -646,8 +749,32 @@ pub(super) struct Committed<'a> {
     pub(super) child_state: &'a Map<String, Value>,
 }
 
-/// Reports the end of a delivery however `handle` returns, so the
-/// in-flight gauge cannot drift.
+/// The delivery a step runs under, and what decides whether it keeps the
+/// run's next step: running it at once saves the hop through the queue
+/// (a publish confirmed by the broker's log, a delivery and an ack), the
+/// largest part of a fleet step's overhead.
+///
+/// The unsettled message stays the run's durable record: a worker that
+/// dies has it redelivered, and fencing turns it into the step the thread
+/// is at. A delivery gives the run back to the queue once it has been
+/// held for [`TimeLimits::keep_run`] (runs queued behind take turns, and
+/// the broker's `consumer_timeout` stays far), as soon as an interactive
+/// message waits for its slot ([`Delivery::outranked`]), and when the
+/// worker drains.
+pub(super) struct Hold<'a> {
+    delivery: &'a dyn Delivery,
+    until: Instant,
+    draining: &'a CancellationToken,
+}
+
+impl Hold<'_> {
+    fn may_keep(&self) -> bool {
+        Instant::now() < self.until && !self.draining.is_cancelled() && !self.delivery.outranked()
+    }
+}
+
+/// Reports the end of a step however it returns, so the in-flight gauge
+/// cannot drift.
 struct InFlight<'a> {
     events: &'a dyn EventSink,
     scope: &'a EventScope,

@@ -33,6 +33,8 @@ pub struct StepInput {
     pub children: Vec<ChildResult>,
     /// The run's runtime context, opened for this step.
     pub context: Option<serde_json::Value>,
+    /// Whether someone streamed the run when the step loaded it.
+    pub followed: bool,
 }
 
 /// Runs one step of `input.run` of `agent` (from `spec`). `store` serves
@@ -133,6 +135,7 @@ fn open(
         mut checkpoint,
         children,
         context,
+        followed,
     } = *input;
     let files = StateBackend::with_limits(std::mem::take(&mut checkpoint.files), agent.file_limits);
     let configured = routes::build(&spec, &run.tenant, context.as_ref(), store, &files)?;
@@ -146,6 +149,7 @@ fn open(
     cx.history = checkpoint.messages;
     cx.state = Mutex::new(checkpoint.state);
     cx.context = context;
+    cx.followed = followed;
     cx.store = configured.store;
     cx.compaction = StepCompaction::new(checkpoint.context, checkpoint.tokens);
     cx.fleet_store = Some(Arc::clone(store));

@@ -16,7 +16,7 @@ use crate::context::StepContext;
 use crate::error::StepError;
 use crate::events::Event;
 use crate::middleware::ModelNext;
-use crate::step::deltas::{self, DeltaForwarder};
+use crate::step::deltas::DeltaForwarder;
 use crate::step::{call_ids, spans};
 
 /// Calls the model for thread step `step`: the model's turn, its usage
@@ -37,7 +37,7 @@ pub async fn call_model(
     request.rate.claim = Some(format!("{}:{step}", cx.run.thread_id));
     // A followed run streams this call's tokens (and a summary's) to its
     // delta stream; all are appended before the step commits.
-    let forwarder = forwarder(cx, store, step).await;
+    let forwarder = forwarder(cx, store, step);
     cx.deltas = forwarder
         .as_ref()
         .map(|f| Arc::clone(f) as Arc<dyn DeltaSink>);
@@ -119,12 +119,8 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
 }
 
 /// A forwarder of the call's deltas when someone follows the run.
-async fn forwarder(
-    cx: &StepContext,
-    store: &Arc<dyn Store>,
-    step: u64,
-) -> Option<Arc<DeltaForwarder>> {
-    if !deltas::followed(store.as_ref(), &cx.run.run_id).await {
+fn forwarder(cx: &StepContext, store: &Arc<dyn Store>, step: u64) -> Option<Arc<DeltaForwarder>> {
+    if !cx.followed {
         return None;
     }
     let index = u64::try_from(cx.history.len() + cx.added.len()).unwrap_or(u64::MAX);

@@ -8,6 +8,10 @@
 //! done harmless); after `worker.max_attempts` the run ends
 //! `attempts_exhausted` naming the limit. Either way no step holds a
 //! worker's slot forever.
+//!
+//! A delivery that runs its run's next steps itself (`driver::Hold`)
+//! hands the run back to the queue once it has been held for
+//! [`TimeLimits::keep_run`], so it is held at most that plus one step.
 
 use std::time::Duration;
 
@@ -21,6 +25,11 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 /// close the worker's channel over the unacknowledged delivery.
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(1_200);
 
+/// Default time one delivery may keep running its run's steps: long
+/// against a fleet step's millisecond of overhead, short against the
+/// queue's turns and the broker's `consumer_timeout`.
+pub const DEFAULT_KEEP_RUN: Duration = Duration::from_secs(10);
+
 /// The time limits a worker runs its steps under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimeLimits {
@@ -28,6 +37,9 @@ pub struct TimeLimits {
     pub step: Duration,
     /// One tool call, through the middleware that wraps it.
     pub tool_call: Duration,
+    /// How long one delivery may keep running its run's next steps
+    /// before it publishes the next one; zero publishes every step.
+    pub keep_run: Duration,
 }
 
 impl Default for TimeLimits {
@@ -35,6 +47,7 @@ impl Default for TimeLimits {
         TimeLimits {
             step: DEFAULT_STEP_TIMEOUT,
             tool_call: DEFAULT_TOOL_TIMEOUT,
+            keep_run: DEFAULT_KEEP_RUN,
         }
     }
 }
