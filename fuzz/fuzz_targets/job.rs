@@ -26,6 +26,7 @@ use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::{Store, ThreadSeed};
 use deepfleet_worker::{RetryConfig, StepRunner};
 use libfuzzer_sys::fuzz_target;
+use tokio_util::sync::CancellationToken;
 
 fuzz_target!(|payload: &[u8]| {
     let decoded = serde_json::from_slice::<Envelope>(payload);
@@ -93,7 +94,7 @@ async fn handle(payload: &[u8]) -> Vec<(String, Vec<u8>)> {
         .await
         .expect("a delivery")
         .expect("no error");
-    runner.handle(delivery).await;
+    runner.handle(delivery, &CancellationToken::new()).await;
     if queue.depth().await.expect("depth") != Some(0) {
         let next = consumer
             .next()

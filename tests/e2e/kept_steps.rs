@@ -122,6 +122,10 @@ async fn a_stopping_worker_hands_its_kept_run_back_after_the_step() {
 
     fleet.spawn_worker().unwrap();
     finished_once(&mut fleet, follower).await;
-    assert_eq!(server.requests().len(), CALLS as usize, "a call was made twice");
+    assert_eq!(
+        server.requests().len(),
+        CALLS as usize,
+        "a call was made twice"
+    );
     fleet.shutdown().await.unwrap();
 }
