@@ -317,6 +317,41 @@ async fn amqp_delivery_limit_dead_letters() {
     .await;
 }
 
+/// A prefetch past what one channel holds is spread over several: every
+/// delivery of the prefetch arrives unsettled, no more, and acks in any
+/// order let the next one in.
+#[tokio::test]
+async fn amqp_a_large_prefetch_is_spread_over_channels() {
+    on_amqp(10, |q, _| async move {
+        const PREFETCH: u16 = 1_200;
+        let publishes = (0..=PREFETCH).map(|i| q.publish(i.to_be_bytes().to_vec(), None));
+        for published in futures::future::join_all(publishes).await {
+            published.unwrap();
+        }
+        let mut consumer = q.consume(PREFETCH).await.unwrap();
+        let mut held = Vec::new();
+        for _ in 0..PREFETCH {
+            held.push(next(&mut consumer).await);
+        }
+        nothing_within(&mut consumer, QUIET).await;
+        assert!(
+            q.consumers().await.unwrap() > Some(1),
+            "one channel would hold all"
+        );
+        let mut seen: Vec<Vec<u8>> = held.iter().map(|d| d.payload().to_vec()).collect();
+        while let Some(delivery) = held.pop() {
+            delivery.ack().await.unwrap();
+        }
+        let last = next(&mut consumer).await;
+        seen.push(last.payload().to_vec());
+        last.ack().await.unwrap();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), usize::from(PREFETCH) + 1);
+    })
+    .await;
+}
+
 /// The broker closes the connection under a consumer holding a delivery:
 /// lapin recovers it, a publish made meanwhile waits for the recovery and
 /// succeeds, the old delivery can no longer be settled (`Settle`), and the

@@ -16,7 +16,9 @@
 //!
 //! Publishes wait for publisher confirms and are `mandatory`, so a message
 //! the broker did not store, or could not route, is an error rather than a
-//! silent loss. Consumers ack manually with a bounded prefetch.
+//! silent loss. Consumers ack manually with a bounded prefetch, spread over
+//! channels of at most `spread::CHANNEL_PREFETCH` deliveries (the broker's
+//! cost of an out-of-order ack grows with its channel's unacked count).
 //!
 //! The connection recovers by itself, however long the broker is away
 //! (lapin's auto-recovery, with a back-off capped at a few seconds,
@@ -38,6 +40,7 @@ mod consumer;
 mod dead_letters;
 mod recovery;
 mod replies;
+mod spread;
 mod topology;
 mod uri;
 
@@ -55,7 +58,6 @@ use lapin::types::FieldTable;
 use lapin::{BasicProperties, Channel, Confirmation, Connect, Connection};
 
 use crate::{Consumer, Queue, QueueError};
-use consumer::AmqpConsumer;
 use recovery::{Backoff, Health};
 pub use replies::UNREACHABLE_REPLY_TO_HEADER;
 use topology::Names;
@@ -567,8 +569,7 @@ impl Queue for AmqpQueue {
     }
 
     async fn consume(&self, prefetch: u16) -> Result<Box<dyn Consumer>, QueueError> {
-        let consumer = AmqpConsumer::subscribe(Arc::clone(&self.shared), prefetch).await?;
-        Ok(Box::new(consumer))
+        spread::subscribe(&self.shared, prefetch).await
     }
 
     async fn depth(&self) -> Result<Option<u64>, QueueError> {

@@ -124,8 +124,9 @@ impl Fleet {
     }
 
     /// Whether at least `n` consumers are attached to the step queue (each
-    /// worker process attaches one once it is ready); `false` while the
-    /// broker cannot tell.
+    /// worker process attaches one once it is ready, more with a
+    /// concurrency past what one channel holds); `false` while the broker
+    /// cannot tell.
     pub async fn consumers_at_least(&self, n: usize) -> bool {
         match self.queue.consumers().await {
             Ok(Some(count)) => usize::try_from(count).is_ok_and(|count| count >= n),
