@@ -18,7 +18,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deepfleet_proto::Priority;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 
 use crate::{Consumer, Delivery, Queue, QueueError, ReplyAddress};
 
@@ -108,31 +108,33 @@ struct LanesConsumer {
     /// Tells whether an interactive delivery waits ([`Delivery::outranked`]).
     interactive_waiting: Waiting,
     permits: Arc<Semaphore>,
-    tasks: [JoinHandle<()>; 2],
+    /// The lanes' forwarding tasks, aborted when the consumer is dropped.
+    _tasks: JoinSet<()>,
     /// Interactive deliveries handed out since the last batch one.
     streak: u32,
 }
 
 impl LanesConsumer {
     fn new(interactive: Box<dyn Consumer>, batch: Box<dyn Consumer>, prefetch: u16) -> Self {
-        let (interactive_task, interactive_feed, interactive_waiting) = forward(interactive);
-        let (batch_task, batch_feed, _) = forward(batch);
+        let mut tasks = JoinSet::new();
+        let (interactive_feed, interactive_waiting) = forward(&mut tasks, interactive);
+        let (batch_feed, _) = forward(&mut tasks, batch);
         LanesConsumer {
             interactive: interactive_feed,
             batch: batch_feed,
             interactive_waiting,
             permits: Arc::new(Semaphore::new(usize::from(prefetch.max(1)))),
-            tasks: [interactive_task, batch_task],
+            _tasks: tasks,
             streak: 0,
         }
     }
 }
 
 /// A task taking `consumer`'s deliveries into a channel of one.
-fn forward(mut consumer: Box<dyn Consumer>) -> (JoinHandle<()>, Feed, Waiting) {
+fn forward(tasks: &mut JoinSet<()>, mut consumer: Box<dyn Consumer>) -> (Feed, Waiting) {
     let (tx, rx) = mpsc::channel(1);
     let waiting = tx.downgrade();
-    let task = tokio::spawn(async move {
+    tasks.spawn(async move {
         while let Some(delivery) = consumer.next().await {
             if tx.send(delivery).await.is_err() {
                 // The consumer of both lanes is gone; an unsettled
@@ -141,15 +143,7 @@ fn forward(mut consumer: Box<dyn Consumer>) -> (JoinHandle<()>, Feed, Waiting) {
             }
         }
     });
-    (task, rx, waiting)
-}
-
-impl Drop for LanesConsumer {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
+    (rx, waiting)
 }
 
 #[async_trait]

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
+use tokio::task::JoinSet;
 
 use super::Shared;
 use super::consumer::AmqpConsumer;
@@ -62,7 +62,8 @@ type Handed = Option<Box<dyn Delivery>>;
 /// connection whose loss ends them.
 struct Spread {
     feed: mpsc::Receiver<Handed>,
-    tasks: Vec<JoinHandle<()>>,
+    /// The channels' draining tasks, aborted when the consumer is dropped.
+    _tasks: JoinSet<()>,
 }
 
 impl Spread {
@@ -70,38 +71,33 @@ impl Spread {
         // One place per channel: a task waiting to hand over holds at most
         // one delivery, counted in its channel's prefetch.
         let (tx, feed) = mpsc::channel(consumers.len());
-        let tasks = consumers
-            .into_iter()
-            .map(|mut consumer| {
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    loop {
-                        let handed = match consumer.next().await {
-                            Some(Ok(delivery)) => Some(delivery),
-                            // The consumer resubscribed already and backs
-                            // off itself; the others go on meanwhile.
-                            Some(Err(e)) => {
-                                tracing::warn!(error = %e, "a consumer channel was interrupted; going on");
-                                continue;
+        let mut tasks = JoinSet::new();
+        for mut consumer in consumers {
+            let tx = tx.clone();
+            tasks.spawn(async move {
+                loop {
+                    match consumer.next().await {
+                        Some(Ok(delivery)) => {
+                            if tx.send(Some(delivery)).await.is_err() {
+                                return;
                             }
-                            None => None,
-                        };
-                        let ended = handed.is_none();
-                        if tx.send(handed).await.is_err() || ended {
+                        }
+                        // The consumer resubscribed already and backs off
+                        // itself; the others go on meanwhile.
+                        Some(Err(e)) => {
+                            tracing::warn!(error = %e, "a consumer channel was interrupted; going on");
+                        }
+                        None => {
+                            let _ = tx.send(None).await;
                             return;
                         }
                     }
-                })
-            })
-            .collect();
-        Spread { feed, tasks }
-    }
-}
-
-impl Drop for Spread {
-    fn drop(&mut self) {
-        for task in &self.tasks {
-            task.abort();
+                }
+            });
+        }
+        Spread {
+            feed,
+            _tasks: tasks,
         }
     }
 }
