@@ -23,14 +23,11 @@ use crate::faults::{self, Fault, Wire};
 use crate::{AppState, arguments_object, error_response, pieces, sse_response};
 
 pub(crate) async fn messages(State(state): State<AppState>, body: Bytes) -> Response {
-    let value = match state.receive(&body).await {
-        Ok(value) => value,
+    let request: MessagesRequest = match state.receive(&body, "messages request").await {
+        Ok(request) => request,
         Err(message) => return error(400, message, None),
     };
-    let request: MessagesRequest = match serde_json::from_value(value) {
-        Ok(request) => request,
-        Err(e) => return error(400, format!("not a messages request: {e}"), None),
-    };
+
     let stream = request.stream == Some(true);
     let request = to_neutral(request);
     let fault = state.fault();

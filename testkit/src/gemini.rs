@@ -29,7 +29,8 @@ pub(crate) async fn generate(
     Path(call): Path<String>,
     body: Bytes,
 ) -> Response {
-    let value = match state.receive(&body).await {
+    // Read as JSON first: a bad method is refused before the body's shape.
+    let value: Value = match state.receive(&body, "JSON value").await {
         Ok(value) => value,
         Err(message) => return error(400, message, None),
     };

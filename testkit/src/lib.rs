@@ -57,6 +57,7 @@ use deepfleet_model::{ModelRequest, ModelResponse};
 use deepfleet_replay::{ReplayEngine, ScriptedError};
 use faults::{Fault, Faults};
 use limits::{Enforcer, ServerLimits};
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -85,24 +86,38 @@ struct AppState {
 }
 
 impl AppState {
-    /// Parses and records a request body (before anything can reject it,
-    /// so a test can inspect a request the engine refuses), then waits
-    /// out the latency.
-    async fn receive(&self, body: &Bytes) -> Result<Value, String> {
+    /// Parses a request body as `T`, a protocol's request (`what`, for
+    /// the error), and records it when the server keeps a log (before
+    /// anything can reject it, so a test can inspect a request the engine
+    /// refuses), then waits out the latency. A body that is not JSON is
+    /// refused at once.
+    async fn receive<T: DeserializeOwned>(&self, body: &Bytes, what: &str) -> Result<T, String> {
         let arrived = Instant::now();
-        let value: Value =
-            serde_json::from_slice(body).map_err(|e| format!("the body is not JSON: {e}"))?;
-        if let Some(requests) = &self.requests {
-            requests
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push((arrived, value.clone()));
-        }
+        let not_json = |e: serde_json::Error| format!("the body is not JSON: {e}");
+        let parsed = match &self.requests {
+            Some(requests) => {
+                let value: Value = serde_json::from_slice(body).map_err(not_json)?;
+                requests
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .push((arrived, value.clone()));
+                serde_json::from_value(value).map_err(|e| format!("not a {what}: {e}"))
+            }
+            // Without a log, each body is read once, straight into the
+            // request: the bench's server shares the machine it measures.
+            None => match serde_json::from_slice(body) {
+                Ok(request) => Ok(request),
+                Err(e) => {
+                    serde_json::from_slice::<IgnoredAny>(body).map_err(not_json)?;
+                    Err(format!("not a {what}: {e}"))
+                }
+            },
+        };
         let latency = self.latency + self.engine.latency();
         if !latency.is_zero() {
             tokio::time::sleep(latency).await;
         }
-        Ok(value)
+        parsed
     }
 
     /// The fault the current request gets, if any.

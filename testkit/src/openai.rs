@@ -22,14 +22,11 @@ pub(crate) async fn complete(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let value = match state.receive(&body).await {
-        Ok(value) => value,
+    let request: ChatRequest = match state.receive(&body, "chat completions request").await {
+        Ok(request) => request,
         Err(message) => return invalid_request(message),
     };
-    let request: ChatRequest = match serde_json::from_value(value) {
-        Ok(request) => request,
-        Err(e) => return invalid_request(format!("not a chat completions request: {e}")),
-    };
+
     let stream = request.stream == Some(true);
     let fault = state.fault();
     faults::respond(fault, &Chat, stream, |oversized| {
