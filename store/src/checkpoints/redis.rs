@@ -124,7 +124,7 @@ impl Checkpoints for RedisStore {
             .enumerate()
             .map(|(i, raw)| {
                 self.codec()
-                    .decode(&format!("{key}[{}]", base + from + i as u64), raw)
+                    .decode(format_args!("{key}[{}]", base + from + i as u64), raw)
             })
             .collect()
     }
@@ -293,16 +293,22 @@ fn checkpoint(
     let files_rev = counter("files_rev", meta.remove("files_rev"))?;
     let generation = meta.remove("gen");
     let update: Option<UpdateMark> =
-        codec.decode_opt(&format!("{} update", keys.meta), meta.remove("update"))?;
+        codec.decode_opt(format_args!("{} update", keys.meta), meta.remove("update"))?;
     let notes: Option<CheckpointNotes> =
-        codec.decode_opt(&format!("{} notes", keys.meta), meta.remove("notes"))?;
+        codec.decode_opt(format_args!("{} notes", keys.meta), meta.remove("notes"))?;
     let state: Map<String, Value> = codec
-        .decode_opt(&format!("{} state", keys.meta), meta.remove("state"))?
+        .decode_opt(format_args!("{} state", keys.meta), meta.remove("state"))?
         .unwrap_or_default();
-    let pending = codec.decode_opt(&format!("{} pending", keys.meta), meta.remove("pending"))?;
+    let pending = codec.decode_opt(
+        format_args!("{} pending", keys.meta),
+        meta.remove("pending"),
+    )?;
     let tokens = counter("tokens", meta.remove("tokens"))?;
     let context = codec
-        .decode_opt(&format!("{} context", keys.meta), meta.remove("context"))?
+        .decode_opt(
+            format_args!("{} context", keys.meta),
+            meta.remove("context"),
+        )?
         .unwrap_or_default();
     let tail = Tail {
         base: log_base,
@@ -311,14 +317,14 @@ fn checkpoint(
         messages: log
             .iter()
             .enumerate()
-            .map(|(i, raw)| codec.decode(&format!("{}[{}]", keys.log, from + i as u64), raw))
+            .map(|(i, raw)| codec.decode(format_args!("{}[{}]", keys.log, from + i as u64), raw))
             .collect::<Result<_, _>>()?,
         files: if files_read == 1 {
             let bytes = stored_bytes(files.iter().flat_map(|(path, file)| [path, file]));
             let files = files
                 .into_iter()
                 .map(|(path, raw)| {
-                    let file = codec.decode(&format!("{} {path}", keys.files), &raw)?;
+                    let file = codec.decode(format_args!("{} {path}", keys.files), &raw)?;
                     Ok((path, file))
                 })
                 .collect::<Result<_, StoreError>>()?;

@@ -56,7 +56,7 @@ impl History for RedisStore {
         let log = log
             .iter()
             .enumerate()
-            .map(|(i, raw)| self.codec().decode(&format!("{log_key}[{i}]"), raw))
+            .map(|(i, raw)| self.codec().decode(format_args!("{log_key}[{i}]"), raw))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Timeline {
             step: counter("step", &step)?,
@@ -156,7 +156,7 @@ impl History for RedisStore {
                 return Ok(None);
             }
             let current: Option<CheckpointNotes> =
-                codec.decode_opt(&format!("{meta} notes"), raw.clone())?;
+                codec.decode_opt(format_args!("{meta} notes"), raw.clone())?;
             let notes = CheckpointNotes::patched(current, step, metadata);
             let call = Call::new(
                 &NOTE_CHECKPOINT,
@@ -196,7 +196,7 @@ fn entries(codec: &Codec, key: &str, raw: &[String]) -> Result<Vec<Logged>, Stor
                     key: at.clone(),
                     reason: format!("{len:?}: {e}"),
                 })?;
-            let change: Change = codec.decode(&format!("{key}[{}]", 2 * i + 1), change)?;
+            let change: Change = codec.decode(format_args!("{key}[{}]", 2 * i + 1), change)?;
             Ok(Logged { log_len, change })
         })
         .collect()

@@ -104,7 +104,7 @@ impl Items for RedisStore {
                 redis::cmd("HGET").arg(&items).arg(key),
             )
             .await?;
-        self.codec().decode_opt(&format!("{items} {key}"), raw)
+        self.codec().decode_opt(format_args!("{items} {key}"), raw)
     }
 
     async fn delete_item(&self, namespace: &[String], key: &str) -> Result<(), StoreError> {

@@ -1,6 +1,8 @@
 //! JSON in and out of Redis values, sealed under the store's keyring when
 //! it has one (see [`crate::at_rest`]).
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -52,35 +54,46 @@ impl Codec {
     }
 
     /// The JSON text of a stored value: opened when sealed.
-    pub(crate) fn open(&self, key: &str, raw: &str) -> Result<String, StoreError> {
-        if !at_rest::is_sealed(raw) {
-            return Ok(raw.to_owned());
-        }
-        let sealed = |reason| StoreError::Sealed {
-            key: key.to_owned(),
-            reason,
-        };
-        let keyring = self.keyring.as_ref().ok_or_else(|| {
-            sealed(OpenError::NoKeyring(
-                at_rest::key_id(raw).unwrap_or("?").to_owned(),
-            ))
-        })?;
-        let plain = keyring.open(raw).map_err(sealed)?;
-        String::from_utf8(plain).map_err(|e| StoreError::Corrupt {
-            key: key.to_owned(),
-            reason: e.to_string(),
-        })
+    pub(crate) fn open(&self, key: impl fmt::Display, raw: &str) -> Result<String, StoreError> {
+        Ok(self.open_borrowed(key, raw)?.into_owned())
     }
 
-    /// Decodes the value stored at `key`.
+    /// [`Codec::open`], borrowing a clear value instead of copying it.
+    fn open_borrowed<'r>(
+        &self,
+        key: impl fmt::Display,
+        raw: &'r str,
+    ) -> Result<Cow<'r, str>, StoreError> {
+        if !at_rest::is_sealed(raw) {
+            return Ok(Cow::Borrowed(raw));
+        }
+        let sealed = |reason| StoreError::Sealed {
+            key: key.to_string(),
+            reason,
+        };
+        let Some(keyring) = self.keyring.as_ref() else {
+            let id = at_rest::key_id(raw).unwrap_or("?").to_owned();
+            return Err(sealed(OpenError::NoKeyring(id)));
+        };
+        let plain = keyring.open(raw).map_err(sealed)?;
+        String::from_utf8(plain)
+            .map(Cow::Owned)
+            .map_err(|e| StoreError::Corrupt {
+                key: key.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// Decodes the value stored at `key` (written out only in an error, so
+    /// a caller decoding many values can name each without allocating).
     pub(crate) fn decode<T: DeserializeOwned>(
         &self,
-        key: &str,
+        key: impl fmt::Display,
         raw: &str,
     ) -> Result<T, StoreError> {
-        let json = self.open(key, raw)?;
+        let json = self.open_borrowed(&key, raw)?;
         serde_json::from_str(&json).map_err(|e| StoreError::Corrupt {
-            key: key.to_owned(),
+            key: key.to_string(),
             reason: e.to_string(),
         })
     }
@@ -88,7 +101,7 @@ impl Codec {
     /// Decodes an optional value stored at `key`.
     pub(crate) fn decode_opt<T: DeserializeOwned>(
         &self,
-        key: &str,
+        key: impl fmt::Display,
         raw: Option<String>,
     ) -> Result<Option<T>, StoreError> {
         raw.map(|raw| self.decode(key, &raw)).transpose()

@@ -123,7 +123,7 @@ impl RedisStore {
                     })?;
                 Ok((
                     id.clone(),
-                    self.codec().decode(&format!("{key} {id}"), raw)?,
+                    self.codec().decode(format_args!("{key} {id}"), raw)?,
                 ))
             })
             .collect()

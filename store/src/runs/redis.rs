@@ -178,7 +178,7 @@ fn merge_state(
 ) -> Result<Map<String, Value>, StoreError> {
     let meta = keys.thread_meta(thread_id);
     let mut state: Map<String, Value> = match seen {
-        Some(raw) => codec.decode(&format!("{meta} state"), raw)?,
+        Some(raw) => codec.decode(format_args!("{meta} state"), raw)?,
         None => Map::new(),
     };
     state.extend(seed.iter().map(|(k, v)| (k.clone(), v.clone())));
