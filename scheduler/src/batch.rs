@@ -50,6 +50,13 @@ impl BatchFollower {
         self.waiting.len()
     }
 
+    /// The runs still going, as (run id, thread id).
+    pub fn waiting(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.waiting
+            .iter()
+            .map(|(run, thread)| (run.as_str(), thread.as_str()))
+    }
+
     /// Result lines of runs that finished since the last call (possibly
     /// none), from the batch's done list. Duplicate notices (a
     /// republished follow-up) are ignored.

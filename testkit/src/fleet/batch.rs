@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use anyhow::{Context, ensure};
+use anyhow::{Context, bail, ensure};
 use deepfleet_proto::{AgentSpec, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::DeadLetter;
 use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
@@ -200,12 +200,14 @@ impl Fleet {
         let mut results = Vec::new();
         let deadline = Instant::now() + self.run_limit;
         while follower.remaining() > 0 {
-            ensure!(
-                Instant::now() < deadline,
-                "{} runs did not finish in time ({} did)",
-                follower.remaining(),
-                results.len()
-            );
+            if Instant::now() >= deadline {
+                bail!(
+                    "{} runs did not finish in time ({} did): {}",
+                    follower.remaining(),
+                    results.len(),
+                    self.describe(&follower).await
+                );
+            }
             let lines = follower.poll().await?;
             if lines.is_empty() {
                 tokio::time::sleep(self.poll_every).await;
@@ -216,6 +218,42 @@ impl Fleet {
             }
         }
         Ok(results)
+    }
+}
+
+impl Fleet {
+    /// Where the first few runs `follower` still waits for stand, and
+    /// the subagents they wait on: what a test that timed out reports.
+    async fn describe(&self, follower: &BatchFollower) -> String {
+        let mut out = Vec::new();
+        let mut runs: Vec<(String, String, u32)> = follower
+            .waiting()
+            .take(5)
+            .map(|(run, thread)| (run.to_owned(), thread.to_owned(), 0))
+            .collect();
+        while let Some((run, thread, depth)) = runs.pop() {
+            let record = self.store.get_run(&thread, &run).await;
+            let checkpoint = self.store.load_thread(&thread).await;
+            let status = match &record {
+                Ok(Some(record)) => format!("{:?} after {} steps", record.status, record.steps),
+                other => format!("{other:?}"),
+            };
+            match checkpoint {
+                Ok(checkpoint) => {
+                    out.push(format!(
+                        "{}run {run}: {status}, thread at step {} (published {})",
+                        "  ".repeat(depth as usize),
+                        checkpoint.step,
+                        checkpoint.published
+                    ));
+                    for child in checkpoint.pending.iter().flat_map(|p| &p.children) {
+                        runs.push((child.run_id.clone(), child.thread_id.clone(), depth + 1));
+                    }
+                }
+                Err(e) => out.push(format!("run {run}: {status}, thread: {e}")),
+            }
+        }
+        out.join("; ")
     }
 }
 
