@@ -106,9 +106,11 @@ pub fn holds_slots(run: &RunRecord) -> bool {
     run.parent.is_none() && !run.concurrency.is_empty()
 }
 
-/// The run's next step when it is all a commit must publish: only then
-/// may the delivery that ran the step keep it (`driver::Hold`); anything
-/// else (subagents, reports, the run's end) goes out through the queue.
+/// The run's next step when it is all a commit must publish: then the
+/// delivery that ran the step may keep it (`driver::Hold`) without
+/// carrying out anything else. Other follow-ups are carried out first
+/// (`follow_up::publish`, which may keep the one step message they call
+/// for).
 pub fn kept_step(follow: Vec<FollowUp>) -> Result<StepJob, Vec<FollowUp>> {
     match <[FollowUp; 1]>::try_from(follow) {
         Ok([FollowUp::Step(next)]) => Ok(next),

@@ -28,8 +28,8 @@ use crate::step::commit::Executed;
 use crate::step::decide::{Decision, FollowUp, decide, follow_ups, kept_step};
 use crate::step::deltas;
 use crate::step::execute::{StepInput, execute};
-use crate::step::follow_up;
 use crate::step::follow_up::inherited_state;
+use crate::step::follow_up::{self, Outgoing};
 use crate::step::halt::{self, Halt};
 use crate::step::retry::RetryConfig;
 use crate::step::slots;
@@ -283,12 +283,16 @@ impl StepRunner {
             let stepped =
                 stepped.unwrap_or(Err(Failure::Step(StepError::TimedOut(self.step_timeout))));
             match stepped {
-                Ok(Some(Kept { next, announcement })) => {
-                    debug!(run = %next.run_id, step = next.step, "keeping the run's next step");
-                    envelope = step_message(next.clone(), None);
+                Ok(Some(Kept {
+                    next,
+                    traceparent,
+                    announcement,
+                })) => {
+                    debug!(run = %next.run_id, step = next.step, "keeping the next step");
+                    envelope = step_message(next.clone(), traceparent);
                     job = next;
                     last_delivery = false;
-                    announcing = Some(announcement);
+                    announcing = announcement;
                 }
                 Ok(None) => break Ok(()),
                 Err(failure) => break Err(failure),
@@ -611,7 +615,9 @@ impl StepRunner {
     /// with the event still to send: should the worker die while running
     /// it, the redelivered message finds the thread ahead of it with
     /// nothing published since, and publishes the step the thread is at
-    /// (see [`decide`]).
+    /// (see [`decide`]). Likewise, when the follow-ups call for exactly one
+    /// step message (a subagent's first step, or the parent its end
+    /// wakes), the delivery keeps that one (see [`follow_up::publish`]).
     async fn committed(
         &self,
         executed: Executed,
@@ -632,7 +638,11 @@ impl StepRunner {
             Ok(next) if keep => {
                 // Before the step runs, so that it sees what this one spent.
                 spend::report(self.store.as_ref(), run).await?;
-                return Ok(Some(Kept { next, announcement }));
+                return Ok(Some(Kept {
+                    next,
+                    traceparent: None,
+                    announcement: Some(announcement),
+                }));
             }
             Ok(next) => vec![FollowUp::Step(next)],
             Err(follow) => follow,
@@ -641,10 +651,13 @@ impl StepRunner {
         // a notice (sent first all the same), the follow-ups the record.
         let ((), published) = tokio::join!(
             announcement.send(&*self.store),
-            self.publish(run, step, follow, &files, &child_state)
+            self.publish(run, step, follow, (&files, &child_state), keep)
         );
-        published?;
-        Ok(None)
+        Ok(published?.map(|out| Kept {
+            next: out.job,
+            traceparent: out.traceparent,
+            announcement: None,
+        }))
     }
 
     /// Publishes a committed step's follow-ups (see [`Committed`]).
@@ -661,25 +674,34 @@ impl StepRunner {
             child_state,
         } = committed;
         let follow = all_follow_ups(spawned, run, step, pending);
-        self.publish(run, step, follow, files, child_state).await
+        self.publish(run, step, follow, (files, child_state), false)
+            .await
+            .map(drop)
     }
 
-    /// Publishes `follow`, the follow-ups of `run`'s thread now at `step`,
-    /// then marks them published.
+    /// Publishes `follow`, the follow-ups of `run`'s thread now at `step`
+    /// (with the thread's files and the state its subagents inherit), then
+    /// marks them published; or, when the delivery may `keep` the one step
+    /// message they call for, carries out the rest and returns that one,
+    /// marking nothing.
     async fn publish(
         &self,
         run: &RunRecord,
         step: u64,
         follow: Vec<FollowUp>,
-        files: &BTreeMap<String, FileData>,
-        child_state: &Map<String, Value>,
-    ) -> Result<(), StepError> {
+        (files, child_state): (&BTreeMap<String, FileData>, &Map<String, Value>),
+        keep: bool,
+    ) -> Result<Option<Outgoing>, StepError> {
         // Before the next step goes out, so that step sees what this one
         // spent.
         spend::report(self.store.as_ref(), run).await?;
-        follow_up::publish(&*self.queue, &*self.store, run, follow, files, child_state).await?;
-        self.store.mark_published(&run.thread_id, step).await?;
-        Ok(())
+        let store = &*self.store;
+        let kept =
+            follow_up::publish(&*self.queue, store, run, follow, files, child_state, keep).await?;
+        if kept.is_none() {
+            self.store.mark_published(&run.thread_id, step).await?;
+        }
+        Ok(kept)
     }
 }
 
@@ -697,11 +719,14 @@ fn all_follow_ups(
     follow
 }
 
-/// The run's next step, kept by the delivery that ran the step before it,
-/// and that step's commit event, still to send.
+/// The next step a delivery keeps: the run's own, or that of the
+/// subagent it started or the parent it woke; and, when it is the run's
+/// own, the commit event of the step before, still to send.
 struct Kept {
     next: StepJob,
-    announcement: Announcement,
+    /// The trace context its message would have carried.
+    traceparent: Option<String>,
+    announcement: Option<Announcement>,
 }
 
 /// A run and its thread as a step loaded them. Handed down boxed: an

@@ -23,9 +23,27 @@ use deepfleet_store::{Order, Store, ThreadSeed};
 use crate::error::StepError;
 use crate::step::decide::FollowUp;
 
-/// Publishes `follow_ups` of `run`; `files` are the run's thread files
+/// A step message a committed step calls for, with the trace context it
+/// carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outgoing {
+    pub job: StepJob,
+    pub traceparent: Option<String>,
+}
+
+/// Carries out `follow_ups` of `run`; `files` are the run's thread files
 /// after the step and `state` the custom state subagents inherit (the
 /// seed of new subagent runs).
+///
+/// The step messages they call for (the run's next step, a subagent's
+/// first, the parent a last subagent wakes) go out after everything else,
+/// in order. When the delivery may `keep` one and there is exactly one,
+/// it is returned unpublished for the delivery to run (`driver::Hold`):
+/// a run that delegates to one subagent, and the parent that subagent
+/// wakes, then go on under the same message. A redelivery of that
+/// message republishes what the thread it names calls for, and a
+/// subagent's first step message leads to the step its thread is at
+/// (`decide`), so whatever the kept chain had reached is taken up again.
 pub async fn publish(
     queue: &dyn Queue,
     store: &dyn Store,
@@ -33,14 +51,21 @@ pub async fn publish(
     follow_ups: Vec<FollowUp>,
     files: &BTreeMap<String, FileData>,
     state: &serde_json::Map<String, serde_json::Value>,
-) -> Result<(), StepError> {
+    keep: bool,
+) -> Result<Option<Outgoing>, StepError> {
+    let mut outbox = Vec::new();
     for follow_up in follow_ups {
         match follow_up {
-            FollowUp::Step(job) => publish_step(queue, job, run.traceparent.clone()).await?,
+            FollowUp::Step(job) => outbox.push(Outgoing {
+                job,
+                traceparent: run.traceparent.clone(),
+            }),
             FollowUp::StartChild(child) => {
-                start_child(queue, store, run, child, files, state).await?
+                outbox.push(start_child(store, run, child, files, state).await?);
             }
-            FollowUp::Report(parent) => report(queue, store, run, &parent, files).await?,
+            FollowUp::Report(parent) => {
+                outbox.extend(report(store, run, &parent, files).await?);
+            }
             FollowUp::BatchDone(batch) => store.push_batch_done(&batch, &run.run_id).await?,
             FollowUp::DeadlineCheck(step) => {
                 schedule_deadline_check(queue, run, step, Utc::now()).await?;
@@ -57,7 +82,13 @@ pub async fn publish(
             FollowUp::Expire(ttl) => expire(store, run, ttl).await?,
         }
     }
-    Ok(())
+    if keep && outbox.len() == 1 {
+        return Ok(outbox.pop());
+    }
+    for out in outbox {
+        publish_step(queue, out.job, out.traceparent).await?;
+    }
+    Ok(None)
 }
 
 /// How many run ids of a thread's run index one read takes.
@@ -118,14 +149,14 @@ async fn expire(store: &dyn Store, run: &RunRecord, ttl: Duration) -> Result<(),
     Ok(())
 }
 
+/// Creates a subagent run (once) and returns its first step message.
 async fn start_child(
-    queue: &dyn Queue,
     store: &dyn Store,
     parent: &RunRecord,
     child: ChildRun,
     files: &BTreeMap<String, FileData>,
     state: &serde_json::Map<String, serde_json::Value>,
-) -> Result<(), StepError> {
+) -> Result<Outgoing, StepError> {
     let now = Utc::now();
     // A background task reports to no one: its record is its result.
     let (link, batch_id) = if child.detached {
@@ -178,31 +209,56 @@ async fn start_child(
     };
     // An existing child means this is a republish: its first step message
     // may not have gone out, and a duplicate is fenced, so send it anyway.
+    // Step 0 of a thread a kept chain took further (nothing published
+    // since) republishes what its thread is at.
     let step = store.create_run(&record, &seed).await?.unwrap_or(0);
-    publish_step(
-        queue,
-        StepJob {
+    Ok(Outgoing {
+        job: StepJob {
             run_id: child.run_id,
             thread_id: child.thread_id,
             step,
             priority: parent.priority,
         },
-        child.traceparent,
-    )
-    .await?;
-    Ok(())
+        traceparent: child.traceparent,
+    })
 }
 
 /// Records a finished subagent's result for its parent; the last one to
-/// arrive wakes the parent.
+/// arrive wakes the parent: its step message is returned.
+///
+/// A report repeated after the parent took its result and moved on (a
+/// redelivered or republished end of the subagent) records nothing, so
+/// it cannot count toward a later fan-in of the parent. If a delivery
+/// that kept the parent's steps died, the parent's thread is past what
+/// was published of it: the returned message, at the published step,
+/// republishes what the thread is at (see `decide`).
 async fn report(
-    queue: &dyn Queue,
     store: &dyn Store,
     run: &RunRecord,
     parent: &ParentLink,
     files: &BTreeMap<String, FileData>,
-) -> Result<(), StepError> {
+) -> Result<Option<Outgoing>, StepError> {
     let parent_thread = store.load_thread(&parent.thread_id).await?;
+    let waiting = parent_thread.pending.as_ref().is_some_and(|pending| {
+        pending
+            .children
+            .iter()
+            .any(|child| child.tool_call_id == parent.tool_call_id)
+    });
+    let parent_step = |step| Outgoing {
+        job: StepJob {
+            run_id: parent.run_id.clone(),
+            thread_id: parent.thread_id.clone(),
+            step,
+            // A subagent has its parent's priority.
+            priority: run.priority,
+        },
+        traceparent: None,
+    };
+    if !waiting {
+        let behind = parent_thread.published < parent_thread.step;
+        return Ok(behind.then(|| parent_step(parent_thread.published)));
+    }
     let output = match (&run.status, &run.output, &run.error) {
         (RunStatus::Success, Some(output), _) => output.clone(),
         (_, _, Some(error)) => format!(
@@ -223,21 +279,7 @@ async fn report(
         cost_nano_usd: run.cost_nano_usd,
     };
     let remaining = store.record_child_result(parent, &result).await?;
-    if remaining == 0 {
-        publish_step(
-            queue,
-            StepJob {
-                run_id: parent.run_id.clone(),
-                thread_id: parent.thread_id.clone(),
-                step: parent_thread.step,
-                // A subagent has its parent's priority.
-                priority: run.priority,
-            },
-            None,
-        )
-        .await?;
-    }
-    Ok(())
+    Ok((remaining == 0).then(|| parent_step(parent_thread.step)))
 }
 
 /// Below this much time left, the check is due at the deadline itself.
@@ -318,6 +360,96 @@ fn file_changes(
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    fn child(n: u32) -> ChildRun {
+        ChildRun {
+            run_id: format!("child-{n}"),
+            thread_id: format!("child-thread-{n}"),
+            tool_call_id: format!("call-{n}"),
+            subagent: "general-purpose".into(),
+            description: "Look around".into(),
+            traceparent: Some(format!("00-trace-{n}")),
+            detached: false,
+            run_budget: 0,
+        }
+    }
+
+    /// Carries out `follow` of a parent run; what it returned and the
+    /// step messages it published.
+    async fn carried_out(follow: Vec<FollowUp>, keep: bool) -> (Option<Outgoing>, u64) {
+        let queue = deepfleet_queue::memory::MemoryQueue::new();
+        let store = deepfleet_store::embedded::EmbeddedStore::new();
+        let parent = RunRecord::new("parent", "parent-thread", "agent", Utc::now());
+        let kept = publish(
+            &queue,
+            &store,
+            &parent,
+            follow,
+            &BTreeMap::new(),
+            &serde_json::Map::new(),
+            keep,
+        )
+        .await
+        .unwrap();
+        (kept, queue.depth().await.unwrap().unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn a_report_after_the_parent_moved_on_records_and_wakes_nothing() {
+        use deepfleet_store::{FanIn, Runs};
+        let queue = deepfleet_queue::memory::MemoryQueue::new();
+        let store = deepfleet_store::embedded::EmbeddedStore::new();
+        let now = Utc::now();
+        // The parent waits on no subagent (it took its result already).
+        let parent = RunRecord::new("parent", "parent-thread", "agent", now);
+        store
+            .create_run(&parent, &ThreadSeed::default())
+            .await
+            .unwrap();
+        let child = RunRecord {
+            status: RunStatus::Success,
+            output: Some("looked".into()),
+            ..RunRecord::new("child-1", "child-thread-1", "agent", now)
+        };
+        let link = ParentLink {
+            run_id: "parent".into(),
+            thread_id: "parent-thread".into(),
+            tool_call_id: "call-1".into(),
+        };
+        let follow = vec![FollowUp::Report(link)];
+        let (files, state) = (BTreeMap::new(), serde_json::Map::new());
+        let kept = publish(&queue, &store, &child, follow, &files, &state, true).await;
+        assert_eq!(kept.unwrap(), None);
+        assert_eq!(queue.depth().await.unwrap(), Some(0));
+        let recorded = store
+            .child_results("parent-thread", "parent")
+            .await
+            .unwrap();
+        assert!(recorded.is_empty(), "{recorded:?}");
+    }
+
+    #[tokio::test]
+    async fn the_one_step_message_follow_ups_call_for_may_be_kept() {
+        let start = || vec![FollowUp::StartChild(child(1))];
+        let first_step = Outgoing {
+            job: StepJob {
+                run_id: "child-1".into(),
+                thread_id: "child-thread-1".into(),
+                step: 0,
+                priority: Default::default(),
+            },
+            traceparent: Some("00-trace-1".into()),
+        };
+        // Kept: the child is created, and its first step is handed back.
+        assert_eq!(carried_out(start(), true).await, (Some(first_step), 0));
+        assert_eq!(carried_out(start(), false).await, (None, 1));
+        // Two subagents run side by side: both go out.
+        let both = vec![
+            FollowUp::StartChild(child(1)),
+            FollowUp::StartChild(child(2)),
+        ];
+        assert_eq!(carried_out(both, true).await, (None, 2));
+    }
 
     #[test]
     fn subagents_inherit_only_declared_state() {
