@@ -3,6 +3,8 @@
 //! (`GET /batches/{id}`) and results page by page
 //! (`GET /batches/{id}/runs?offset=&limit=`).
 
+use std::time::Duration;
+
 use axum::Extension;
 use axum::extract::{Path, State};
 use axum::routing::{get, post};
@@ -105,9 +107,28 @@ async fn create(
             thread_id: meta.thread_id.clone(),
         };
         roster.put(&meta.run_id, &member).await?;
+        expire_if_ended(state, batch_id, &meta).await?;
         metas.push(meta);
     }
     Ok(metas)
+}
+
+/// A run can end, and set its batch's records to expire, before its
+/// member record is written: the member and the members' index then get
+/// the run's retention here, as its end would have given them. A run
+/// that ends later finds its member written.
+async fn expire_if_ended(state: &ApiState, batch_id: &str, meta: &RunMeta) -> Result<(), ApiError> {
+    let store = state.store();
+    let Some(run) = store.get_run(&meta.thread_id, &meta.run_id).await? else {
+        return Ok(());
+    };
+    if let Some(secs) = run.expire_after_secs.filter(|_| run.status.is_terminal()) {
+        let ttl = Duration::from_secs(secs);
+        let index = batch_members(batch_id);
+        store.expire_record(&index, &meta.run_id, ttl).await?;
+        store.index_expire(&index, ttl).await?;
+    }
+    Ok(())
 }
 
 /// Answers 404 unless `tenant` has batch `batch_id` (another tenant's
