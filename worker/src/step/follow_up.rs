@@ -227,11 +227,12 @@ async fn start_child(
 /// arrive wakes the parent: its step message is returned.
 ///
 /// A report repeated after the parent took its result and moved on (a
-/// redelivered or republished end of the subagent) records nothing, so
-/// it cannot count toward a later fan-in of the parent. If a delivery
-/// that kept the parent's steps died, the parent's thread is past what
-/// was published of it: the returned message, at the published step,
-/// republishes what the thread is at (see `decide`).
+/// redelivered or republished end of the subagent) wakes no step of it,
+/// and records nothing while the parent waits on other subagents, where
+/// it would count toward their fan-in. If a delivery that kept the
+/// parent's steps died, the parent's thread is past what was published
+/// of it: the returned message, at the published step, republishes what
+/// the thread is at (see `decide`).
 async fn report(
     store: &dyn Store,
     run: &RunRecord,
@@ -239,12 +240,13 @@ async fn report(
     files: &BTreeMap<String, FileData>,
 ) -> Result<Option<Outgoing>, StepError> {
     let parent_thread = store.load_thread(&parent.thread_id).await?;
-    let waiting = parent_thread.pending.as_ref().is_some_and(|pending| {
-        pending
-            .children
+    let children = parent_thread.pending.as_ref().map(|p| &p.children);
+    let waiting = children.is_some_and(|children| {
+        children
             .iter()
             .any(|child| child.tool_call_id == parent.tool_call_id)
     });
+    let waits_on_others = !waiting && children.is_some_and(|c| !c.is_empty());
     let parent_step = |step| Outgoing {
         job: StepJob {
             run_id: parent.run_id.clone(),
@@ -255,9 +257,10 @@ async fn report(
         },
         traceparent: None,
     };
-    if !waiting {
-        let behind = parent_thread.published < parent_thread.step;
-        return Ok(behind.then(|| parent_step(parent_thread.published)));
+    let behind = parent_thread.published < parent_thread.step;
+    let republish = || behind.then(|| parent_step(parent_thread.published));
+    if waits_on_others {
+        return Ok(republish());
     }
     let output = match (&run.status, &run.output, &run.error) {
         (RunStatus::Success, Some(output), _) => output.clone(),
@@ -279,6 +282,9 @@ async fn report(
         cost_nano_usd: run.cost_nano_usd,
     };
     let remaining = store.record_child_result(parent, &result).await?;
+    if !waiting {
+        return Ok(republish());
+    }
     Ok((remaining == 0).then(|| parent_step(parent_thread.step)))
 }
 
@@ -395,18 +401,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_report_after_the_parent_moved_on_records_and_wakes_nothing() {
-        use deepfleet_store::{FanIn, Runs};
+    async fn a_report_from_before_the_parents_latest_fan_in_records_and_wakes_nothing() {
+        use deepfleet_proto::PendingTools;
+        use deepfleet_store::{Checkpoints, FanIn, Runs, StepCommit};
         let queue = deepfleet_queue::memory::MemoryQueue::new();
         let store = deepfleet_store::embedded::EmbeddedStore::new();
         let now = Utc::now();
-        // The parent waits on no subagent (it took its result already).
         let parent = RunRecord::new("parent", "parent-thread", "agent", now);
         store
             .create_run(&parent, &ThreadSeed::default())
             .await
             .unwrap();
-        let child = RunRecord {
+        // The parent took its first subagent's result and parked again, on
+        // a second one.
+        let park = StepCommit {
+            thread_id: parent.thread_id.clone(),
+            step: 0,
+            messages: Vec::new(),
+            files: BTreeMap::new(),
+            state: None,
+            pending: Some(PendingTools {
+                calls: Vec::new(),
+                children: vec![child(2)],
+                interrupt: None,
+            }),
+            run: RunRecord {
+                status: RunStatus::Waiting,
+                ..parent.clone()
+            },
+            fan_in_expected: Some(1),
+            context: None,
+        };
+        store.commit_step(&park).await.unwrap();
+        store.mark_published("parent-thread", 1).await.unwrap();
+        // The first one's end is reported again.
+        let first = RunRecord {
             status: RunStatus::Success,
             output: Some("looked".into()),
             ..RunRecord::new("child-1", "child-thread-1", "agent", now)
@@ -418,7 +447,7 @@ mod tests {
         };
         let follow = vec![FollowUp::Report(link)];
         let (files, state) = (BTreeMap::new(), serde_json::Map::new());
-        let kept = publish(&queue, &store, &child, follow, &files, &state, true).await;
+        let kept = publish(&queue, &store, &first, follow, &files, &state, true).await;
         assert_eq!(kept.unwrap(), None);
         assert_eq!(queue.depth().await.unwrap(), Some(0));
         let recorded = store
