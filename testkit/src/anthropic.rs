@@ -27,7 +27,6 @@ pub(crate) async fn messages(State(state): State<AppState>, body: Bytes) -> Resp
         Ok(request) => request,
         Err(message) => return error(400, message, None),
     };
-
     let stream = request.stream == Some(true);
     let request = to_neutral(request);
     let fault = state.fault();

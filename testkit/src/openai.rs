@@ -26,7 +26,6 @@ pub(crate) async fn complete(
         Ok(request) => request,
         Err(message) => return invalid_request(message),
     };
-
     let stream = request.stream == Some(true);
     let fault = state.fault();
     faults::respond(fault, &Chat, stream, |oversized| {

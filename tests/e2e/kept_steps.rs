@@ -49,6 +49,16 @@ async fn wait_for_calls(server: &ScriptedServer, n: usize) {
     );
 }
 
+/// Asserts that each step of `run` was committed once in `thread`.
+async fn committed_once(fleet: &Fleet, thread: &str, run: &str) {
+    let record = fleet.store.get_run(thread, run).await.unwrap().unwrap();
+    let checkpoint = fleet.store.load_thread(thread).await.unwrap();
+    assert_eq!(
+        exactly_once::repeats(&record, &checkpoint),
+        Vec::<String>::new()
+    );
+}
+
 /// Follows the fleet's one run to its end, which must be the scripted
 /// answer.
 async fn finished_once(fleet: &mut Fleet, follower: BatchFollower) {
@@ -87,17 +97,7 @@ async fn a_run_kept_by_a_killed_worker_goes_on_from_where_it_stood() {
     let calls = server.requests().len();
     let once = CALLS as usize;
     assert!((once..=once + 1).contains(&calls), "{calls} model calls");
-    let record = fleet
-        .store
-        .get_run(&run.thread_id, &run.run_id)
-        .await
-        .unwrap()
-        .unwrap();
-    let thread = fleet.store.load_thread(&run.thread_id).await.unwrap();
-    assert_eq!(
-        exactly_once::repeats(&record, &thread),
-        Vec::<String>::new()
-    );
+    committed_once(&fleet, &run.thread_id, &run.run_id).await;
     fleet.shutdown().await.unwrap();
 }
 
@@ -195,17 +195,8 @@ async fn delegation_kept_and_killed_at(calls: usize) {
         (DELEGATING_CALLS..=DELEGATING_CALLS + 1).contains(&made),
         "{made} model calls"
     );
-    for (thread, run) in [
-        (&parent.thread_id, &parent.run_id),
-        (&child.thread_id, &child.run_id),
-    ] {
-        let record = fleet.store.get_run(thread, run).await.unwrap().unwrap();
-        let checkpoint = fleet.store.load_thread(thread).await.unwrap();
-        assert_eq!(
-            exactly_once::repeats(&record, &checkpoint),
-            Vec::<String>::new()
-        );
-    }
+    committed_once(&fleet, &parent.thread_id, &parent.run_id).await;
+    committed_once(&fleet, &child.thread_id, &child.run_id).await;
     fleet.shutdown().await.unwrap();
 }
 

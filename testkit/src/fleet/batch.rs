@@ -219,9 +219,7 @@ impl Fleet {
         }
         Ok(results)
     }
-}
 
-impl Fleet {
     /// Where the first few runs `follower` still waits for stand, and
     /// the subagents they wait on: what a test that timed out reports.
     async fn describe(&self, follower: &BatchFollower) -> String {
