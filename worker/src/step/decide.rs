@@ -40,7 +40,7 @@ pub fn decide(
         // Fencing: never run a step twice on top of itself. Whatever the
         // thread's step calls for is published again only when no message
         // has gone out since this one (`published <= job.step`): a
-        // delivery that kept the run's next steps (`driver::Hold`)
+        // delivery that kept the run's next steps (`hold::Hold`)
         // committed them without publishing any.
         return if published < step && published <= job.step {
             Decision::Republish
@@ -107,7 +107,7 @@ pub fn holds_slots(run: &RunRecord) -> bool {
 }
 
 /// The run's next step when it is all a commit must publish: then the
-/// delivery that ran the step may keep it (`driver::Hold`) without
+/// delivery that ran the step may keep it (`hold::Hold`) without
 /// carrying out anything else. Other follow-ups are carried out first
 /// (`follow_up::publish`, which may keep the one step message they call
 /// for).

@@ -31,6 +31,7 @@ use crate::step::execute::{StepInput, execute};
 use crate::step::follow_up::inherited_state;
 use crate::step::follow_up::{self, Outgoing};
 use crate::step::halt::{self, Halt};
+use crate::step::hold::Hold;
 use crate::step::retry::RetryConfig;
 use crate::step::slots;
 use crate::step::spec_versions::SpecVersions;
@@ -249,11 +250,7 @@ impl StepRunner {
         };
         let mut envelope = envelope;
         let mut last_delivery = delivery.deliveries_left() == Some(0);
-        let hold = Hold {
-            delivery: &*delivery,
-            until: Instant::now() + self.keep_run,
-            draining,
-        };
+        let hold = Hold::new(&*delivery, self.keep_run, draining);
         // The event of the commit before a kept step.
         let mut announcing: Option<Announcement> = None;
         let stepped = loop {
@@ -699,7 +696,7 @@ impl StepRunner {
         let kept =
             follow_up::publish(&*self.queue, store, run, follow, files, child_state, keep).await?;
         if kept.is_none() {
-            self.store.mark_published(&run.thread_id, step).await?;
+            store.mark_published(&run.thread_id, step).await?;
         }
         Ok(kept)
     }
@@ -772,30 +769,6 @@ pub(super) struct Committed<'a> {
     pub(super) files: &'a BTreeMap<String, FileData>,
     /// The custom state subagents inherit.
     pub(super) child_state: &'a Map<String, Value>,
-}
-
-/// The delivery a step runs under, and what decides whether it keeps the
-/// run's next step: running it at once saves the hop through the queue
-/// (a publish confirmed by the broker's log, a delivery and an ack), the
-/// largest part of a fleet step's overhead.
-///
-/// The unsettled message stays the run's durable record: a worker that
-/// dies has it redelivered, and fencing turns it into the step the thread
-/// is at. A delivery gives the run back to the queue once it has been
-/// held for [`TimeLimits::keep_run`] (runs queued behind take turns, and
-/// the broker's `consumer_timeout` stays far), as soon as an interactive
-/// message waits for its slot ([`Delivery::outranked`]), and when the
-/// worker drains.
-pub(super) struct Hold<'a> {
-    delivery: &'a dyn Delivery,
-    until: Instant,
-    draining: &'a CancellationToken,
-}
-
-impl Hold<'_> {
-    fn may_keep(&self) -> bool {
-        Instant::now() < self.until && !self.draining.is_cancelled() && !self.delivery.outranked()
-    }
 }
 
 /// Reports the end of a step however it returns, so the in-flight gauge

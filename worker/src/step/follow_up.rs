@@ -38,7 +38,7 @@ pub struct Outgoing {
 /// The step messages they call for (the run's next step, a subagent's
 /// first, the parent a last subagent wakes) go out after everything else,
 /// in order. When the delivery may `keep` one and there is exactly one,
-/// it is returned unpublished for the delivery to run (`driver::Hold`):
+/// it is returned unpublished for the delivery to run (`hold::Hold`):
 /// a run that delegates to one subagent, and the parent that subagent
 /// wakes, then go on under the same message. A redelivery of that
 /// message republishes what the thread it names calls for, and a

@@ -48,6 +48,7 @@ pub mod follow_up;
 pub mod guard;
 pub mod halt;
 pub mod hitl;
+mod hold;
 pub mod model_call;
 pub mod resume;
 mod retry;

@@ -9,7 +9,7 @@
 //! `attempts_exhausted` naming the limit. Either way no step holds a
 //! worker's slot forever.
 //!
-//! A delivery that runs its run's next steps itself (`driver::Hold`)
+//! A delivery that runs its run's next steps itself (`hold::Hold`)
 //! hands the run back to the queue once it has been held for
 //! [`TimeLimits::keep_run`], so it is held at most that plus one step.
 
