@@ -159,18 +159,24 @@ impl RateGate {
         }
     }
 
-    /// Corrects what `taken` assumed with the `used` tokens the provider
-    /// reported (and learns the output from them); a call without usage
-    /// (it failed, or its provider reports none: all zeros) gives its
-    /// output back and keeps its input.
-    pub async fn settle(&self, key: &LimitKey, taken: Cost, used: Option<&Usage>) {
-        let used = used.filter(|usage| usage.input_tokens > 0 || usage.output_tokens > 0);
-        if let Some(usage) = used {
+    /// Learns from the `used` tokens a call's provider reported how much
+    /// output its next calls are likely to take.
+    pub fn learn(&self, key: &LimitKey, used: Option<&Usage>) {
+        if let Some(usage) = reported(used) {
             self.output.learn(key, usage.output_tokens);
         }
-        if taken == Cost::default() {
+    }
+
+    /// Corrects what `taken` assumed with the `used` tokens the provider
+    /// reported; a call without usage (it failed, or its provider reports
+    /// none: all zeros) gives its output back and keeps its input. A call
+    /// that took nothing (nothing meters its account) has nothing to
+    /// correct: [`Cost::is_none`].
+    pub async fn settle(&self, key: &LimitKey, taken: Cost, used: Option<&Usage>) {
+        if taken.is_none() {
             return;
         }
+        let used = reported(used);
         let [_, _, input, output] = taken.0;
         let taken = Cost::tokens(input, output);
         let used = match used {
@@ -190,6 +196,11 @@ impl RateGate {
     pub fn max_wait(&self) -> Duration {
         self.limits.max_wait()
     }
+}
+
+/// The usage a provider reported, if it reported any (all zeros: none).
+fn reported(used: Option<&Usage>) -> Option<&Usage> {
+    used.filter(|usage| usage.input_tokens > 0 || usage.output_tokens > 0)
 }
 
 /// A stand-in count (characters / 4) for a request whose caller counted

@@ -18,27 +18,59 @@ use crate::classify::parse_retry_after;
 pub const DEFAULT_BLOCK: Duration = Duration::from_secs(1);
 
 /// What `headers` (of an answer with `status`) say of the account's
-/// capacity, at `now`.
+/// capacity, at `now`. Read in one pass over the answer's headers, which
+/// every call pays for: most answers carry none of these.
 pub fn observed(status: u16, headers: &HeaderMap, now: SystemTime) -> Observed {
-    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    let mut observed = Observed::default();
-    for dimension in Dimension::ALL {
+    let mut openai = Observed::default();
+    let mut anthropic = Observed::default();
+    for (name, value) in headers {
+        let name = name.as_str();
+        let (seen, field, dimension, reset): (_, _, _, ResetFormat) =
+            if let Some(rest) = name.strip_prefix("x-ratelimit-") {
+                // `{field}-{dimension}`
+                let Some((field, dimension)) = rest.split_once('-') else {
+                    continue;
+                };
+                (&mut openai, field, openai_dimension(dimension), |v, _| {
+                    go_duration(v)
+                })
+            } else if let Some(rest) = name.strip_prefix("anthropic-ratelimit-") {
+                // `{dimension}-{field}`, where a dimension may hold a dash
+                let Some((dimension, field)) = rest.rsplit_once('-') else {
+                    continue;
+                };
+                (
+                    &mut anthropic,
+                    field,
+                    anthropic_dimension(dimension),
+                    rfc3339_in,
+                )
+            } else {
+                continue;
+            };
+        let (Some(dimension), Ok(value)) = (dimension, value.to_str()) else {
+            continue;
+        };
         let d = dimension.index();
-        if let Some(suffix) = openai_suffix(dimension) {
-            let number = |what: &str| text(&format!("x-ratelimit-{what}-{suffix}")).and_then(count);
-            observed.limit[d] = number("limit");
-            observed.remaining[d] = number("remaining");
-            observed.reset[d] = text(&format!("x-ratelimit-reset-{suffix}")).and_then(go_duration);
+        // Of a repeated header, the first value that reads counts.
+        match field {
+            "limit" if seen.limit[d].is_none() => seen.limit[d] = count(value),
+            "remaining" if seen.remaining[d].is_none() => seen.remaining[d] = count(value),
+            "reset" if seen.reset[d].is_none() => seen.reset[d] = reset(value, now),
+            _ => {}
         }
-        let prefix = format!("anthropic-ratelimit-{}", anthropic_name(dimension));
-        let number = |what: &str| text(&format!("{prefix}-{what}")).and_then(count);
-        observed.limit[d] = observed.limit[d].or_else(|| number("limit"));
-        observed.remaining[d] = observed.remaining[d].or_else(|| number("remaining"));
-        observed.reset[d] = observed.reset[d]
-            .or_else(|| text(&format!("{prefix}-reset")).and_then(|value| rfc3339_in(value, now)));
+    }
+    let mut observed = openai;
+    for d in Dimension::ALL.map(Dimension::index) {
+        observed.limit[d] = observed.limit[d].or(anthropic.limit[d]);
+        observed.remaining[d] = observed.remaining[d].or(anthropic.remaining[d]);
+        observed.reset[d] = observed.reset[d].or(anthropic.reset[d]);
     }
     if status == 429 {
-        let retry_after = text(RETRY_AFTER.as_str()).and_then(|v| parse_retry_after(v, now));
+        let retry_after = headers
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, now));
         let soonest_reset = Dimension::ALL
             .iter()
             .map(|d| d.index())
@@ -50,20 +82,26 @@ pub fn observed(status: u16, headers: &HeaderMap, now: SystemTime) -> Observed {
     observed
 }
 
-fn openai_suffix(dimension: Dimension) -> Option<&'static str> {
-    match dimension {
-        Dimension::Requests => Some("requests"),
-        Dimension::Tokens => Some("tokens"),
-        Dimension::InputTokens | Dimension::OutputTokens => None,
+/// How a provider writes when a dimension is full again.
+type ResetFormat = fn(&str, SystemTime) -> Option<Duration>;
+
+/// The dimension an OpenAI header's suffix names; OpenAI meters calls and
+/// tokens only.
+fn openai_dimension(suffix: &str) -> Option<Dimension> {
+    match suffix {
+        "requests" => Some(Dimension::Requests),
+        "tokens" => Some(Dimension::Tokens),
+        _ => None,
     }
 }
 
-fn anthropic_name(dimension: Dimension) -> &'static str {
-    match dimension {
-        Dimension::Requests => "requests",
-        Dimension::Tokens => "tokens",
-        Dimension::InputTokens => "input-tokens",
-        Dimension::OutputTokens => "output-tokens",
+fn anthropic_dimension(name: &str) -> Option<Dimension> {
+    match name {
+        "requests" => Some(Dimension::Requests),
+        "tokens" => Some(Dimension::Tokens),
+        "input-tokens" => Some(Dimension::InputTokens),
+        "output-tokens" => Some(Dimension::OutputTokens),
+        _ => None,
     }
 }
 
@@ -194,6 +232,32 @@ mod tests {
         assert_eq!(seen.reset[0], Some(Duration::from_secs(30)));
         // No Retry-After: the exhausted requests' reset.
         assert_eq!(seen.blocked_for, Some(Duration::from_secs(30)));
+    }
+
+    #[test]
+    fn other_and_malformed_headers_say_nothing() {
+        let map = headers(&[
+            ("content-type", "application/json"),
+            ("x-ratelimit-limit", "600"),
+            ("x-ratelimit-limit-images", "5"),
+            ("x-ratelimit-remaining-input-tokens", "5"),
+            ("x-ratelimit-remaining-requests", "many"),
+            ("anthropic-ratelimit-tokens", "48000"),
+            ("anthropic-ratelimit-images-limit", "3"),
+        ]);
+        assert!(observed(200, &map, SystemTime::now()).is_empty());
+    }
+
+    #[test]
+    fn openai_headers_win_over_anthropic_ones_for_the_same_dimension() {
+        let map = headers(&[
+            ("anthropic-ratelimit-requests-limit", "50"),
+            ("x-ratelimit-limit-requests", "600"),
+            ("anthropic-ratelimit-tokens-remaining", "10"),
+        ]);
+        let seen = observed(200, &map, SystemTime::now());
+        assert_eq!(seen.limit[0], Some(600));
+        assert_eq!(seen.remaining[1], Some(10));
     }
 
     #[test]

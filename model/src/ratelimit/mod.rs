@@ -166,6 +166,11 @@ impl Cost {
     pub fn tokens(input: u64, output: u64) -> Cost {
         Cost([0, input.saturating_add(output), input, output])
     }
+
+    /// Whether the call took nothing: it was let through unmetered.
+    pub fn is_none(&self) -> bool {
+        *self == Cost::default()
+    }
 }
 
 /// When an acquiring caller may send its call.

@@ -191,8 +191,13 @@ impl<P: WireProtocol> HttpClient<P> {
     /// Redis in a fleet), which lands a moment later.
     fn settle(&self, admitted: Admitted, usage: Option<deepfleet_proto::Usage>) {
         if let (Some(rate), Some((key, cost))) = (&self.rate, admitted) {
-            let gate = rate.gate.clone();
-            tokio::spawn(async move { gate.settle(&key, cost, usage.as_ref()).await });
+            rate.gate.learn(&key, usage.as_ref());
+            // A call that took nothing (nothing meters its account) has
+            // nothing to correct.
+            if !cost.is_none() {
+                let gate = rate.gate.clone();
+                tokio::spawn(async move { gate.settle(&key, cost, usage.as_ref()).await });
+            }
         }
     }
 
