@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -41,17 +42,49 @@ enum Source {
     Tools(usize),
 }
 
-/// A kept part, with its searcher: building one costs more than a
-/// search of a whole body with it.
+/// A kept part, with its searcher (building one costs more than a
+/// search of a whole body with it) and where it was last found.
 struct Kept {
     bytes: Bytes,
     finder: memmem::Finder<'static>,
+    /// Its distance from the start and from the end of the body it was
+    /// last found in. An agent's bodies put a part at the same distance
+    /// from one of them (the system prompt after the model's name, the
+    /// tools before the fields that close the body), so comparing there
+    /// first spares most bodies the search.
+    from_start: AtomicUsize,
+    from_end: AtomicUsize,
 }
 
 impl Kept {
     fn new(bytes: Bytes) -> Arc<Self> {
         let finder = memmem::Finder::new(&bytes).into_owned();
-        Arc::new(Kept { bytes, finder })
+        Arc::new(Kept {
+            bytes,
+            finder,
+            from_start: AtomicUsize::new(usize::MAX),
+            from_end: AtomicUsize::new(usize::MAX),
+        })
+    }
+
+    /// Where the part lies in `body`: where it lay last time if its bytes
+    /// are there, else where a search finds it.
+    fn locate(&self, body: &[u8]) -> Option<usize> {
+        let len = self.bytes.len();
+        let there = |at: Option<usize>| {
+            at.filter(|&at| body.get(at..at.saturating_add(len)) == Some(&self.bytes[..]))
+        };
+        let from_end = body
+            .len()
+            .checked_sub(self.from_end.load(Ordering::Relaxed))
+            .and_then(|end| end.checked_sub(len));
+        let at = there(Some(self.from_start.load(Ordering::Relaxed)))
+            .or_else(|| there(from_end))
+            .or_else(|| self.finder.find(body))?;
+        self.from_start.store(at, Ordering::Relaxed);
+        self.from_end
+            .store(body.len() - at - len, Ordering::Relaxed);
+        Some(at)
     }
 }
 
@@ -126,12 +159,12 @@ impl SharedParts {
         part: impl Fn() -> Option<Bytes>,
     ) -> Option<(usize, Bytes)> {
         if let Some(kept) = self.kept.get(&source)
-            && let Some(at) = kept.finder.find(body)
+            && let Some(at) = kept.locate(body)
         {
             return Some((at, kept.bytes.clone()));
         }
         let fresh = Kept::new(part()?);
-        let at = fresh.finder.find(body)?;
+        let at = fresh.locate(body)?;
         let bytes = fresh.bytes.clone();
         self.kept.insert(source, fresh);
         Some((at, bytes))
@@ -290,6 +323,27 @@ mod tests {
             let unshared: usize = b.parts().iter().map(Bytes::len).sum::<usize>()
                 - shared.iter().map(|p| p.len()).sum::<usize>();
             assert!(unshared < 300, "{name}: {unshared} bytes of its own");
+        }
+    }
+
+    #[test]
+    fn a_part_that_moved_from_both_ends_is_searched_for() {
+        let parts = SharedParts::default();
+        let first = request(&"You are careful. ".repeat(30));
+        let mut moved = first.clone();
+        moved.messages = vec![deepfleet_proto::Message::user("a longer turn ".repeat(20))];
+        moved.model = "a-longer-model-name".to_owned();
+        moved.max_output_tokens = Some(1000);
+        for (name, write) in writers() {
+            let a = parts.split(write(&first), &first, |r| Ok(write(r)));
+            let b = parts.split(write(&moved), &moved, |r| Ok(write(r)));
+            assert_eq!(b.bytes(), write(&moved), "{name}");
+            let shared = b
+                .parts()
+                .iter()
+                .filter(|p| a.parts().iter().any(|q| q.as_ptr() == p.as_ptr()))
+                .count();
+            assert_eq!(shared, 2, "{name}: the prompt and the tools");
         }
     }
 
