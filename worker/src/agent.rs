@@ -9,6 +9,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use deepfleet_fleet::tokens::count_recurring;
 use deepfleet_model::ModelClient;
 use deepfleet_model::Providers;
 use deepfleet_proto::harness::HarnessProfile;
@@ -84,8 +85,8 @@ pub struct Agent {
     /// any tool.
     review_prompt: Option<String>,
     /// The last system prompt it assembled, handed out again while the
-    /// text stays the same.
-    last_prompt: Mutex<Option<Arc<str>>>,
+    /// text stays the same, with its tokens once counted.
+    last_prompt: Mutex<Option<(Arc<str>, Option<u32>)>>,
 }
 
 impl Agent {
@@ -185,7 +186,7 @@ impl Agent {
                     &tool.parameters.to_string(),
                 ]
                 .concat();
-                u64::from(deepfleet_fleet::tokens::count_recurring(&text))
+                u64::from(count_recurring(&text))
             })
             .sum();
         let price = price(&options.prices, &model_spec, &resolved.model);
@@ -225,12 +226,25 @@ impl Agent {
     pub fn system_prompt(&self, cx: &StepContext) -> Arc<str> {
         let text = self.assemble_prompt(cx);
         let mut last = self.last_prompt.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(kept) = last.as_ref().filter(|kept| ***kept == *text) {
+        if let Some((kept, _)) = last.as_ref().filter(|(kept, _)| **kept == *text) {
             return Arc::clone(kept);
         }
         let fresh: Arc<str> = text.into();
-        *last = Some(Arc::clone(&fresh));
+        *last = Some((Arc::clone(&fresh), None));
         fresh
+    }
+
+    /// Tokens of `prompt`, a prompt [`Agent::system_prompt`] handed out:
+    /// counted once while it stays the agent's prompt, rather than hashed
+    /// per call to find its count.
+    pub fn prompt_tokens(&self, prompt: &Arc<str>) -> u32 {
+        let mut last = self.last_prompt.lock().unwrap_or_else(|e| e.into_inner());
+        match last.as_mut() {
+            Some((kept, tokens)) if Arc::ptr_eq(kept, prompt) => {
+                *tokens.get_or_insert_with(|| count_recurring(prompt))
+            }
+            _ => count_recurring(prompt),
+        }
     }
 
     fn assemble_prompt(&self, cx: &StepContext) -> String {
@@ -566,6 +580,12 @@ mod tests {
         let second = agent.system_prompt(&cx());
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(*first, agent.assemble_prompt(&cx()));
+        let tokens = count_recurring(&first);
+        assert_eq!(agent.prompt_tokens(&first), tokens);
+        assert_eq!(agent.prompt_tokens(&second), tokens);
+        // A text it no longer holds is counted all the same.
+        let other: Arc<str> = Arc::from(format!("{first} and more"));
+        assert_eq!(agent.prompt_tokens(&other), count_recurring(&other));
     }
 
     #[test]

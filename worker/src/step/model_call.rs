@@ -89,8 +89,7 @@ pub fn request(agent: &Agent, cx: &StepContext) -> ModelRequest {
         .chain(cx.added.iter())
         .map(|m| u64::from(m.tokens))
         .sum();
-    let estimated =
-        counted + agent.tool_tokens + u64::from(deepfleet_fleet::tokens::count_recurring(&system));
+    let estimated = counted + agent.tool_tokens + u64::from(agent.prompt_tokens(&system));
     ModelRequest {
         model: agent.model_name.clone(),
         system,
