@@ -18,8 +18,8 @@ use crate::classify::parse_retry_after;
 pub const DEFAULT_BLOCK: Duration = Duration::from_secs(1);
 
 /// What `headers` (of an answer with `status`) say of the account's
-/// capacity, at `now`. Read in one pass over the answer's headers, which
-/// every call pays for: most answers carry none of these.
+/// capacity, at `now`. Every answer is read, so this is one pass over its
+/// headers, with no header name built per dimension.
 pub fn observed(status: u16, headers: &HeaderMap, now: SystemTime) -> Observed {
     let mut openai = Observed::default();
     let mut anthropic = Observed::default();
