@@ -42,6 +42,7 @@ pub mod retry;
 mod schema;
 mod sse;
 pub mod stream;
+mod tool_list;
 pub mod transport;
 
 use std::sync::Arc;
@@ -55,6 +56,7 @@ pub use error::{ErrorKind, ModelError};
 pub use factory::ProviderFactory;
 pub use registry::{ProviderConfig, Providers, ResolvedModel};
 pub use stream::{Delta, DeltaEvent, DeltaSink};
+pub use tool_list::ToolList;
 
 pub use ratelimit::RateGate;
 pub use schema::Schema;

@@ -44,7 +44,7 @@ impl ReplayClient {
     }
 
     fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ModelError> {
-        match self.engine.answer(&to_wire(request)) {
+        match self.engine.answer(&to_wire(request, None)) {
             Ok(response) => from_wire(response),
             Err(scripted) => {
                 // Classify the body exactly as it would arrive over HTTP.

@@ -149,7 +149,7 @@ async fn matches_turn_and_last_tool_with_scripted_usage() {
 #[tokio::test]
 async fn times_limits_failures_per_engine_and_the_client_retries() {
     let shared = engine();
-    let wire = to_wire(&request(vec![Message::user("flaky")]));
+    let wire = to_wire(&request(vec![Message::user("flaky")]), None);
     let first = shared.answer(&wire).unwrap_err();
     assert_eq!(first.status, 429);
     assert_eq!(first.retry_after, Some(Duration::ZERO));
@@ -222,7 +222,7 @@ async fn a_variable_without_a_value_is_a_clear_error_reply() {
 #[test]
 fn scripted_error_body_is_openai_shaped() {
     let error = engine()
-        .answer(&to_wire(&request(vec![Message::user("flaky")])))
+        .answer(&to_wire(&request(vec![Message::user("flaky")]), None))
         .unwrap_err();
     assert_eq!(
         serde_json::to_value(&error.body).unwrap(),
@@ -233,7 +233,7 @@ fn scripted_error_body_is_openai_shaped() {
 #[test]
 fn engine_is_shared_across_threads() {
     let engine = engine();
-    let wire = to_wire(&request(vec![Message::user("flaky")]));
+    let wire = to_wire(&request(vec![Message::user("flaky")]), None);
     let failures: usize = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..8)
             .map(|_| scope.spawn(|| usize::from(engine.answer(&wire).is_err())))

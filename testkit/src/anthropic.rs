@@ -201,8 +201,11 @@ fn to_neutral(request: MessagesRequest) -> ModelRequest {
         model: request.model,
         system: system.into(),
         messages,
+        // Read from JSON, so a list: never a written one.
         tools: request
             .tools
+            .into_vec()
+            .unwrap_or_default()
             .into_iter()
             .map(|tool| ToolSpec {
                 name: tool.name,

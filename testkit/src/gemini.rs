@@ -132,8 +132,11 @@ fn to_neutral(model: String, request: GenerateContentRequest) -> ModelRequest {
         model,
         system: system.into(),
         messages,
+        // Read from JSON, so a list: never a written one.
         tools: request
             .tools
+            .into_vec()
+            .unwrap_or_default()
             .into_iter()
             .flat_map(|tool| tool.function_declarations)
             .map(|function| ToolSpec {

@@ -128,7 +128,7 @@ impl AppState {
     /// Answers a provider-neutral request through the engine, as the
     /// engine's Chat Completions answer would arrive at a client.
     fn answer(&self, request: &ModelRequest) -> Result<ModelResponse, ScriptedError> {
-        let response = self.engine.answer(&to_wire(request))?;
+        let response = self.engine.answer(&to_wire(request, None))?;
         // The engine always answers with one choice; anything else is a
         // bug of the test kit, reported as a server error.
         from_wire(response).map_err(|error| ScriptedError {

@@ -7,38 +7,34 @@
 //! the last message, so an agent loop reads its growing history from the
 //! cache on the next step.
 
+use std::sync::Arc;
+
 use deepfleet_proto::message::joined_text;
 use deepfleet_proto::{AssistantMessage, ContentBlock, Message, ToolCall, ToolStatus, Usage};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::wire::{
     Block, CacheControl, ImageSource, MessagesRequest, MessagesResponse, TextBlock, Tool,
     WireMessage, WireUsage,
 };
-use crate::{FinishReason, ModelRequest, ModelResponse};
+use crate::{FinishReason, ModelRequest, ModelResponse, ToolList};
 
 /// Breakpoints the system prompt may use: four in all, minus the tools'
 /// and the last message's.
 const SYSTEM_BREAKPOINTS: usize = 2;
 
 /// Builds the wire request for `request`, asking for at most `max_tokens`
-/// unless it sets its own cap. A reasoning effort is not sent: extended
+/// unless it sets its own cap, with `written` as its tools where the
+/// transport wrote them already. A reasoning effort is not sent: extended
 /// thinking wants its thinking blocks back on every tool-use turn, and
 /// deepfleet's messages do not keep them.
-pub fn to_wire(request: &ModelRequest, max_tokens: u64) -> MessagesRequest {
-    let mut tools: Vec<Tool> = request
-        .tools
-        .iter()
-        .map(|spec| Tool {
-            name: spec.name.clone(),
-            description: spec.description.clone(),
-            input_schema: spec.parameters.clone(),
-            cache_control: None,
-        })
-        .collect();
-    if let Some(last) = tools.last_mut() {
-        last.cache_control = Some(CacheControl::ephemeral());
-    }
+pub fn to_wire(
+    request: &ModelRequest,
+    max_tokens: u64,
+    written: Option<Arc<RawValue>>,
+) -> MessagesRequest {
+    let tools = ToolList::written_or(written, || tools(request));
     let mut messages = conversation(&request.messages);
     if let Some(block) = messages
         .last_mut()
@@ -56,6 +52,25 @@ pub fn to_wire(request: &ModelRequest, max_tokens: u64) -> MessagesRequest {
         top_p: request.sampling.top_p,
         stream: None,
     }
+}
+
+/// The request's tools, the last one ending a cache breakpoint: a list
+/// that depends on the tools alone, as a written one must.
+fn tools(request: &ModelRequest) -> Vec<Tool> {
+    let mut tools: Vec<Tool> = request
+        .tools
+        .iter()
+        .map(|spec| Tool {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            input_schema: spec.parameters.clone(),
+            cache_control: None,
+        })
+        .collect();
+    if let Some(last) = tools.last_mut() {
+        last.cache_control = Some(CacheControl::ephemeral());
+    }
+    tools
 }
 
 /// Splits the system prompt at the cache breakpoints. Offsets that are out

@@ -64,7 +64,7 @@ fn request_layout_with_tools_results_images_and_cache_breakpoints() {
         }),
         Message::tool("toolu_2", "ls", "bad JSON", ToolStatus::Error),
     ];
-    let wire = serde_json::to_value(to_wire(&request(messages), 64_000)).unwrap();
+    let wire = serde_json::to_value(to_wire(&request(messages), 64_000, None)).unwrap();
     assert_eq!(
         wire,
         json!({
@@ -137,7 +137,7 @@ fn consecutive_user_content_merges_and_empty_messages_vanish() {
     request.tools = Vec::new().into();
     request.system = "".into();
     request.max_output_tokens = Some(10);
-    let wire = serde_json::to_value(to_wire(&request, 64_000)).unwrap();
+    let wire = serde_json::to_value(to_wire(&request, 64_000, None)).unwrap();
     assert_eq!(
         wire,
         json!({
@@ -259,13 +259,13 @@ fn sampling_settings_are_sent_in_messages_terms_without_thinking() {
         reasoning_effort: Some(crate::ReasoningEffort::High),
     };
     request.max_output_tokens = Some(700);
-    let wire = serde_json::to_value(to_wire(&request, 64_000)).unwrap();
+    let wire = serde_json::to_value(to_wire(&request, 64_000, None)).unwrap();
     assert_eq!(
         (&wire["temperature"], &wire["top_p"], &wire["max_tokens"]),
         (&json!(0.3), &json!(0.9), &json!(700))
     );
     assert!(wire.get("thinking").is_none(), "{wire}");
-    let wire = serde_json::to_value(to_wire(&super::tests::request(vec![]), 64_000)).unwrap();
+    let wire = serde_json::to_value(to_wire(&super::tests::request(vec![]), 64_000, None)).unwrap();
     assert!(
         wire.get("temperature").is_none() && wire.get("top_p").is_none(),
         "{wire}"

@@ -1,6 +1,9 @@
 //! [`Messages`]: the Anthropic Messages protocol on the shared transport.
 
+use std::sync::Arc;
+
 use reqwest::header::HeaderName;
+use serde_json::value::RawValue;
 
 use super::convert::{from_wire, to_wire};
 use super::stream::EventReader;
@@ -51,12 +54,17 @@ impl WireProtocol for Messages {
     }
 
     /// `max_tokens` defaults to the model profile's output limit.
-    fn request(&self, request: &ModelRequest, stream: bool) -> MessagesRequest {
+    fn request(
+        &self,
+        request: &ModelRequest,
+        stream: bool,
+        tools: Option<Arc<RawValue>>,
+    ) -> MessagesRequest {
         let max_tokens = profiles::builtin(&request.model)
             .map_or(FALLBACK_MAX_TOKENS, |profile| profile.max_output_tokens);
         MessagesRequest {
             stream: stream.then_some(true),
-            ..to_wire(request, max_tokens)
+            ..to_wire(request, max_tokens, tools)
         }
     }
 

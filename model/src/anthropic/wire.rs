@@ -10,6 +10,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ToolList;
+
 /// `POST /v1/messages` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessagesRequest {
@@ -23,8 +25,8 @@ pub struct MessagesRequest {
     /// The conversation; roles alternate, starting with `user`.
     pub messages: Vec<WireMessage>,
     /// Tools the model may call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "ToolList::is_empty")]
+    pub tools: ToolList<Tool>,
     /// Sampling temperature (0 to 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,

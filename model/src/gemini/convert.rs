@@ -7,10 +7,13 @@
 //! replay model's scheme, unique within a thread. Results travel as
 //! `functionResponse` parts carrying that id and the tool name.
 
+use std::sync::Arc;
+
 use deepfleet_proto::message::joined_text;
 use deepfleet_proto::{
     AssistantMessage, ContentBlock, ImageSource, Message, ToolCall, ToolMessage, ToolStatus, Usage,
 };
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
 use super::wire::{
@@ -18,7 +21,7 @@ use super::wire::{
     GenerateContentRequest, GenerateContentResponse, GenerationConfig, Part, ThinkingConfig, Tool,
     UsageMetadata,
 };
-use crate::{FinishReason, ModelRequest, ModelResponse, ReasoningEffort};
+use crate::{FinishReason, ModelRequest, ModelResponse, ReasoningEffort, ToolList};
 
 /// The value the API documents for function calls whose thought signature
 /// is unknown. Gemini 3 models reject a model turn with function calls and
@@ -26,8 +29,9 @@ use crate::{FinishReason, ModelRequest, ModelResponse, ReasoningEffort};
 /// calls carry this instead.
 const UNKNOWN_SIGNATURE: &str = "skip_thought_signature_validator";
 
-/// Builds the wire request for `request`.
-pub fn to_wire(request: &ModelRequest) -> GenerateContentRequest {
+/// Builds the wire request for `request`, with `written` as its tools
+/// where the transport wrote them already.
+pub fn to_wire(request: &ModelRequest, written: Option<Arc<RawValue>>) -> GenerateContentRequest {
     let needs_signature = request
         .model
         .trim_start_matches("models/")
@@ -53,7 +57,23 @@ pub fn to_wire(request: &ModelRequest) -> GenerateContentRequest {
             }),
         }
     }
-    let declarations: Vec<FunctionDeclaration> = request
+    GenerateContentRequest {
+        contents,
+        system_instruction: (!request.system.is_empty()).then(|| Content {
+            role: None,
+            parts: text_part(request.system.to_string()),
+        }),
+        tools: ToolList::written_or(written, || tools(request)),
+        generation_config: generation_config(request, needs_signature),
+    }
+}
+
+/// The request's tools, declared in one [`Tool`]; none without tools.
+fn tools(request: &ModelRequest) -> Vec<Tool> {
+    if request.tools.is_empty() {
+        return Vec::new();
+    }
+    let declarations = request
         .tools
         .iter()
         .map(|spec| FunctionDeclaration {
@@ -62,21 +82,9 @@ pub fn to_wire(request: &ModelRequest) -> GenerateContentRequest {
             parameters_json_schema: spec.parameters.clone(),
         })
         .collect();
-    GenerateContentRequest {
-        contents,
-        system_instruction: (!request.system.is_empty()).then(|| Content {
-            role: None,
-            parts: text_part(request.system.to_string()),
-        }),
-        tools: if declarations.is_empty() {
-            Vec::new()
-        } else {
-            vec![Tool {
-                function_declarations: declarations,
-            }]
-        },
-        generation_config: generation_config(request, needs_signature),
-    }
+    vec![Tool {
+        function_declarations: declarations,
+    }]
 }
 
 fn text_part(text: String) -> Vec<Part> {

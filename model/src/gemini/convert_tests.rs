@@ -60,7 +60,8 @@ fn history() -> Vec<Message> {
 
 #[test]
 fn request_layout_with_function_calls_responses_and_images() {
-    let wire = serde_json::to_value(to_wire(&request("gemini-2.5-flash", history()))).unwrap();
+    let wire =
+        serde_json::to_value(to_wire(&request("gemini-2.5-flash", history()), None)).unwrap();
     assert_eq!(
         wire,
         json!({
@@ -91,7 +92,7 @@ fn request_layout_with_function_calls_responses_and_images() {
 
 #[test]
 fn gemini_3_calls_carry_a_thought_signature() {
-    let wire = to_wire(&request("models/gemini-3-pro-preview", history()));
+    let wire = to_wire(&request("models/gemini-3-pro-preview", history()), None);
     let part = &wire.contents[1].parts[0];
     assert_eq!(
         part.thought_signature.as_deref(),
@@ -195,7 +196,7 @@ fn sampling_settings_are_sent_as_generation_config() {
             top_p: Some(0.9),
             reasoning_effort: Some(effort),
         };
-        serde_json::to_value(to_wire(&request)).unwrap()["generationConfig"].clone()
+        serde_json::to_value(to_wire(&request, None)).unwrap()["generationConfig"].clone()
     };
     assert_eq!(
         sampled("gemini-2.5-flash", ReasoningEffort::Medium),
@@ -208,6 +209,6 @@ fn sampling_settings_are_sent_as_generation_config() {
     );
     let mut plain = request("gemini-2.5-flash", vec![Message::user("Hi")]);
     plain.max_output_tokens = None;
-    let wire = serde_json::to_value(to_wire(&plain)).unwrap();
+    let wire = serde_json::to_value(to_wire(&plain, None)).unwrap();
     assert!(wire.get("generationConfig").is_none(), "{wire}");
 }

@@ -1,6 +1,9 @@
 //! [`GenerateContent`]: the Gemini API on the shared transport.
 
+use std::sync::Arc;
+
 use reqwest::header::HeaderName;
+use serde_json::value::RawValue;
 
 use super::convert::{from_wire, to_wire, turn_of};
 use super::stream::ChunkReader;
@@ -43,8 +46,13 @@ impl WireProtocol for GenerateContent {
     }
 
     /// Streaming is chosen by the URL, not the body.
-    fn request(&self, request: &ModelRequest, _stream: bool) -> GenerateContentRequest {
-        to_wire(request)
+    fn request(
+        &self,
+        request: &ModelRequest,
+        _stream: bool,
+        tools: Option<Arc<RawValue>>,
+    ) -> GenerateContentRequest {
+        to_wire(request, tools)
     }
 
     fn response(

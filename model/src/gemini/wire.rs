@@ -7,6 +7,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::ToolList;
+
 /// `POST /models/{model}:generateContent` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -17,8 +19,8 @@ pub struct GenerateContentRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_instruction: Option<Content>,
     /// Tools the model may call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "ToolList::is_empty")]
+    pub tools: ToolList<Tool>,
     /// Sampling and length settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation_config: Option<GenerationConfig>,

@@ -4,20 +4,24 @@
 //! The replay client runs its requests through these functions too, so the
 //! scripted tests exercise the same mapping as production.
 
+use std::sync::Arc;
+
 use deepfleet_proto::message::joined_text;
 use deepfleet_proto::{
     AssistantMessage, ContentBlock, ImageSource, Message, ToolCall, ToolMessage, Usage,
 };
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::wire::{
     ChatMessage, ChatRequest, ChatResponse, ChatTool, ContentPart, FunctionCall, FunctionDef,
     ImageUrl, MessageContent, WireToolCall, WireUsage,
 };
-use crate::{ErrorKind, FinishReason, ModelError, ModelRequest, ModelResponse};
+use crate::{ErrorKind, FinishReason, ModelError, ModelRequest, ModelResponse, ToolList};
 
-/// Builds the wire request for `request`.
-pub fn to_wire(request: &ModelRequest) -> ChatRequest {
+/// Builds the wire request for `request`, with `written` as its tools
+/// where the transport wrote them already.
+pub fn to_wire(request: &ModelRequest, written: Option<Arc<RawValue>>) -> ChatRequest {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     if !request.system.is_empty() {
         messages.push(ChatMessage::System {
@@ -46,7 +50,7 @@ pub fn to_wire(request: &ModelRequest) -> ChatRequest {
     }
     flush_images(&mut messages, &mut pending_images);
 
-    let tools: Vec<ChatTool> = request.tools.iter().map(tool).collect();
+    let tools = ToolList::written_or(written, || request.tools.iter().map(tool).collect());
     ChatRequest {
         model: request.model.clone(),
         messages,

@@ -48,7 +48,7 @@ fn request_has_the_chat_completions_shape() {
         }),
         Message::tool("call_0_0", "ls", "a.txt", ToolStatus::Success),
     ];
-    let wire = serde_json::to_value(to_wire(&request(messages))).unwrap();
+    let wire = serde_json::to_value(to_wire(&request(messages), None)).unwrap();
     assert_eq!(
         wire,
         json!({
@@ -81,7 +81,7 @@ fn empty_system_prompt_and_no_tools_are_left_out() {
     req.max_output_tokens = None;
     req.cache_key = None;
     assert_eq!(
-        serde_json::to_value(to_wire(&req)).unwrap(),
+        serde_json::to_value(to_wire(&req, None)).unwrap(),
         json!({"model": "gpt-test", "messages": [{"role": "user", "content": "hi"}]})
     );
 }
@@ -99,7 +99,7 @@ fn user_images_become_image_url_parts() {
         ],
         source: None,
     });
-    let wire = serde_json::to_value(to_wire(&request(vec![user]))).unwrap();
+    let wire = serde_json::to_value(to_wire(&request(vec![user]), None)).unwrap();
     assert_eq!(
         wire["messages"][1],
         json!({"role": "user", "content": [
@@ -127,7 +127,7 @@ fn tool_images_follow_the_tool_batch_in_one_user_message() {
         tool_with_image("c3", "BBBB"),
         Message::assistant("seen"),
     ];
-    let wire = serde_json::to_value(to_wire(&request(messages))).unwrap();
+    let wire = serde_json::to_value(to_wire(&request(messages), None)).unwrap();
     let note = "ok\n[1 image(s) attached in the next user message]";
     assert_eq!(
         wire["messages"],
@@ -155,7 +155,7 @@ fn wire_request_survives_a_json_round_trip() {
         Message::assistant("b"),
         Message::tool("c", "ls", "d", ToolStatus::Success),
     ];
-    let wire = to_wire(&request(messages));
+    let wire = to_wire(&request(messages), None);
     let json = serde_json::to_string(&wire).unwrap();
     assert_eq!(serde_json::from_str::<ChatRequest>(&json).unwrap(), wire);
 }
@@ -306,7 +306,7 @@ fn sampling_settings_are_sent_in_chat_completions_terms() {
         top_p: Some(0.9),
         reasoning_effort: Some(crate::ReasoningEffort::High),
     };
-    let wire = serde_json::to_value(to_wire(&request)).unwrap();
+    let wire = serde_json::to_value(to_wire(&request, None)).unwrap();
     assert_eq!(
         (
             &wire["temperature"],
@@ -317,7 +317,7 @@ fn sampling_settings_are_sent_in_chat_completions_terms() {
         (&json!(0.3), &json!(0.9), &json!("high"), &json!(256))
     );
     // Unset settings stay out of the body: the provider's defaults.
-    let wire = serde_json::to_value(to_wire(&super::tests::request(vec![]))).unwrap();
+    let wire = serde_json::to_value(to_wire(&super::tests::request(vec![]), None)).unwrap();
     for key in ["temperature", "top_p", "reasoning_effort"] {
         assert!(wire.get(key).is_none(), "{key}: {wire}");
     }

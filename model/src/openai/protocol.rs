@@ -1,7 +1,10 @@
 //! [`ChatCompletions`]: the Chat Completions protocol on the shared
 //! transport, for OpenAI and every OpenAI-compatible host.
 
+use std::sync::Arc;
+
 use reqwest::header::{AUTHORIZATION, HeaderName};
+use serde_json::value::RawValue;
 
 use super::convert::{from_wire, to_wire};
 use super::stream::ChunkReader;
@@ -32,8 +35,13 @@ impl WireProtocol for ChatCompletions {
 
     /// Streamed calls ask for the usage chunk too
     /// (`stream_options.include_usage`).
-    fn request(&self, request: &ModelRequest, stream: bool) -> ChatRequest {
-        let body = to_wire(request);
+    fn request(
+        &self,
+        request: &ModelRequest,
+        stream: bool,
+        tools: Option<Arc<RawValue>>,
+    ) -> ChatRequest {
+        let body = to_wire(request, tools);
         if !stream {
             return body;
         }

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::ReasoningEffort;
+use crate::{ReasoningEffort, ToolList};
 
 /// `POST /chat/completions` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -21,8 +21,8 @@ pub struct ChatRequest {
     /// The conversation, system prompt first.
     pub messages: Vec<ChatMessage>,
     /// Tools the model may call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<ChatTool>,
+    #[serde(default, skip_serializing_if = "ToolList::is_empty")]
+    pub tools: ToolList<ChatTool>,
     /// `"auto"`, `"none"`, `"required"` or a named-function object; kept as
     /// JSON because its shape varies.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -16,7 +16,7 @@ use super::body::{BodyLimits, BoundedBody};
 use super::config::TransportConfig;
 use super::http::{checked, exchange, http_client, json, secret_header, send};
 use super::protocol::{StreamDecoder, WireProtocol};
-use super::shared_parts::{RequestBody, SharedParts};
+use super::shared_parts::{Kept, RequestBody, SharedParts};
 use crate::ratelimit::{Cost, LimitKey, RateGate, account_of};
 use crate::retry::RetryPolicy;
 use crate::sse::for_each_event;
@@ -177,12 +177,16 @@ impl<P: WireProtocol> HttpClient<P> {
 
     /// A request's body, written once for all its attempts: the wire form
     /// (a second copy of the conversation) is dropped as soon as it is
-    /// written, and the parts the agent's other requests repeat are theirs.
+    /// written, its tools were written for the agent's first call, and the
+    /// parts the agent's other requests repeat are theirs.
     fn encoded(&self, request: &ModelRequest, stream: bool) -> Result<RequestBody, ModelError> {
-        let body = written(&self.protocol.request(request, stream))?;
-        Ok(self.parts.split(body, request, |probe| {
-            written(&self.protocol.request(probe, stream))
-        }))
+        let tools = self.parts.tools(request, |probe| {
+            written(&self.protocol.request(probe, stream, None))
+        });
+        let wire = self
+            .protocol
+            .request(request, stream, tools.as_deref().map(Kept::raw));
+        Ok(self.parts.split(written(&wire)?, request, tools.as_deref()))
     }
 
     /// Corrects the limiter's estimate of an admitted attempt with its

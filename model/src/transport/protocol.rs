@@ -2,9 +2,12 @@
 //! shared: where a call goes, how it authenticates, and how our neutral
 //! request and response map to the provider's wire types and stream.
 
+use std::sync::Arc;
+
 use reqwest::header::HeaderName;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 
 use crate::stream::Assembler;
 use crate::{ModelError, ModelRequest, ModelResponse};
@@ -40,7 +43,17 @@ pub trait WireProtocol: std::fmt::Debug + Send + Sync + 'static {
     }
 
     /// The body of `request`, asking for a streamed answer when `stream`.
-    fn request(&self, request: &ModelRequest, stream: bool) -> Self::Request;
+    ///
+    /// `tools`, when given, is the body's `tools` value as this protocol
+    /// wrote it for a request offering the same tools (the transport
+    /// writes an agent's list once): it goes in place of the converted
+    /// list, so that value must depend on the request's tools alone.
+    fn request(
+        &self,
+        request: &ModelRequest,
+        stream: bool,
+        tools: Option<Arc<RawValue>>,
+    ) -> Self::Request;
 
     /// Our response from a decoded answer to `request`.
     fn response(

@@ -4,17 +4,22 @@
 //! schemas: most of a short conversation's body (about 9 of 10 KiB in the
 //! bench's basic scenario). A call keeps its body for as long as it waits,
 //! for its retries, so ten thousand calls in flight kept ten thousand
-//! copies of the same bytes. The body is still written whole, by the
-//! protocol's own serializer; the parts found in it verbatim are then
-//! swapped for one copy kept per prompt and per tool list. What is sent
-//! is byte for byte what was written: a part is only ever replaced where
-//! its bytes were found.
+//! copies of the same bytes; and escaping the same tool descriptions into
+//! JSON on every call was the largest cost of writing a body.
+//!
+//! The tools are therefore written once per tool list ([`SharedParts::tools`])
+//! and handed to the protocol, which puts the bytes where its own list
+//! would go. The body is then written by the protocol's serializer, and
+//! the parts found in it verbatim (the tools, the system prompt) are
+//! swapped for the one copy kept. What is sent is byte for byte what the
+//! protocol writes: a part is only ever replaced where its bytes were
+//! found, and the written tools are the protocol's own for the same list.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -24,7 +29,7 @@ use moka::sync::Cache;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::{ModelError, ModelRequest};
+use crate::{ModelError, ModelRequest, ToolSpec};
 
 /// Parts kept: a system prompt and a tool list for each agent a worker
 /// runs at a time, with room to spare.
@@ -34,17 +39,26 @@ const KEPT_PARTS: u64 = 1024;
 const MIN_SHARED_BYTES: usize = 256;
 
 /// Where a shared part comes from: the address of the request's `Arc`,
-/// which an agent's requests share. An address a freed value's successor
-/// reuses only costs a search that fails and a fresh part.
+/// which an agent's requests share. A kept part holds a weak reference
+/// to its source, so that address is not reused while the part is kept:
+/// the same address is the same text or tool list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Source {
     System(usize),
     Tools(usize),
 }
 
+/// What keeps a source's address from being reused (its contents may be
+/// dropped).
+enum Owner {
+    System { _text: Weak<str> },
+    Tools { _list: Weak<[ToolSpec]> },
+}
+
 /// A kept part, with its searcher (building one costs more than a
 /// search of a whole body with it) and where it was last found.
-struct Kept {
+pub(crate) struct Kept {
+    raw: Arc<RawValue>,
     bytes: Bytes,
     finder: memmem::Finder<'static>,
     /// Its distance from the start and from the end of the body it was
@@ -54,17 +68,36 @@ struct Kept {
     /// first spares most bodies the search.
     from_start: AtomicUsize,
     from_end: AtomicUsize,
+    _owner: Owner,
+}
+
+/// A kept part's bytes, for the bodies that share them.
+struct RawBytes(Arc<RawValue>);
+
+impl AsRef<[u8]> for RawBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.0.get().as_bytes()
+    }
 }
 
 impl Kept {
-    fn new(bytes: Bytes) -> Arc<Self> {
+    fn new(raw: Box<RawValue>, owner: Owner) -> Arc<Self> {
+        let raw: Arc<RawValue> = Arc::from(raw);
+        let bytes = Bytes::from_owner(RawBytes(Arc::clone(&raw)));
         let finder = memmem::Finder::new(&bytes).into_owned();
         Arc::new(Kept {
+            raw,
             bytes,
             finder,
             from_start: AtomicUsize::new(usize::MAX),
             from_end: AtomicUsize::new(usize::MAX),
+            _owner: owner,
         })
+    }
+
+    /// The part as JSON, for a body to be written with.
+    pub(crate) fn raw(&self) -> Arc<RawValue> {
+        Arc::clone(&self.raw)
     }
 
     /// Where the part lies in `body`: where it lay last time if its bytes
@@ -102,25 +135,46 @@ impl Default for SharedParts {
 }
 
 impl SharedParts {
-    /// `body`, the JSON `write` made of `request`, with its system prompt
-    /// and tools pointing at the kept copies where they appear in it.
-    /// `write` writes a request the same way; the tools' part is taken
-    /// from a request of the tools alone.
+    /// The `tools` value of bodies offering `request`'s tools, as `write`
+    /// writes it for a request of those tools alone: written once per
+    /// tool list, then kept. `None` without tools.
+    pub(crate) fn tools(
+        &self,
+        request: &ModelRequest,
+        write: impl Fn(&ModelRequest) -> Result<Vec<u8>, ModelError>,
+    ) -> Option<Arc<Kept>> {
+        if request.tools.is_empty() {
+            return None;
+        }
+        let source = Source::Tools(Arc::as_ptr(&request.tools).addr());
+        if let Some(kept) = self.kept.get(&source) {
+            return Some(kept);
+        }
+        let owner = Owner::Tools {
+            _list: Arc::downgrade(&request.tools),
+        };
+        let kept = Kept::new(tools_part(request, write)?, owner);
+        self.kept.insert(source, Arc::clone(&kept));
+        Some(kept)
+    }
+
+    /// `body`, the JSON written of `request` with `tools` as its tools,
+    /// with its system prompt and tools pointing at the kept copies where
+    /// they appear in it.
     pub(crate) fn split(
         &self,
         mut body: Vec<u8>,
         request: &ModelRequest,
-        write: impl Fn(&ModelRequest) -> Result<Vec<u8>, ModelError>,
+        tools: Option<&Kept>,
     ) -> RequestBody {
         let mut found: Vec<(usize, Bytes)> = Vec::with_capacity(2);
         if request.system.len() >= MIN_SHARED_BYTES {
-            let source = Source::System(Arc::as_ptr(&request.system).addr());
-            let part = || serde_json::to_vec(&*request.system).ok().map(Bytes::from);
-            found.extend(self.find(&body, source, part));
+            found.extend(self.find_system(&body, request));
         }
-        if !request.tools.is_empty() {
-            let source = Source::Tools(Arc::as_ptr(&request.tools).addr());
-            found.extend(self.find(&body, source, || tools_part(request, &write)));
+        if let Some(tools) = tools
+            && let Some(at) = tools.locate(&body)
+        {
+            found.push((at, tools.bytes.clone()));
         }
         found.sort_unstable_by_key(|(at, _)| *at);
         let mut parts = Vec::with_capacity(2 * found.len() + 1);
@@ -150,20 +204,20 @@ impl SharedParts {
         }
     }
 
-    /// Where the kept part of `source` (or a fresh one, should the kept
-    /// one be stale or missing) lies in `body`.
-    fn find(
-        &self,
-        body: &[u8],
-        source: Source,
-        part: impl Fn() -> Option<Bytes>,
-    ) -> Option<(usize, Bytes)> {
+    /// Where the kept copy of `request`'s system prompt lies in `body`,
+    /// kept now if it was not.
+    fn find_system(&self, body: &[u8], request: &ModelRequest) -> Option<(usize, Bytes)> {
+        let source = Source::System(Arc::as_ptr(&request.system).addr());
         if let Some(kept) = self.kept.get(&source)
             && let Some(at) = kept.locate(body)
         {
             return Some((at, kept.bytes.clone()));
         }
-        let fresh = Kept::new(part()?);
+        let written = serde_json::value::to_raw_value(&*request.system).ok()?;
+        let owner = Owner::System {
+            _text: Arc::downgrade(&request.system),
+        };
+        let fresh = Kept::new(written, owner);
         let at = fresh.locate(body)?;
         let bytes = fresh.bytes.clone();
         self.kept.insert(source, fresh);
@@ -176,7 +230,7 @@ impl SharedParts {
 fn tools_part(
     request: &ModelRequest,
     write: impl Fn(&ModelRequest) -> Result<Vec<u8>, ModelError>,
-) -> Option<Bytes> {
+) -> Option<Box<RawValue>> {
     #[derive(Deserialize)]
     struct Tools<'a> {
         #[serde(borrow)]
@@ -196,7 +250,7 @@ fn tools_part(
     };
     let written = write(&probe).ok()?;
     let tools: Tools<'_> = serde_json::from_slice(&written).ok()?;
-    Some(Bytes::copy_from_slice(tools.tools?.get().as_bytes()))
+    Some(tools.tools?.to_owned())
 }
 
 /// A request's body in parts, some of them shared with other requests.
@@ -288,13 +342,15 @@ mod tests {
         }
     }
 
-    type Writer = Box<dyn Fn(&ModelRequest) -> Vec<u8>>;
+    type Writer = Box<dyn Fn(&ModelRequest, Option<Arc<RawValue>>) -> Vec<u8>>;
 
     /// The three protocols' bodies, as their clients write them.
     fn writers() -> Vec<(&'static str, Writer)> {
         use crate::transport::WireProtocol;
         fn writer<P: WireProtocol>(protocol: P) -> Writer {
-            Box::new(move |r| serde_json::to_vec(&protocol.request(r, false)).unwrap())
+            Box::new(move |r, tools| {
+                serde_json::to_vec(&protocol.request(r, false, tools)).unwrap()
+            })
         }
         vec![
             ("openai", writer(crate::openai::ChatCompletions)),
@@ -303,17 +359,26 @@ mod tests {
         ]
     }
 
+    /// A body as the client writes it: with the kept tools, then split.
+    fn encoded(parts: &SharedParts, write: &Writer, request: &ModelRequest) -> RequestBody {
+        let tools = parts.tools(request, |probe| Ok(write(probe, None)));
+        let body = write(request, tools.as_deref().map(Kept::raw));
+        parts.split(body, request, tools.as_deref())
+    }
+
     #[test]
     fn the_prompt_and_tools_are_shared_and_the_bytes_unchanged() {
-        let parts = SharedParts::default();
         let first = request(&"You are careful. ".repeat(30));
         let mut second = first.clone();
         second.messages = vec![deepfleet_proto::Message::user("something else")];
         for (name, write) in writers() {
-            let a = parts.split(write(&first), &first, |r| Ok(write(r)));
-            let b = parts.split(write(&second), &second, |r| Ok(write(r)));
-            assert_eq!(a.bytes(), write(&first), "{name}");
-            assert_eq!(b.bytes(), write(&second), "{name}");
+            // One client's parts: each protocol has its own.
+            let parts = SharedParts::default();
+            let a = encoded(&parts, &write, &first);
+            let b = encoded(&parts, &write, &second);
+            // Byte for byte what the protocol writes with its own list.
+            assert_eq!(a.bytes(), write(&first, None), "{name}");
+            assert_eq!(b.bytes(), write(&second, None), "{name}");
             let shared: Vec<&Bytes> = a
                 .parts()
                 .iter()
@@ -328,16 +393,17 @@ mod tests {
 
     #[test]
     fn a_part_that_moved_from_both_ends_is_searched_for() {
-        let parts = SharedParts::default();
         let first = request(&"You are careful. ".repeat(30));
         let mut moved = first.clone();
         moved.messages = vec![deepfleet_proto::Message::user("a longer turn ".repeat(20))];
         moved.model = "a-longer-model-name".to_owned();
         moved.max_output_tokens = Some(1000);
         for (name, write) in writers() {
-            let a = parts.split(write(&first), &first, |r| Ok(write(r)));
-            let b = parts.split(write(&moved), &moved, |r| Ok(write(r)));
-            assert_eq!(b.bytes(), write(&moved), "{name}");
+            // One client's parts: each protocol has its own.
+            let parts = SharedParts::default();
+            let a = encoded(&parts, &write, &first);
+            let b = encoded(&parts, &write, &moved);
+            assert_eq!(b.bytes(), write(&moved, None), "{name}");
             let shared = b
                 .parts()
                 .iter()
@@ -348,24 +414,43 @@ mod tests {
     }
 
     #[test]
+    fn another_tool_list_gets_its_own_written_tools() {
+        let first = request(&"You are careful. ".repeat(30));
+        let mut other = first.clone();
+        other.tools = Arc::from(vec![ToolSpec {
+            name: "ls".to_owned(),
+            description: "Lists a directory.".to_owned(),
+            parameters: json!({"type": "object"}).into(),
+        }]);
+        for (name, write) in writers() {
+            let parts = SharedParts::default();
+            encoded(&parts, &write, &first);
+            let body = encoded(&parts, &write, &other);
+            assert_eq!(body.bytes(), write(&other, None), "{name}");
+        }
+    }
+
+    #[test]
     fn a_stale_or_short_part_is_not_shared() {
         let parts = SharedParts::default();
         let mut short = request("Be brief.");
         short.tools = Arc::from(Vec::new());
-        let write =
-            |r: &ModelRequest| serde_json::to_vec(&crate::openai::convert::to_wire(r)).unwrap();
-        let body = parts.split(write(&short), &short, |r| Ok(write(r)));
+        let (_, write) = writers().remove(0);
+        let body = encoded(&parts, &write, &short);
         assert_eq!(body.parts().len(), 1);
         // A kept part its source no longer has is searched for in vain,
         // then replaced.
         let long = request(&"Think first. ".repeat(40));
         let source = Source::System(Arc::as_ptr(&long.system).addr());
-        let stale = Bytes::from_static(b"\"not this\"");
-        parts.kept.insert(source, Kept::new(stale.clone()));
-        let body = parts.split(write(&long), &long, |r| Ok(write(r)));
-        assert_eq!(body.bytes(), write(&long));
+        let stale = RawValue::from_string("\"not this\"".to_owned()).unwrap();
+        let owner = Owner::System {
+            _text: Arc::downgrade(&long.system),
+        };
+        parts.kept.insert(source, Kept::new(stale, owner));
+        let body = encoded(&parts, &write, &long);
+        assert_eq!(body.bytes(), write(&long, None));
         assert_eq!(body.parts().len(), 5);
-        assert_ne!(parts.kept.get(&source).unwrap().bytes, stale);
+        assert_ne!(parts.kept.get(&source).unwrap().raw.get(), "\"not this\"");
     }
 
     /// What a server receives of a body in parts: the same bytes, with
