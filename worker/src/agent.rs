@@ -39,7 +39,9 @@ use crate::middleware::subagents::Subagents;
 use crate::middleware::summarization::{CompactionTool, Summarization};
 use crate::prompt::{self, PromptSection, Slot};
 use crate::sandbox::SandboxHost;
+use crate::step::hitl::Gates;
 use crate::step::time_limits::DEFAULT_TOOL_TIMEOUT;
+use crate::tool_id::ToolNames;
 use crate::tools::execute::Execute;
 use crate::tools::http_tool::HttpTool;
 use crate::tools::{Tool, ToolRegistry};
@@ -81,6 +83,11 @@ pub struct Agent {
     /// The base section: the harness's base prompt, or its harness
     /// profile's replacement, plus the profile's suffix.
     base_prompt: String,
+    /// The role's MCP layer (also in `stack`), whose routes gates are
+    /// resolved against.
+    mcp: Option<Arc<McpTools>>,
+    /// The role's `interrupt_on`.
+    interrupt_on: BTreeMap<String, InterruptOn>,
     /// The human-in-the-loop notes, when the role's `interrupt_on` gates
     /// any tool.
     review_prompt: Option<String>,
@@ -153,8 +160,9 @@ impl Agent {
         ));
         let mut stack = built_in_stack(spec, run, role.as_ref(), compressor, options)
             .map_err(|m| invalid(format!("system_prompt_template: {m}")))?;
-        if let Some(mcp) = McpTools::for_role(spec, role.as_ref(), &options.mcp) {
-            stack.push(Arc::new(mcp));
+        let mcp = McpTools::for_role(spec, role.as_ref(), &options.mcp).map(Arc::new);
+        if let Some(mcp) = &mcp {
+            stack.push(Arc::clone(mcp) as Arc<dyn Middleware>);
         }
         stack.extend(options.middleware.iter().cloned());
         let harness = profile::resolve(&options.profiles, &spec.profiles, &model_spec);
@@ -190,6 +198,7 @@ impl Agent {
             })
             .sum();
         let price = price(&options.prices, &model_spec, &resolved.model);
+        let interrupt_on = spec.interrupt_on_for(run.subagent.as_deref());
         let sandbox = tools
             .get(Execute::NAME)
             .map(|_| Arc::clone(&options.sandbox));
@@ -208,7 +217,9 @@ impl Agent {
             params: spec.model_params_for(role.as_ref()),
             price,
             sandbox,
-            review_prompt: review_prompt(&spec.interrupt_on_for(run.subagent.as_deref())),
+            mcp,
+            review_prompt: review_prompt(&interrupt_on),
+            interrupt_on,
             own_prompt: match &role {
                 Some(r) => r.system_prompt.clone(),
                 None => spec.system_prompt.clone(),
@@ -216,6 +227,20 @@ impl Agent {
             base_prompt: profile::base_prompt(&harness, prompt::BASE_PROMPT),
             last_prompt: Mutex::new(None),
         })
+    }
+
+    /// The role's `interrupt_on`, resolved to the tools its keys name
+    /// over the names its calls may use now: its own tools, and the MCP
+    /// tools as the next call would be routed (cached listings only, no
+    /// server is started). Without any gate on, MCP names are not read.
+    pub async fn gates(&self, cx: &StepContext) -> Gates<'_> {
+        let builtins = self.tools.names();
+        let gated = self.interrupt_on.values().any(|g| g.allowed().is_some());
+        let mcp = match &self.mcp {
+            Some(mcp) if gated => Some(mcp.routes(&cx.tool(""), builtins, false).await),
+            _ => None,
+        };
+        Gates::new(&self.interrupt_on, ToolNames::new(builtins, mcp))
     }
 
     /// The system prompt for a step, sections in DESIGN §7 order.

@@ -21,6 +21,7 @@ pub mod prompt;
 pub mod runtime;
 pub mod sandbox;
 pub mod step;
+pub mod tool_id;
 pub mod tools;
 pub mod trace;
 

@@ -6,8 +6,10 @@
 //! offers a tool of that name too (then each of them is prefixed), or
 //! when the role's `interrupt_on` gates it as `SERVER__TOOL`. Characters
 //! providers refuse in tool names become `_`, and names are cut to 64.
-//! A gate written `SERVER__TOOL` therefore always matches; a bare gate is
-//! accepted at load only where the bare name is certain (see
+//! A call reaches a tool by its offered name or by its `SERVER__TOOL`
+//! alias ([`McpRoutes::route`]); a gate names the tool, not one of these
+//! names, so it holds calls by either (see [`crate::tool_id`]). A bare
+//! gate is accepted at load only where the bare name is certain (see
 //! [`gate_accepted`]).
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +20,8 @@ use deepfleet_proto::hitl::InterruptOn;
 use deepfleet_proto::mcp::{McpServer, PREFIX_SEPARATOR};
 use rmcp::model::Tool;
 use serde_json::{Value, json};
+
+use crate::tool_id::ToolId;
 
 /// The longest tool name providers accept.
 const MAX_NAME: usize = 64;
@@ -88,6 +92,91 @@ pub fn offer(
             }
         })
         .collect()
+}
+
+/// Where the names of a role's MCP tools lead: the tools offered now
+/// (those its allowlist, if any, names) and the servers a `SERVER__TOOL`
+/// alias reaches. Calls are routed by it and gates resolved against it,
+/// so both see the same names.
+pub struct McpRoutes<'a> {
+    offered: Vec<Offered>,
+    servers: &'a BTreeMap<String, McpServer>,
+    allow: Option<&'a [String]>,
+}
+
+impl<'a> McpRoutes<'a> {
+    /// The routes to `offered` (by [`offer`]) and to the tools of
+    /// `servers` by alias, under the role's tool allowlist `allow`: an
+    /// offered tool stays when it names the tool by its offered name or
+    /// `SERVER__TOOL`, an alias routes when it names the alias.
+    pub fn new(
+        mut offered: Vec<Offered>,
+        servers: &'a BTreeMap<String, McpServer>,
+        allow: Option<&'a [String]>,
+    ) -> Self {
+        if let Some(allow) = allow {
+            offered.retain(|o| {
+                let canonical = McpServer::prefixed(&o.server, &o.tool);
+                allow.iter().any(|a| *a == o.name || *a == canonical)
+            });
+        }
+        McpRoutes {
+            offered,
+            servers,
+            allow,
+        }
+    }
+
+    /// The tools offered, in order.
+    pub fn into_offered(self) -> Vec<Offered> {
+        self.offered
+    }
+
+    /// The tool a call named `name` goes to: an offered tool, else
+    /// `SERVER__TOOL` of a declared server (whose listing may be missing
+    /// because it is down) that the allowlist, if any, names.
+    pub fn route(&self, name: &str) -> Option<ToolId> {
+        if let Some(o) = self.offered.iter().find(|o| o.name == name) {
+            return Some(o.id());
+        }
+        let allowed = self.allow.is_none_or(|a| a.iter().any(|a| a == name));
+        allowed.then(|| self.alias(name)).flatten()
+    }
+
+    /// The tool `name` names as `SERVER__TOOL` of a declared server that
+    /// exposes it, listed or not.
+    pub fn alias(&self, name: &str) -> Option<ToolId> {
+        let (server, tool) = name.split_once(PREFIX_SEPARATOR)?;
+        let config = self.servers.get(server)?;
+        config.exposes(tool).then(|| ToolId::Mcp {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        })
+    }
+
+    /// The offered tools `key` spells: by the server's name of the tool
+    /// or by `SERVER__TOOL`, each as written or sanitized as offered.
+    pub fn spelled_by<'k>(&'k self, key: &'k str) -> impl Iterator<Item = ToolId> + 'k {
+        self.offered
+            .iter()
+            .filter(move |o| {
+                let canonical = McpServer::prefixed(&o.server, &o.tool);
+                [o.tool.as_str(), canonical.as_str()]
+                    .into_iter()
+                    .any(|spelling| spelling == key || sanitized(spelling) == key)
+            })
+            .map(Offered::id)
+    }
+}
+
+impl Offered {
+    /// The tool offered.
+    fn id(&self) -> ToolId {
+        ToolId::Mcp {
+            server: self.server.clone(),
+            tool: self.tool.clone(),
+        }
+    }
 }
 
 /// The (tool, description, schema) a listing offers.
@@ -182,23 +271,52 @@ pub fn gate_accepted(
         && !builtins.iter().any(|b| b == key)
 }
 
+/// Servers, listings and routes for unit tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
-    use pretty_assertions::assert_eq;
 
-    fn tool(name: &str) -> Tool {
+    /// A listed tool named `name` taking `a` and `user`.
+    pub(crate) fn tool(name: &str) -> Tool {
         serde_json::from_value(json!({
             "name": name,
             "description": format!("does {name}"),
             "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}, "user": {"type": "string"}}, "required": ["a", "user"]}
         }))
-        .unwrap()
+        .unwrap_or_else(|e| panic!("test tool: {e}"))
     }
 
-    fn servers(yaml: &str) -> BTreeMap<String, McpServer> {
-        serde_norway::from_str(yaml).unwrap()
+    /// `mcp_servers` from YAML.
+    pub(crate) fn servers(yaml: &str) -> BTreeMap<String, McpServer> {
+        serde_norway::from_str(yaml).unwrap_or_else(|e| panic!("test servers: {e}"))
     }
+
+    /// The routes of `servers` when each (server, tools) of `listed` is
+    /// listed, named next to the agent's `builtins` and the role's
+    /// `gates`, without an allowlist.
+    pub(crate) fn routes<'a>(
+        servers: &'a BTreeMap<String, McpServer>,
+        listed: &[(&'a str, &[&str])],
+        builtins: &[String],
+        gates: &BTreeMap<String, InterruptOn>,
+    ) -> McpRoutes<'a> {
+        let listings: Vec<Listing<'_>> = listed
+            .iter()
+            .map(|(server, tools)| Listing {
+                server,
+                config: &servers[*server],
+                tools: Ok(Arc::new(tools.iter().map(|t| tool(t)).collect())),
+            })
+            .collect();
+        McpRoutes::new(offer(&listings, builtins, gates), servers, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{servers, tool};
+    use super::*;
+    use pretty_assertions::assert_eq;
 
     fn names(offered: &[Offered]) -> Vec<&str> {
         offered.iter().map(|o| o.name.as_str()).collect()

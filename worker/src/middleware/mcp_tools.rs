@@ -11,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use deepfleet_model::{ModelRequest, ModelResponse};
 use deepfleet_proto::hitl::InterruptOn;
-use deepfleet_proto::mcp::{McpServer, PREFIX_SEPARATOR};
+use deepfleet_proto::mcp::McpServer;
 use deepfleet_proto::{AgentSpec, SubagentSpec, ToolCall};
 use futures::future::join_all;
 use serde_json::{Map, Value};
@@ -22,7 +22,8 @@ use crate::error::StepError;
 use crate::mcp::McpPool;
 use crate::mcp::content::to_tool_result;
 use crate::mcp::endpoint::Endpoint;
-use crate::mcp::naming::{Listing, Offered, offer};
+use crate::mcp::naming::{Listing, McpRoutes, offer};
+use crate::tool_id::{ToolId, ToolNames};
 use crate::tools::value_source::resolve;
 use crate::tools::{ToolError, ToolResult};
 
@@ -53,10 +54,16 @@ impl McpTools {
         })
     }
 
-    /// What the role's servers offer now. With `start`, servers are
+    /// Where the names of the role's MCP tools lead now: what its
+    /// servers offer, and their aliases. With `start`, servers are
     /// started and listed where needed (a model call); without, only
-    /// cached listings are read (routing a call).
-    async fn offered(&self, view: &ToolView<'_>, builtins: &[String], start: bool) -> Vec<Offered> {
+    /// cached listings are read (routing a call, resolving gates).
+    pub async fn routes(
+        &self,
+        view: &ToolView<'_>,
+        builtins: &[String],
+        start: bool,
+    ) -> McpRoutes<'_> {
         let listed = join_all(self.servers.iter().map(|(server, config)| async move {
             let tools = match Endpoint::resolve(server, config, view) {
                 Ok(endpoint) => {
@@ -78,30 +85,11 @@ impl McpTools {
             }
         }))
         .await;
-        let mut offered = offer(&listed, builtins, &self.gates);
-        if let Some(allow) = &self.allow {
-            offered.retain(|o| {
-                let canonical = McpServer::prefixed(&o.server, &o.tool);
-                allow.iter().any(|a| *a == o.name || *a == canonical)
-            });
-        }
-        offered
-    }
-
-    /// The (server, tool) a call named `name` goes to: an offered tool,
-    /// else `SERVER__TOOL` of a declared server (whose listing may be
-    /// missing because it is down).
-    fn route(&self, name: &str, offered: &[Offered]) -> Option<(String, String)> {
-        if let Some(o) = offered.iter().find(|o| o.name == name) {
-            return Some((o.server.clone(), o.tool.clone()));
-        }
-        let (server, tool) = name.split_once(PREFIX_SEPARATOR)?;
-        let config = self.servers.get(server)?;
-        let allowed = self
-            .allow
-            .as_ref()
-            .is_none_or(|a| a.iter().any(|a| a == name));
-        (allowed && config.exposes(tool)).then(|| (server.to_owned(), tool.to_owned()))
+        McpRoutes::new(
+            offer(&listed, builtins, &self.gates),
+            &self.servers,
+            self.allow.as_deref(),
+        )
     }
 
     async fn call(
@@ -159,7 +147,10 @@ impl Middleware for McpTools {
         next: ModelNext<'_>,
     ) -> Result<ModelResponse, StepError> {
         let builtins: Vec<String> = request.tools.iter().map(|t| t.name.clone()).collect();
-        let offered = self.offered(&cx.tool(""), &builtins, true).await;
+        let offered = self
+            .routes(&cx.tool(""), &builtins, true)
+            .await
+            .into_offered();
         request.tools = (request.tools.iter().cloned())
             .chain(offered.into_iter().map(|o| o.spec))
             .collect();
@@ -176,10 +167,12 @@ impl Middleware for McpTools {
         if builtins.contains(&call.name) {
             return next.run(call, ctx).await;
         }
-        let offered = self.offered(ctx, builtins, false).await;
-        match self.route(&call.name, &offered) {
-            Some((server, tool)) => self.call(call, &server, &tool, ctx).await,
-            None => next.run(call, ctx).await,
+        // The resolver gates are matched by (`Agent::gates`), so a call
+        // reaches only the tool its gate was looked up for.
+        let names = ToolNames::new(builtins, Some(self.routes(ctx, builtins, false).await));
+        match names.resolve(&call.name) {
+            Some(ToolId::Mcp { server, tool }) => self.call(call, &server, &tool, ctx).await,
+            Some(ToolId::Builtin(_)) | None => next.run(call, ctx).await,
         }
     }
 }

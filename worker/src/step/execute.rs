@@ -81,7 +81,7 @@ pub async fn execute(
             }
             Turn::CallModel => {
                 let reply = call_model(agent, &mut cx, store, loaded.step).await?;
-                turn::replied(reply, &cx.spec.interrupt_on_for(cx.run.subagent.as_deref()))
+                turn::replied(reply, &Box::pin(agent.gates(&cx)).await)
             }
             Turn::RunTools(calls) => {
                 let mut ran = run_tools(agent, &cx, &calls).await?;
@@ -178,7 +178,7 @@ async fn run_decided(
     cx: &StepContext,
     pending: PendingTools,
 ) -> Result<ToolRun, StepError> {
-    let plans = hitl::plan(&pending)?;
+    let plans = hitl::plan(&pending, &Box::pin(agent.gates(cx)).await)?;
     let ran = run_tools(agent, cx, &hitl::runnable(&plans)).await?;
     hitl::decided(pending.calls, plans, ran)
 }

@@ -9,28 +9,64 @@
 //! them, rejected and answered calls not at all, ungated calls as usual),
 //! the driver runs the [`runnable`] ones, and [`decided`] puts the turn
 //! back together in the model's order. All pure.
+//!
+//! Gates hold tools, not names: [`Gates`] resolves each `interrupt_on`
+//! key to the tools it names and each call to the tool it runs, so an MCP
+//! tool is held whether the model calls it by its offered name or by its
+//! `SERVER__TOOL` alias, whichever spelling the key used.
 
 use std::collections::{BTreeMap, HashMap};
 
 use deepfleet_proto::{
-    ActionRequest, ContentBlock, Decision, Interrupt, InterruptOn, PendingCall, PendingTools,
-    ReviewConfig, ToolCall, ToolMessage, ToolStatus,
+    ActionRequest, ContentBlock, Decision, DecisionType, Interrupt, InterruptOn, PendingCall,
+    PendingTools, ReviewConfig, ToolCall, ToolMessage, ToolStatus,
 };
 use serde_json::Value;
 
 use crate::error::StepError;
 use crate::step::delegation::ToolRun;
+use crate::tool_id::{ToolId, ToolNames};
+
+/// A role's `interrupt_on`, resolved to the tools its keys name, and the
+/// names the role's calls may use: the data [`gate`] and [`plan`] decide
+/// by, built where the tools are known (`Agent::gates`).
+pub struct Gates<'a> {
+    names: ToolNames<'a>,
+    by_tool: BTreeMap<ToolId, &'a InterruptOn>,
+}
+
+impl<'a> Gates<'a> {
+    /// `interrupt_on` over `names`. A tool several keys name (`read_text`
+    /// and `fs__read_text`) is gated when any of them gates it, as the
+    /// first such key (in key order) says.
+    pub fn new(interrupt_on: &'a BTreeMap<String, InterruptOn>, names: ToolNames<'a>) -> Self {
+        let mut by_tool: BTreeMap<ToolId, &'a InterruptOn> = BTreeMap::new();
+        for (key, gate) in interrupt_on {
+            for tool in names.named_by(key) {
+                let held = by_tool.entry(tool).or_insert(gate);
+                if matches!(held, InterruptOn::Enabled(false)) {
+                    *held = gate;
+                }
+            }
+        }
+        Gates { names, by_tool }
+    }
+
+    /// The decisions a call named `name` allows, or `None` when the tool
+    /// it runs is not gated (or it runs none).
+    fn allowed(&self, name: &str) -> Option<(&'a InterruptOn, Vec<DecisionType>)> {
+        let gate = *self.by_tool.get(&self.names.resolve(name)?)?;
+        Some((gate, gate.allowed()?))
+    }
+}
 
 /// The interrupt for `calls` under `gates`, or `None` when no call is
-/// gated.
-pub fn gate(gates: &BTreeMap<String, InterruptOn>, calls: &[ToolCall]) -> Option<Interrupt> {
+/// gated. The reviewer sees each call under the name the model used.
+pub fn gate(gates: &Gates<'_>, calls: &[ToolCall]) -> Option<Interrupt> {
     let mut action_requests = Vec::new();
     let mut review_configs = Vec::new();
     for call in calls {
-        let Some(gate) = gates.get(&call.name) else {
-            continue;
-        };
-        let Some(allowed) = gate.allowed() else {
+        let Some((gate, allowed)) = gates.allowed(&call.name) else {
             continue;
         };
         let args = serde_json::from_str(&call.arguments)
@@ -93,8 +129,11 @@ pub enum Plan {
 
 /// The plan for each call of a decided turn, in the model's order.
 /// Decisions answer the interrupt's action requests in order; calls
-/// without one were not gated and run as written.
-pub fn plan(pending: &PendingTools) -> Result<Vec<Plan>, StepError> {
+/// without one were not gated when the turn parked and run as written,
+/// unless `gates` (now) gate the tool they run: their names may lead
+/// elsewhere on this worker (another MCP listing), and a gated tool never
+/// runs unreviewed, so such a call is answered with an error instead.
+pub fn plan(pending: &PendingTools, gates: &Gates<'_>) -> Result<Vec<Plan>, StepError> {
     let interrupt = pending
         .interrupt
         .as_ref()
@@ -118,8 +157,25 @@ pub fn plan(pending: &PendingTools) -> Result<Vec<Plan>, StepError> {
     Ok(pending
         .calls
         .iter()
-        .map(|p| decide_call(&p.call, by_call.get(p.call.id.as_str()).copied()))
+        .map(|p| match by_call.get(p.call.id.as_str()).copied() {
+            Some(decision) => decide_call(&p.call, Some(decision)),
+            None if gates.allowed(&p.call.name).is_some() => unreviewed(&p.call),
+            None => decide_call(&p.call, None),
+        })
         .collect())
+}
+
+/// The answer to a call that reached a gated tool without a decision.
+fn unreviewed(call: &ToolCall) -> Plan {
+    Plan::Answer(ToolMessage {
+        tool_call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: vec![ContentBlock::text(format!(
+            "Error: the call of `{}` was not run: its tool needs a reviewer's approval, and no reviewer saw this call. Call it again to ask for one.",
+            call.name
+        ))],
+        status: ToolStatus::Error,
+    })
 }
 
 fn decide_call(call: &ToolCall, decision: Option<&Decision>) -> Plan {
@@ -228,7 +284,9 @@ pub fn decided(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deepfleet_proto::{DecisionType, EditedAction};
+    use crate::mcp::naming::testing::{routes, servers};
+    use deepfleet_proto::EditedAction;
+    use deepfleet_proto::mcp::McpServer;
     use pretty_assertions::assert_eq;
     use serde_json::json;
 
@@ -256,15 +314,53 @@ mod tests {
         ]
     }
 
-    fn gates() -> BTreeMap<String, InterruptOn> {
-        BTreeMap::from([("write_file".to_owned(), InterruptOn::Enabled(true))])
+    /// A role's `interrupt_on` and its own tools, for [`Gates`] over them.
+    struct Role {
+        on: BTreeMap<String, InterruptOn>,
+        builtins: Vec<String>,
+    }
+
+    impl Role {
+        fn gates(&self) -> Gates<'_> {
+            Gates::new(&self.on, ToolNames::new(&self.builtins, None))
+        }
+    }
+
+    fn role(on: BTreeMap<String, InterruptOn>) -> Role {
+        Role {
+            on,
+            builtins: vec!["write_file".into(), "ls".into(), "read_file".into()],
+        }
+    }
+
+    fn writes_gated() -> Role {
+        role(BTreeMap::from([(
+            "write_file".to_owned(),
+            InterruptOn::Enabled(true),
+        )]))
+    }
+
+    fn on(yaml: &str) -> BTreeMap<String, InterruptOn> {
+        serde_norway::from_str(yaml).unwrap()
+    }
+
+    /// Which of the calls named `names` `gates` hold, by name.
+    fn held(gates: &Gates<'_>, names: &[&str]) -> Vec<String> {
+        let calls: Vec<ToolCall> = names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| call(&format!("c{i}"), name, json!({})))
+            .collect();
+        gate(gates, &calls)
+            .map(|i| i.action_requests.into_iter().map(|r| r.name).collect())
+            .unwrap_or_default()
     }
 
     // deepagents conformance §13.2 item 25: one interrupt for the turn,
     // covering only the gated calls.
     #[test]
     fn gated_calls_make_one_batched_interrupt() {
-        let interrupt = gate(&gates(), &turn()).unwrap();
+        let interrupt = gate(&writes_gated().gates(), &turn()).unwrap();
         let names: Vec<(&str, &str)> = interrupt
             .action_requests
             .iter()
@@ -279,14 +375,14 @@ mod tests {
             interrupt.review_configs[1].allowed_decisions,
             DecisionType::ALL.to_vec()
         );
-        assert_eq!(gate(&gates(), &turn()[2..]), None);
+        assert_eq!(gate(&writes_gated().gates(), &turn()[2..]), None);
         let off = BTreeMap::from([("write_file".to_owned(), InterruptOn::Enabled(false))]);
-        assert_eq!(gate(&off, &turn()), None);
+        assert_eq!(gate(&role(off).gates(), &turn()), None);
     }
 
     #[test]
     fn decisions_apply_in_order_and_ungated_calls_run() {
-        let mut pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        let mut pending = parked(&turn(), gate(&writes_gated().gates(), &turn()).unwrap());
         pending.interrupt.as_mut().unwrap().decisions = Some(vec![
             Decision::Edit {
                 edited_action: EditedAction {
@@ -298,7 +394,7 @@ mod tests {
                 message: Some("no b".into()),
             },
         ]);
-        let plans = plan(&pending).unwrap();
+        let plans = plan(&pending, &writes_gated().gates()).unwrap();
         assert_eq!(
             plans[0],
             Plan::Run {
@@ -333,14 +429,14 @@ mod tests {
     #[test]
     fn respond_answers_without_running_and_approve_runs_as_written() {
         let calls = &turn()[..2];
-        let mut pending = parked(calls, gate(&gates(), calls).unwrap());
+        let mut pending = parked(calls, gate(&writes_gated().gates(), calls).unwrap());
         pending.interrupt.as_mut().unwrap().decisions = Some(vec![
             Decision::Approve,
             Decision::Respond {
                 message: "b is already there".into(),
             },
         ]);
-        let plans = plan(&pending).unwrap();
+        let plans = plan(&pending, &writes_gated().gates()).unwrap();
         assert_eq!(
             plans[0],
             Plan::Run {
@@ -361,7 +457,7 @@ mod tests {
 
     #[test]
     fn a_decided_turn_keeps_the_model_calls_and_marks_edited_results() {
-        let mut pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
+        let mut pending = parked(&turn(), gate(&writes_gated().gates(), &turn()).unwrap());
         pending.interrupt.as_mut().unwrap().decisions = Some(vec![
             Decision::Edit {
                 edited_action: EditedAction {
@@ -371,7 +467,7 @@ mod tests {
             },
             Decision::Reject { message: None },
         ]);
-        let plans = plan(&pending).unwrap();
+        let plans = plan(&pending, &writes_gated().gates()).unwrap();
         let runnable = runnable(&plans);
         assert_eq!(
             runnable.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
@@ -428,7 +524,115 @@ mod tests {
 
     #[test]
     fn a_turn_without_decisions_is_inconsistent() {
-        let pending = parked(&turn(), gate(&gates(), &turn()).unwrap());
-        assert!(matches!(plan(&pending), Err(StepError::Inconsistent(_))));
+        let pending = parked(&turn(), gate(&writes_gated().gates(), &turn()).unwrap());
+        assert!(matches!(
+            plan(&pending, &writes_gated().gates()),
+            Err(StepError::Inconsistent(_))
+        ));
+    }
+
+    /// A role gating `yaml` with the MCP servers `fs` and `web`, whose
+    /// tools [`mcp_gates`] lists.
+    fn mcp_role(yaml: &str) -> (Role, BTreeMap<String, McpServer>) {
+        (
+            role(on(yaml)),
+            servers("fs: {command: x}\nweb: {command: y}\n"),
+        )
+    }
+
+    /// `role`'s gates when `fs` lists `read_text`, `read_text_file` and
+    /// `files.read`, and `web` lists `read`.
+    fn mcp_gates<'a>(role: &'a Role, servers: &'a BTreeMap<String, McpServer>) -> Gates<'a> {
+        let routes = routes(
+            servers,
+            &[
+                ("fs", &["read_text", "read_text_file", "files.read"]),
+                ("web", &["read"]),
+            ],
+            &role.builtins,
+            &role.on,
+        );
+        Gates::new(&role.on, ToolNames::new(&role.builtins, Some(routes)))
+    }
+
+    // Security finding: a gate on an MCP tool's bare name held the name
+    // it is offered under, not its `SERVER__TOOL` alias, which reaches
+    // the same tool.
+    #[test]
+    fn a_bare_gate_holds_the_mcp_tool_by_its_alias_too() {
+        let (role, servers) = mcp_role("read_text: true\n");
+        let gates = mcp_gates(&role, &servers);
+        assert_eq!(
+            held(&gates, &["read_text", "fs__read_text"]),
+            ["read_text", "fs__read_text"]
+        );
+    }
+
+    // Security finding: a gate on a canonical name with a `.` held that
+    // spelling, not the sanitized name the tool is offered under.
+    #[test]
+    fn a_gate_holds_the_mcp_tool_by_its_sanitized_name() {
+        let (role, servers) = mcp_role("fs__files.read: true\n");
+        let gates = mcp_gates(&role, &servers);
+        assert_eq!(
+            held(&gates, &["fs__files_read", "fs__files.read"]),
+            ["fs__files_read", "fs__files.read"]
+        );
+        // Gated by its bare name, it is offered bare, sanitized.
+        let (role, servers) = mcp_role("files.read: {allowed_decisions: [approve, reject]}\n");
+        let gates = mcp_gates(&role, &servers);
+        let names = ["files_read", "fs__files.read"];
+        assert_eq!(held(&gates, &names), names);
+        let calls: Vec<ToolCall> = names.iter().map(|n| call(n, n, json!({}))).collect();
+        let interrupt = gate(&gates, &calls).unwrap();
+        assert_eq!(
+            interrupt.review_configs[0].allowed_decisions,
+            [DecisionType::Approve, DecisionType::Reject]
+        );
+    }
+
+    #[test]
+    fn tools_of_similar_names_stay_ungated() {
+        let (role, servers) = mcp_role("read_text: true\nfs__files.read: false\nls: true\n");
+        let gates = mcp_gates(&role, &servers);
+        let ungated = [
+            "read_text_file",
+            "fs__read_text_file",
+            "read",
+            "web__read",
+            "web__read_text",
+            "files_read",
+            "read_file",
+            "lss",
+        ];
+        assert_eq!(held(&gates, &ungated), Vec::<String>::new());
+        assert_eq!(held(&gates, &["ls"]), ["ls"]);
+    }
+
+    #[test]
+    fn keys_naming_one_tool_gate_it_if_any_does() {
+        let (role, servers) = mcp_role("fs__read_text: false\nread_text: true\n");
+        let gates = mcp_gates(&role, &servers);
+        assert_eq!(held(&gates, &["fs__read_text"]), ["fs__read_text"]);
+    }
+
+    // A call not gated when its turn parked runs after the review only if
+    // the tool its name reaches now is not gated either.
+    #[test]
+    fn an_undecided_call_of_a_gated_tool_does_not_run() {
+        let (role, servers) = mcp_role("write_file: true\nread_text: true\n");
+        let calls = vec![
+            call("c1", "write_file", json!({})),
+            call("c2", "fs__read_text", json!({})),
+        ];
+        // Parked where `fs__read_text` reached no gated tool.
+        let mut pending = parked(&calls, gate(&role.gates(), &calls).unwrap());
+        pending.interrupt.as_mut().unwrap().decisions = Some(vec![Decision::Approve]);
+        let plans = plan(&pending, &mcp_gates(&role, &servers)).unwrap();
+        assert_eq!(runnable(&plans), [calls[0].clone()]);
+        let Plan::Answer(answer) = &plans[1] else {
+            panic!("the undecided call runs: {plans:?}");
+        };
+        assert_eq!(answer.status, ToolStatus::Error);
     }
 }

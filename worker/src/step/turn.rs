@@ -8,15 +8,13 @@
 //! asks for, hands the result to the transition and applies the [`Next`]
 //! it returns. Nothing here touches a store, a model or a tool.
 
-use std::collections::BTreeMap;
-
 use deepfleet_proto::{
-    AssistantMessage, ChildRun, ErrorCode, InterruptOn, LoggedMessage, Message, PendingTools,
-    RunError, RunRecord, RunStatus, ToolCall,
+    AssistantMessage, ChildRun, ErrorCode, LoggedMessage, Message, PendingTools, RunError,
+    RunRecord, RunStatus, ToolCall,
 };
 
 use crate::step::delegation::ToolRun;
-use crate::step::hitl;
+use crate::step::hitl::{self, Gates};
 use deepfleet_fleet::tokens::logged;
 
 /// What the step does next.
@@ -122,7 +120,7 @@ pub fn decided(ran: ToolRun, budget: Budget) -> Next {
 /// After the model's turn: a turn without tool calls finishes the run
 /// with its text; one with gated calls parks for a reviewer, none of its
 /// calls run; otherwise its calls run.
-pub fn replied(turn: AssistantMessage, gates: &BTreeMap<String, InterruptOn>) -> Next {
+pub fn replied(turn: AssistantMessage, gates: &Gates<'_>) -> Next {
     let calls = turn.tool_calls.clone();
     let text = deepfleet_proto::message::joined_text(&turn.content);
     let next = if calls.is_empty() {

@@ -1,10 +1,15 @@
+use std::collections::BTreeMap;
+
 use super::*;
 use chrono::Utc;
 use deepfleet_proto::sealed::SealedContext;
-use deepfleet_proto::{ContentBlock, Decision, Interrupt, PendingCall, ToolMessage, ToolStatus};
+use deepfleet_proto::{
+    ContentBlock, Decision, Interrupt, InterruptOn, PendingCall, ToolMessage, ToolStatus,
+};
 use pretty_assertions::assert_eq;
 
 use crate::step::background::spawned_child;
+use crate::tool_id::ToolNames;
 
 const BUDGET: Budget = Budget {
     steps: 2,
@@ -104,7 +109,10 @@ fn a_reply_finishes_parks_or_runs_its_calls() {
         content: vec![ContentBlock::text("all done")],
         ..AssistantMessage::default()
     };
-    let next = replied(answer, &BTreeMap::new());
+    let builtins = ["write_file".to_owned(), "ls".to_owned()];
+    let none = BTreeMap::new();
+    let ungated = Gates::new(&none, ToolNames::new(&builtins, None));
+    let next = replied(answer, &ungated);
     assert_eq!(next.turn, Turn::Done(End::Succeed("all done".into())));
     assert_eq!(next.append.len(), 1);
 
@@ -113,11 +121,12 @@ fn a_reply_finishes_parks_or_runs_its_calls() {
         tool_calls: calls.clone(),
         ..AssistantMessage::default()
     };
-    let next = replied(turn.clone(), &BTreeMap::new());
+    let next = replied(turn.clone(), &ungated);
     assert_eq!(next.turn, Turn::RunTools(calls.clone()));
     assert!(matches!(&next.append[0].message, Message::Assistant(_)));
 
-    let gates = BTreeMap::from([("write_file".to_owned(), InterruptOn::Enabled(true))]);
+    let on = BTreeMap::from([("write_file".to_owned(), InterruptOn::Enabled(true))]);
+    let gates = Gates::new(&on, ToolNames::new(&builtins, None));
     let Turn::Done(End::Park(parked)) = replied(turn, &gates).turn else {
         panic!("a gated turn did not park");
     };
