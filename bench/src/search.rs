@@ -97,6 +97,7 @@ async fn measure(store: Arc<dyn Store>, plan: &Plan) -> anyhow::Result<Vec<Searc
         keys: ApiKeys::open(),
         tenant_runs_in_flight: None,
         max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
+        allowed_hosts: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/threads/search", listener.local_addr()?);

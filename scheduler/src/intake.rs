@@ -17,6 +17,7 @@ use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Entered, Store, ThreadSeed};
 
 use crate::error::SchedulerError;
+use crate::repo::threads::threads;
 use crate::retention::RetentionPolicy;
 use crate::run_bounds::RunBounds;
 use crate::webhooks::config::WebhookConfig;
@@ -285,6 +286,22 @@ impl Intake {
             return Ok(run);
         }
         let thread_id = batch_thread_id(batch_id, &task.id);
+        // The id follows from the batch and the task, so an API caller
+        // could have made a thread of it first: a batch never runs on a
+        // thread someone else's record owns.
+        if threads(self.store.as_ref())
+            .get(&thread_id)
+            .await?
+            .is_some()
+        {
+            return Err(SchedulerError::InvalidTask {
+                id: task.id.clone(),
+                reason: format!(
+                    "its thread id {thread_id} is taken by a thread made through the API; \
+                     submit the batch under another --batch-key"
+                ),
+            });
+        }
         let (run, seed) = self
             .prepare(agent, task, Some(batch_id), (run_id, thread_id))
             .await?;
@@ -440,8 +457,9 @@ pub fn batch_run_id(batch_id: &str, task_id: &str) -> String {
 }
 
 /// The thread of `task_id`'s run in batch `batch_id` (see
-/// [`batch_run_id`]); the run's creation is idempotent on both ids.
-fn batch_thread_id(batch_id: &str, task_id: &str) -> String {
+/// [`batch_run_id`]); the run's creation is idempotent on both ids, and
+/// two intakes creating it at once agree on its thread.
+pub(crate) fn batch_thread_id(batch_id: &str, task_id: &str) -> String {
     batch_scoped("thread", batch_id, task_id)
 }
 

@@ -338,6 +338,7 @@ mod tests {
             keys,
             tenant_runs_in_flight: None,
             max_body_bytes: crate::api::BODY_LIMIT,
+            allowed_hosts: Default::default(),
         };
         let outbox = Arc::new(Outbox::default());
         let replier = Replier::new(Arc::clone(&store), outbox.clone());

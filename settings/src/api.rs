@@ -32,6 +32,12 @@ pub struct ApiSettings {
     /// run is refused with 429 and `Retry-After`. Default: none (no
     /// limit).
     pub tenant_runs_in_flight: Option<u32>,
+    /// Host names an API without keys answers besides `localhost`,
+    /// `*.localhost` and loopback addresses (any port): the names it is
+    /// reached by on a network. Other names are refused, so a web page
+    /// cannot reach a keyless API through DNS rebinding. Default: none.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
     /// Which browser origins may call the API (`[api.cors]`).
     #[serde(default)]
     pub cors: CorsSettings,
@@ -44,6 +50,7 @@ impl std::fmt::Debug for ApiSettings {
             .field("keys_file", &self.keys_file)
             .field("allow_open", &self.allow_open)
             .field("tenant_runs_in_flight", &self.tenant_runs_in_flight)
+            .field("allowed_hosts", &self.allowed_hosts)
             .field("cors", &self.cors)
             .finish()
     }

@@ -452,6 +452,7 @@ impl Settings {
                     .separator(SEPARATOR)
                     .try_parsing(true)
                     .list_separator(",")
+                    .with_list_parse_key("api.allowed_hosts")
                     .with_list_parse_key("api.cors.allow_origins")
                     .with_list_parse_key("api.cors.allow_methods")
                     .with_list_parse_key("api.cors.allow_headers")
@@ -696,6 +697,25 @@ mod tests {
         assert_eq!(settings.api.cors.max_age_secs, Some(60));
         assert_eq!(settings.api.tenant_runs_in_flight, Some(5));
         assert_eq!(settings.api.cors.allow_headers, None);
+    }
+
+    #[test]
+    fn allowed_hosts_come_from_a_variable_as_a_list() {
+        let unset = Settings::load_from(None, []).unwrap().settings;
+        assert!(unset.api.allowed_hosts.is_empty());
+        let settings = Settings::load_from(
+            None,
+            vars(&[(
+                "DEEPFLEET__API__ALLOWED_HOSTS",
+                "deepfleet.internal,10.0.0.5",
+            )]),
+        )
+        .unwrap()
+        .settings;
+        assert_eq!(
+            settings.api.allowed_hosts,
+            ["deepfleet.internal", "10.0.0.5"]
+        );
     }
 
     #[test]

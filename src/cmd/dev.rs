@@ -19,6 +19,7 @@ use deepfleet_fleet::Metrics;
 use deepfleet_queue::Queue;
 use deepfleet_queue::lanes::Lanes;
 use deepfleet_queue::memory::MemoryQueue;
+use deepfleet_scheduler::api::browser_guard::AllowedHosts;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
 use deepfleet_scheduler::{CronLoop, Intake, Lifecycle, WebhookDeliverer};
 use deepfleet_store::Store;
@@ -115,6 +116,7 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
         keys,
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
+        allowed_hosts: AllowedHosts::parse(&settings.api.allowed_hosts)?,
     };
     let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
         .context("starting webhook delivery")?;

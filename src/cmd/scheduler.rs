@@ -13,6 +13,7 @@ use clap::Args;
 use deepfleet_fleet::Metrics;
 use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::AmqpQueue;
+use deepfleet_scheduler::api::browser_guard::AllowedHosts;
 use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
 use deepfleet_scheduler::{
     CronLoop, Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake, WebhookDeliverer,
@@ -103,6 +104,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         keys,
         tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
+        allowed_hosts: AllowedHosts::parse(&settings.api.allowed_hosts)?,
     };
     let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
         .context("starting webhook delivery")?;

@@ -177,6 +177,7 @@ async fn api_on(fleet: &Fleet, spec: &AgentSpec, retention: Option<Duration>) ->
         keys: ApiKeys::open(),
         tenant_runs_in_flight: None,
         max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
+        allowed_hosts: Default::default(),
     })
 }
 

@@ -16,13 +16,12 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::Extension;
 use axum::body::{Body as HttpBody, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Extension, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::Assistant;
 use serde_json::Value;
@@ -37,6 +36,7 @@ use super::a2a_wire::{
 };
 use super::assistants;
 use super::error::ApiError;
+use super::routes::{READ, Routes, require};
 use super::state::ApiState;
 use super::wait::{KEEP_ALIVE, ended_within};
 use crate::repo::runs::RunMeta;
@@ -45,8 +45,8 @@ use crate::repo::runs::RunMeta;
 /// step boundary before answering the task as it is.
 const CANCEL_WAIT: Duration = Duration::from_secs(5);
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/a2a/{assistant_id}", post(rpc))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/a2a/{assistant_id}", READ, rpc)
 }
 
 async fn rpc(
@@ -70,6 +70,7 @@ async fn rpc(
         );
         return Ok(json_answer(error(&request.id, &e)));
     };
+    require(&caller, method.needs())?;
     let RpcRequest { id, params, .. } = request;
     Ok(match method {
         Method::Send => send(state, &caller, &assistant, id, &params).await,

@@ -241,7 +241,7 @@ async fn an_unknown_assistant_is_404() {
 
 #[tokio::test]
 async fn the_agent_card_points_at_the_endpoint() {
-    let api = api().await;
+    let api = super::super::test_support::api_allowing(&["fleet.local"]).await;
     let request = axum::http::Request::builder()
         .uri("/.well-known/agent-card.json?assistant_id=agent")
         .header("host", "fleet.local:2024")

@@ -5,7 +5,7 @@
 //! mapping be tested without a server.
 
 use chrono::{DateTime, SecondsFormat, Utc};
-use deepfleet_proto::RunStatus;
+use deepfleet_proto::{Role, RunStatus};
 use serde_json::{Map, Value, json};
 
 /// JSON-RPC: the body is not JSON.
@@ -74,6 +74,15 @@ impl Method {
             "tasks/get" => Some(Method::Get),
             "tasks/cancel" => Some(Method::Cancel),
             _ => None,
+        }
+    }
+
+    /// The role the method needs, whatever the URL it came to: starting
+    /// or cancelling a run is a write, reading a task is a read.
+    pub fn needs(self) -> Role {
+        match self {
+            Method::Send | Method::Stream | Method::Cancel => Role::Submit,
+            Method::Get => Role::Read,
         }
     }
 }

@@ -6,14 +6,14 @@
 
 use axum::extract::State;
 use axum::http::{HeaderMap, header};
-use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use deepfleet_proto::api::{AgentCardQuery, Assistant};
 use deepfleet_proto::{AgentSpec, Caller};
 use serde_json::{Value, json};
 
 use super::assistants::find;
 use super::error::{ApiError, QueryString};
+use super::routes::{READ, Routes};
 use super::state::ApiState;
 
 /// The A2A protocol version the cards and the endpoint follow.
@@ -21,8 +21,8 @@ pub const A2A_VERSION: &str = "0.3.0";
 /// The longest description taken from a system prompt.
 const ABOUT_CHARS: usize = 300;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/.well-known/agent-card.json", get(card))
+pub(super) fn routes() -> Routes {
+    Routes::new().get("/.well-known/agent-card.json", READ, card)
 }
 
 async fn card(

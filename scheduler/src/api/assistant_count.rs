@@ -2,9 +2,8 @@
 //! filters would list over all its pages, the system ones included.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{Assistant, AssistantCountParams};
 use deepfleet_proto::keys::records::tenant_assistants;
@@ -12,12 +11,13 @@ use deepfleet_store::Order;
 
 use super::assistants::system;
 use super::error::{ApiError, Body};
+use super::routes::{READ, Routes};
 use super::search::metadata_matches;
 use super::state::ApiState;
 use crate::repo::assistants::assistants;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/assistants/count", post(count))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/assistants/count", READ, count)
 }
 
 /// Walks the tenant's index, as a search does (it also lists records

@@ -11,8 +11,7 @@ use std::collections::BTreeMap;
 
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
-use axum::routing::get;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use deepfleet_proto::api::{
     AssistantGraph, GraphEdge, GraphNode, GraphQuery, GraphSchemas, SubgraphsQuery,
 };
@@ -21,6 +20,7 @@ use serde_json::{Map, Value, json};
 
 use super::assistants::find;
 use super::error::ApiError;
+use super::routes::{READ, Routes};
 use super::state::ApiState;
 
 /// The node that summarizes the conversation before a model call.
@@ -42,14 +42,15 @@ pub fn is_node(name: &str) -> bool {
     .contains(&name)
 }
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/assistants/{assistant_id}/graph", get(graph))
-        .route("/assistants/{assistant_id}/schemas", get(schemas))
-        .route("/assistants/{assistant_id}/subgraphs", get(subgraphs))
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .get("/assistants/{assistant_id}/graph", READ, graph)
+        .get("/assistants/{assistant_id}/schemas", READ, schemas)
+        .get("/assistants/{assistant_id}/subgraphs", READ, subgraphs)
+        .get(
             "/assistants/{assistant_id}/subgraphs/{namespace}",
-            get(subgraphs_in),
+            READ,
+            subgraphs_in,
         )
 }
 

@@ -5,9 +5,8 @@
 //! included, so showing one again needs nothing else.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{patch, post};
-use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::{
     Assistant, AssistantLatestParams, AssistantPatchParams, AssistantVersionsParams,
@@ -18,6 +17,7 @@ use deepfleet_store::Order;
 
 use super::assistants::{seal_secrets, system, system_assistant_id, unknown_graph};
 use super::error::{ApiError, Body};
+use super::routes::{ADMIN, READ, Routes};
 use super::search::{DEFAULT_LIMIT, Paging, metadata_matches};
 use super::state::ApiState;
 use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
@@ -25,11 +25,11 @@ use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
 /// The most versions one page lists.
 pub const MAX_VERSIONS_LIMIT: usize = 1000;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/assistants/{assistant_id}", patch(update))
-        .route("/assistants/{assistant_id}/versions", post(list))
-        .route("/assistants/{assistant_id}/latest", post(set_latest))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .patch("/assistants/{assistant_id}", ADMIN, update)
+        .post("/assistants/{assistant_id}/versions", READ, list)
+        .post("/assistants/{assistant_id}/latest", ADMIN, set_latest)
 }
 
 /// The next version starts from the shown one; a record from before
@@ -123,7 +123,7 @@ async fn list(
     if state.store().index_count(&index).await? == 0 {
         return Ok(single(record.assistant));
     }
-    let mut paging = Paging::new(body.offset, Some(limit), body.metadata.is_some());
+    let mut paging = Paging::new(body.offset, Some(limit), body.metadata.is_some())?;
     let versions = versions_of(state.store(), &id);
     let mut walk = versions
         .walk(index, Order::Descending)

@@ -2,9 +2,8 @@
 //! plus created ones that override its config and context.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::{Assistant, AssistantCreateParams, AssistantSearchParams};
 use deepfleet_proto::keys::records::{assistant_versions, tenant_assistants};
@@ -15,7 +14,8 @@ use serde_json::{Map, Value};
 
 use super::convert::to_json;
 use super::error::{ApiError, Body};
-use super::search::{DEFAULT_LIMIT, Paging, metadata_matches};
+use super::routes::{ADMIN, READ, Routes};
+use super::search::{Paging, metadata_matches, page_limit};
 use super::select::{Select, fields_of};
 use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
@@ -30,11 +30,12 @@ pub fn system_assistant_id(graph_id: &str) -> String {
     uuid::Uuid::new_v5(&SYSTEM_NAMESPACE, graph_id.as_bytes()).to_string()
 }
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/assistants", post(create))
-        .route("/assistants/search", post(search))
-        .route("/assistants/{assistant_id}", get(get_one).delete(delete))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/assistants", ADMIN, create)
+        .post("/assistants/search", READ, search)
+        .get("/assistants/{assistant_id}", READ, get_one)
+        .delete("/assistants/{assistant_id}", ADMIN, delete)
 }
 
 async fn create(
@@ -111,17 +112,14 @@ async fn search(
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
     };
     let Some(sort) = sort else {
-        let paging = Paging::new(body.offset, body.limit, true);
+        let paging = Paging::new(body.offset, body.limit, true)?;
         let found = matching_assistants(&state, &caller, matches, paging).await?;
         return Ok(Json(select.apply_all(&found)));
     };
-    let every = Paging::new(None, Some(MAX_SORTED + 1), true);
+    let every = Paging::unchecked(None, MAX_SORTED + 1, true);
     let all = matching_assistants(&state, &caller, matches, every).await?;
     let all = all.iter().map(to_json).collect();
-    let (offset, limit) = (
-        body.offset.unwrap_or(0),
-        body.limit.unwrap_or(DEFAULT_LIMIT),
-    );
+    let (offset, limit) = (body.offset.unwrap_or(0), page_limit(body.limit)?);
     Ok(Json(
         sort.page(all, offset, limit)?
             .iter()

@@ -1,6 +1,6 @@
-//! Authentication: the caller's API key becomes its tenant and role,
-//! checked against what the route needs, and travels to the handlers as
-//! a [`Caller`] request extension.
+//! Authentication: the caller's API key becomes its tenant and role, and
+//! travels to the route's access check ([`super::routes`]) and the
+//! handlers as a [`Caller`] request extension.
 //!
 //! Keys are known by their SHA-256 hashes only ([`ApiKeys::parse`] reads
 //! the `<sha256 hex> <tenant> <role>` lines of the settings); a presented
@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, Method, header};
+use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::tenant::{CREDENTIAL_HEADER, Caller, Role, TenantId};
@@ -145,34 +145,9 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
         .then_some(token.trim())
 }
 
-/// The role a request needs: reads (GETs, searches, counts, history, a
-/// state at a checkpoint, an assistant's versions, namespace listings)
-/// need `read`; assistants' writes `admin`; every other write `submit`.
-pub fn required_role(method: &Method, path: &str) -> Role {
-    if method == Method::GET || method == Method::HEAD {
-        return Role::Read;
-    }
-    let reads = [
-        "/search",
-        "/count",
-        "/history",
-        "/state/checkpoint",
-        "/versions",
-    ];
-    if method == Method::POST
-        && (reads.iter().any(|r| path.ends_with(r)) || path == "/store/namespaces")
-    {
-        return Role::Read;
-    }
-    if path == "/assistants" || path.starts_with("/assistants/") {
-        return Role::Admin;
-    }
-    Role::Submit
-}
-
-/// The middleware: answers 401 without a known key and 403 when the
-/// key's role may not do what the request asks; otherwise hands the
-/// request on with its [`Caller`].
+/// The middleware: answers 401 without a known key; otherwise hands the
+/// request on with its [`Caller`]. What the caller may do is each route's
+/// own declaration ([`super::routes`]), checked after this.
 pub async fn authenticate(
     State(keys): State<ApiKeys>,
     mut request: Request,
@@ -181,14 +156,6 @@ pub async fn authenticate(
     let Some(caller) = keys.identify(presented_key(request.headers())) else {
         return ApiError::unauthenticated().into_response();
     };
-    let needed = required_role(request.method(), request.uri().path());
-    if !caller.role.allows(needed) {
-        return ApiError::forbidden(format!(
-            "This key's role ({}) may not do this; it needs {needed}.",
-            caller.role
-        ))
-        .into_response();
-    }
     request.extensions_mut().insert(caller);
     next.run(request).await
 }

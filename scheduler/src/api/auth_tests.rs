@@ -9,6 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
+use crate::api::routes::Access;
 use crate::api::test_support::{TestApi, api_with, finish, run_body};
 
 const A_ADMIN: &str = "key-a-admin";
@@ -69,32 +70,49 @@ fn keys_come_as_x_api_key_or_bearer() {
 }
 
 #[test]
-fn roles_follow_the_route() {
+fn the_route_table_declares_each_routes_role() {
+    let table = crate::api::route_table();
     for (method, path, role) in [
-        (Method::GET, "/threads/t", Role::Read),
+        (Method::GET, "/threads/{thread_id}", Role::Read),
         (Method::POST, "/threads/search", Role::Read),
         (Method::POST, "/assistants/search", Role::Read),
-        (Method::POST, "/threads/t/history", Role::Read),
-        (Method::POST, "/threads/t/state/checkpoint", Role::Read),
+        (Method::POST, "/threads/{thread_id}/history", Role::Read),
+        (
+            Method::POST,
+            "/threads/{thread_id}/state/checkpoint",
+            Role::Read,
+        ),
         (Method::POST, "/store/namespaces", Role::Read),
         (Method::POST, "/store/items/search", Role::Read),
         (Method::POST, "/threads", Role::Submit),
-        (Method::POST, "/threads/t/runs", Role::Submit),
+        (Method::POST, "/threads/{thread_id}/runs", Role::Submit),
         (Method::PUT, "/store/items", Role::Submit),
-        (Method::DELETE, "/threads/t", Role::Submit),
+        (Method::DELETE, "/threads/{thread_id}", Role::Submit),
         (Method::POST, "/assistants", Role::Admin),
-        (Method::DELETE, "/assistants/x", Role::Admin),
+        (Method::DELETE, "/assistants/{assistant_id}", Role::Admin),
         (Method::POST, "/threads/count", Role::Read),
         (Method::POST, "/assistants/count", Role::Read),
-        (Method::POST, "/assistants/x/versions", Role::Read),
-        (Method::PATCH, "/threads/t", Role::Submit),
-        (Method::POST, "/threads/t/copy", Role::Submit),
+        (
+            Method::POST,
+            "/assistants/{assistant_id}/versions",
+            Role::Read,
+        ),
+        (Method::PATCH, "/threads/{thread_id}", Role::Submit),
+        (Method::POST, "/threads/{thread_id}/copy", Role::Submit),
         (Method::POST, "/threads/prune", Role::Submit),
         (Method::POST, "/runs/cancel", Role::Submit),
-        (Method::PATCH, "/assistants/x", Role::Admin),
-        (Method::POST, "/assistants/x/latest", Role::Admin),
+        (Method::PATCH, "/assistants/{assistant_id}", Role::Admin),
+        (
+            Method::POST,
+            "/assistants/{assistant_id}/latest",
+            Role::Admin,
+        ),
     ] {
-        assert_eq!(required_role(&method, path), role, "{method} {path}");
+        let declared = table
+            .iter()
+            .find(|d| d.method == method && d.path == path)
+            .unwrap_or_else(|| panic!("{method} {path} is not routed"));
+        assert_eq!(declared.access, Access::Role(role), "{method} {path}");
     }
 }
 

@@ -6,9 +6,8 @@
 use std::time::Duration;
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::api::batch::BatchRunError;
 use deepfleet_proto::api::{
@@ -21,6 +20,7 @@ use serde_json::{Map, Value};
 
 use super::error::{ApiError, Body, QueryString};
 use super::in_flight;
+use super::routes::{READ, Routes, SUBMIT};
 use super::run_create::create_checked;
 use super::run_request::{self, CheckedRun};
 use super::run_resource::{created_resource, run_resource};
@@ -32,12 +32,17 @@ use crate::repo::runs::{RunMeta, runs_of};
 /// Most results per page.
 const MAX_PAGE: usize = 1000;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/runs/batch", post(create_batch))
-        .route("/batches/{batch_id}", get(counts))
-        .route("/batches/{batch_id}/runs", get(page))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/runs/batch", SUBMIT, create_batch)
+        .get("/batches/{batch_id}", READ, counts)
+        .get("/batches/{batch_id}/runs", READ, page)
 }
+
+/// The most runs one `POST /runs/batch` creates: each is checked, then
+/// created, within the request's head timeout, so a larger batch could
+/// be cut off part-way and duplicated by the client's retry.
+pub const MAX_BATCH_RUNS: usize = 1_000;
 
 /// Creates every run of the array (stateless, each on its own thread) and
 /// records them as one batch, followed with `GET /batches/{batch_id}`.
@@ -48,6 +53,13 @@ async fn create_batch(
 ) -> Result<Json<Vec<Run>>, ApiError> {
     if bodies.is_empty() {
         return Err(ApiError::unprocessable("a batch needs at least one run"));
+    }
+    if bodies.len() > MAX_BATCH_RUNS {
+        return Err(ApiError::unprocessable(format!(
+            "a batch request holds at most {MAX_BATCH_RUNS} runs, not {}: send the rest as \
+             further batches",
+            bodies.len()
+        )));
     }
     let batch_id = uuid::Uuid::now_v7().to_string();
     let metas = create(&state, &caller.tenant, &batch_id, &bodies).await?;

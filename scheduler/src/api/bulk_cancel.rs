@@ -2,16 +2,15 @@
 //! by status, each as `POST /threads/{id}/runs/{run_id}/cancel` would.
 
 use axum::Extension;
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
 use deepfleet_proto::api::{CancelStatus, RunCancelManyParams, RunCancelManyQuery};
 use deepfleet_proto::keys::records::{tenant_threads, thread_runs};
 use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 
 use super::error::{ApiError, Body, QueryString};
+use super::routes::{Routes, SUBMIT};
 use super::runs::rolls_back;
 use super::state::ApiState;
 use super::threads;
@@ -22,8 +21,8 @@ use crate::repo::threads::threads as thread_records;
 /// The most run ids one request names, so a request's work is bounded.
 pub const MAX_RUN_IDS: usize = 1000;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/runs/cancel", post(cancel_many))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/runs/cancel", SUBMIT, cancel_many)
 }
 
 /// Every named run is found first, so an unknown one (404) cancels

@@ -3,10 +3,9 @@
 //! the record and sets when it fires next in the due index.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use chrono::{DateTime, NaiveDateTime, Utc};
 use deepfleet_proto::api::{
     Cron, CronCountParams, CronCreateParams, CronSearchParams, CronUpdateParams, RunCreateParams,
@@ -18,6 +17,7 @@ use serde_json::{Map, Value};
 
 use super::cron_search;
 use super::error::{ApiError, Body};
+use super::routes::{READ, Routes, SUBMIT};
 use super::run_request;
 use super::select::{Select, fields_of};
 use super::state::ApiState;
@@ -26,16 +26,15 @@ use crate::crons::Schedule;
 use crate::crons::fire::following;
 use crate::repo::crons::{CronRecord, crons, next_run, set_next_run};
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/runs/crons", post(create_stateless))
-        .route("/threads/{thread_id}/runs/crons", post(create_for_thread))
-        .route("/runs/crons/search", post(search))
-        .route("/runs/crons/count", post(count))
-        .route(
-            "/runs/crons/{cron_id}",
-            get(get_one).patch(update).delete(delete),
-        )
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/runs/crons", SUBMIT, create_stateless)
+        .post("/threads/{thread_id}/runs/crons", SUBMIT, create_for_thread)
+        .post("/runs/crons/search", READ, search)
+        .post("/runs/crons/count", READ, count)
+        .get("/runs/crons/{cron_id}", READ, get_one)
+        .patch("/runs/crons/{cron_id}", SUBMIT, update)
+        .delete("/runs/crons/{cron_id}", SUBMIT, delete)
 }
 
 async fn create_stateless(
@@ -162,6 +161,7 @@ async fn search(
     Body(body): Body<CronSearchParams>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let order = cron_search::SortBy::parse(body.sort_by.as_deref(), body.sort_order.as_deref())?;
+    let limit = super::search::page_limit(body.limit)?;
     let select = Select::parse(
         body.select.as_deref(),
         &fields_of::<Cron>(),
@@ -184,7 +184,7 @@ async fn search(
     let page = found
         .into_iter()
         .skip(body.offset.unwrap_or(0))
-        .take(body.limit.unwrap_or(super::search::DEFAULT_LIMIT))
+        .take(limit)
         .map(|cron| select.apply(&cron))
         .collect();
     Ok(Json(page))

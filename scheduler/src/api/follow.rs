@@ -3,18 +3,17 @@
 //! [`super::stream`]).
 
 use axum::Extension;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::{get, post};
-use deepfleet_proto::Caller;
 use deepfleet_proto::api::{RunCreateParams, RunStreamQuery, StreamMode};
+use deepfleet_proto::{Caller, Role};
 
 use super::error::{ApiError, Body, QueryString};
 use super::follower::sse_response;
 use super::in_flight;
 use super::modes::Modes;
+use super::routes::{READ, Routes, SUBMIT, require};
 use super::run_create::{create_checked, create_run};
 use super::run_options::OnDisconnect;
 use super::run_request;
@@ -23,16 +22,17 @@ use super::runs::flag;
 use super::state::ApiState;
 use super::wait::wait_response;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/threads/{thread_id}/runs/wait", post(create_wait))
-        .route("/runs/wait", post(create_wait_stateless))
-        .route("/threads/{thread_id}/runs/{run_id}/join", get(join))
-        .route("/threads/{thread_id}/runs/stream", post(create_stream))
-        .route("/runs/stream", post(create_stream_stateless))
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/threads/{thread_id}/runs/wait", SUBMIT, create_wait)
+        .post("/runs/wait", SUBMIT, create_wait_stateless)
+        .get("/threads/{thread_id}/runs/{run_id}/join", READ, join)
+        .post("/threads/{thread_id}/runs/stream", SUBMIT, create_stream)
+        .post("/runs/stream", SUBMIT, create_stream_stateless)
+        .get(
             "/threads/{thread_id}/runs/{run_id}/stream",
-            get(join_stream),
+            READ,
+            join_stream,
         )
 }
 
@@ -115,6 +115,9 @@ async fn join_stream(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let on_disconnect = if flag(query.cancel_on_disconnect.as_deref())? {
+        // Following is a read; cancelling, even when the client leaves,
+        // is a write.
+        require(&caller, Role::Submit)?;
         OnDisconnect::Cancel
     } else {
         OnDisconnect::Continue

@@ -7,8 +7,7 @@
 use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, RawQuery, State};
-use axum::routing::{get, post};
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{
     CheckpointPointer, ThreadHistoryParams, ThreadState, ThreadStateCheckpointParams,
@@ -20,6 +19,7 @@ use serde_json::{Map, Value};
 use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
 use super::convert::{Waiting, show_waiting, thread_values};
 use super::error::{ApiError, Body};
+use super::routes::{READ, Routes};
 use super::search::DEFAULT_LIMIT;
 use super::select::Select;
 use super::state::ApiState;
@@ -29,16 +29,15 @@ use super::threads::{load, state_select, thread_state, waiting};
 /// thread as it was then.
 pub const MAX_HISTORY_LIMIT: usize = 1000;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route(
-            "/threads/{thread_id}/history",
-            get(history_get).post(history_post),
-        )
-        .route("/threads/{thread_id}/state/checkpoint", post(state_at_post))
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .get("/threads/{thread_id}/history", READ, history_get)
+        .post("/threads/{thread_id}/history", READ, history_post)
+        .post("/threads/{thread_id}/state/checkpoint", READ, state_at_post)
+        .get(
             "/threads/{thread_id}/state/{checkpoint_id}",
-            get(state_at_get),
+            READ,
+            state_at_get,
         )
 }
 

@@ -14,14 +14,13 @@
 
 use std::sync::Arc;
 
-use axum::Router;
+use axum::Extension;
 use axum::body::{Body as HttpBody, to_bytes};
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use deepfleet_proto::{Caller, TenantId};
+use deepfleet_proto::{Caller, Role, TenantId};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
@@ -30,9 +29,11 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, ServerHandler};
+use serde_json::Value;
 
 use super::error::ApiError;
 use super::mcp_tools::{call, describe, run_input, tools_of};
+use super::routes::{READ, Routes, require};
 use super::state::ApiState;
 use super::wait::KEEP_ALIVE;
 
@@ -42,14 +43,31 @@ const BOTH: &str = "application/json, text/event-stream";
 /// The most of a transport refusal's text kept.
 const REFUSAL_BYTES: usize = 4096;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/mcp", post(serve))
-        .route("/mcp/", post(serve))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/mcp", READ, serve)
+        .post("/mcp/", READ, serve)
 }
 
-async fn serve(State(state): State<ApiState>, mut request: Request) -> Result<Response, ApiError> {
-    check_media_types(request.headers_mut())?;
+async fn serve(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    request: Request,
+) -> Result<Response, ApiError> {
+    let (mut parts, body) = request.into_parts();
+    check_media_types(&mut parts.headers)?;
+    // Read here (bounded as the transport bounds it) to check each
+    // method's role before the transport acts on any of them.
+    let body = to_bytes(body, state.max_body_bytes).await.map_err(|_| {
+        ApiError::too_large(format!(
+            "The body is over the limit of {} bytes.",
+            state.max_body_bytes
+        ))
+    })?;
+    for method in rpc_methods(&body) {
+        require(&caller, needs(&method))?;
+    }
+    let request = Request::from_parts(parts, HttpBody::from(body));
     let response = service(state).handle(request).await;
     let status = response.status();
     let is_json = response
@@ -67,6 +85,27 @@ async fn serve(State(state): State<ApiState>, mut request: Request) -> Result<Re
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
         .unwrap_or_default();
     Err(ApiError::client(status, text))
+}
+
+/// The role an MCP method needs: calling a tool runs an assistant, a
+/// write; the handshake, listings and notifications are reads.
+fn needs(method: &str) -> Role {
+    match method {
+        "tools/call" => Role::Submit,
+        _ => Role::Read,
+    }
+}
+
+/// The methods a JSON-RPC body names: one message's, or each of a
+/// batch's. A body that is not JSON-RPC names none; the transport
+/// refuses it.
+fn rpc_methods(body: &[u8]) -> Vec<String> {
+    let method = |message: &Value| message.get("method")?.as_str().map(str::to_owned);
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Array(messages)) => messages.iter().filter_map(method).collect(),
+        Ok(message) => method(&message).into_iter().collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Refuses, as every route does (a `detail` body), a body that is not

@@ -34,6 +34,7 @@ pub mod assistant_versions;
 pub mod assistants;
 pub mod auth;
 pub mod batches;
+pub mod browser_guard;
 pub mod bulk_cancel;
 pub mod checkpoint_ref;
 pub mod convert;
@@ -52,6 +53,7 @@ pub mod modes;
 pub mod openapi;
 pub mod partials;
 pub mod protocol;
+pub mod routes;
 pub mod run_create;
 pub mod run_options;
 pub mod run_request;
@@ -91,6 +93,7 @@ use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
 pub use graphs::Graphs;
+pub use routes::Routes;
 pub use state::{ApiState, MetricsRender};
 
 /// Largest request body accepted unless configured otherwise
@@ -100,23 +103,14 @@ pub const BODY_LIMIT: usize = 16 * 1024 * 1024;
 /// streams answer at once and keep the body open, so they are not cut.
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The API router with its layers.
-pub fn router(state: ApiState) -> Router {
-    let request_id = HeaderName::from_static("x-request-id");
-    let layers = ServiceBuilder::new()
-        .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
-        .layer(TraceLayer::new_for_http())
-        .layer(PropagateRequestIdLayer::new(request_id))
-        // The extractors enforce it (a declared length at once, a streamed
-        // body as it arrives), so a refusal is a 413 with a `detail`.
-        .layer(DefaultBodyLimit::max(state.max_body_bytes))
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            HEAD_TIMEOUT,
-        ));
-    // Every route but the system ones needs a key (when keys exist).
-    let tenanted = Router::new()
-        .merge(assistants::routes())
+/// The routes anyone may call: health, metrics and the description.
+fn public_routes() -> Routes {
+    system::routes().merge(openapi::routes())
+}
+
+/// The routes that need a key, each with the role it declares.
+fn tenanted_routes() -> Routes {
+    assistants::routes()
         .merge(assistant_count::routes())
         .merge(assistant_graph::routes())
         .merge(assistant_versions::routes())
@@ -139,13 +133,50 @@ pub fn router(state: ApiState) -> Router {
         .merge(a2a::routes())
         .merge(agent_card::routes())
         .merge(mcp::routes())
+}
+
+/// Every route with the access it declares: the public ones and those
+/// behind a key.
+pub fn route_table() -> Vec<routes::Declared> {
+    let mut table = public_routes().table().to_vec();
+    table.extend_from_slice(tenanted_routes().table());
+    table
+}
+
+/// The API router with its layers.
+pub fn router(state: ApiState) -> Router {
+    let request_id = HeaderName::from_static("x-request-id");
+    let layers = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+        .layer(TraceLayer::new_for_http())
+        .layer(PropagateRequestIdLayer::new(request_id))
+        // The extractors enforce it (a declared length at once, a streamed
+        // body as it arrives), so a refusal is a 413 with a `detail`.
+        .layer(DefaultBodyLimit::max(state.max_body_bytes))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            HEAD_TIMEOUT,
+        ))
+        // Bodies a browser sends cross-site without a preflight: no route
+        // reads them.
+        .layer(middleware::from_fn(browser_guard::refuse_simple_bodies));
+    // Every route but the public ones needs a key (when keys exist); each
+    // route's own declaration (`routes::Access`) says which role. Without
+    // keys, they answer loopback and allowed host names only (the public
+    // ones answer any, as they do with keys: probes and scrapers name
+    // the host as they reach it).
+    let tenanted = tenanted_routes()
+        .into_router()
         .route_layer(middleware::from_fn_with_state(
             state.keys.clone(),
             auth::authenticate,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            browser_guard::check_host,
         ));
     Router::new()
-        .merge(system::routes())
-        .merge(openapi::routes())
+        .merge(public_routes().into_router())
         .merge(tenanted)
         .fallback(error::no_route)
         .method_not_allowed_fallback(error::no_method)

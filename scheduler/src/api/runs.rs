@@ -4,11 +4,10 @@
 //! [`Lifecycle`](crate::lifecycle::Lifecycle)'s.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{Run, RunCancelQuery, RunCreateParams, RunListQuery};
 use deepfleet_proto::keys::records::thread_runs;
@@ -16,6 +15,7 @@ use deepfleet_store::Order;
 use serde_json::Value;
 
 use super::error::{ApiError, Body, QueryString};
+use super::routes::{READ, Routes, SUBMIT};
 use super::run_create::create_run;
 use super::run_resource::{created_resource, load_run, run_headers, run_resource};
 use super::search::Paging;
@@ -25,18 +25,14 @@ use super::threads;
 use super::wait::wait_response;
 use crate::repo::runs::{RunMeta, runs_of};
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route(
-            "/threads/{thread_id}/runs",
-            post(create_background).get(list),
-        )
-        .route(
-            "/threads/{thread_id}/runs/{run_id}",
-            get(get_one).delete(delete),
-        )
-        .route("/threads/{thread_id}/runs/{run_id}/cancel", post(cancel))
-        .route("/runs", post(create_stateless))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/threads/{thread_id}/runs", SUBMIT, create_background)
+        .get("/threads/{thread_id}/runs", READ, list)
+        .get("/threads/{thread_id}/runs/{run_id}", READ, get_one)
+        .delete("/threads/{thread_id}/runs/{run_id}", SUBMIT, delete)
+        .post("/threads/{thread_id}/runs/{run_id}/cancel", SUBMIT, cancel)
+        .post("/runs", SUBMIT, create_stateless)
 }
 
 async fn create_background(
@@ -82,7 +78,7 @@ async fn list(
         false,
     )?;
     threads::load(&state, &caller.tenant, &thread_id).await?;
-    let mut paging = Paging::new(query.offset, query.limit, query.status.is_some());
+    let mut paging = Paging::new(query.offset, query.limit, query.status.is_some())?;
     let repo = runs_of(state.store(), &thread_id);
     // Newest first (by age, as [`RunMeta::age`] orders).
     let mut walk = repo

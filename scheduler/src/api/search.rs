@@ -6,8 +6,24 @@
 
 use serde_json::{Map, Value};
 
+use super::error::ApiError;
+
 /// The page size when a request names none, as the reference's default.
 pub const DEFAULT_LIMIT: usize = 10;
+/// The largest page a search or list answers: a page is held whole (and
+/// each thread of it rendered with its state), so its size bounds what
+/// one request can make the scheduler hold.
+pub const MAX_LIMIT: usize = 1_000;
+
+/// `limit`, or the default; a 422 past [`MAX_LIMIT`].
+pub fn page_limit(limit: Option<usize>) -> Result<usize, ApiError> {
+    match limit {
+        Some(limit) if limit > MAX_LIMIT => Err(ApiError::unprocessable(format!(
+            "limit: at most {MAX_LIMIT} per page, not {limit}; page with offset"
+        ))),
+        limit => Ok(limit.unwrap_or(DEFAULT_LIMIT)),
+    }
+}
 
 /// Whether `metadata` holds every key of `filter` with the same value; no
 /// filter matches everything.
@@ -44,10 +60,19 @@ pub struct Paging {
 
 impl Paging {
     /// The paging of a request's `offset` and `limit`, with or without a
-    /// filter.
-    pub fn new(offset: Option<usize>, limit: Option<usize>, filtered: bool) -> Self {
+    /// filter; a 422 for a `limit` past [`MAX_LIMIT`].
+    pub fn new(
+        offset: Option<usize>,
+        limit: Option<usize>,
+        filtered: bool,
+    ) -> Result<Self, ApiError> {
+        Ok(Paging::unchecked(offset, page_limit(limit)?, filtered))
+    }
+
+    /// The paging of `offset` and a `limit` the server chose (a sorted
+    /// search's walk over every match).
+    pub fn unchecked(offset: Option<usize>, limit: usize, filtered: bool) -> Self {
         let offset = offset.unwrap_or(0);
-        let limit = limit.unwrap_or(DEFAULT_LIMIT);
         if filtered {
             Paging {
                 from: 0,
@@ -108,11 +133,16 @@ mod tests {
 
     #[test]
     fn an_unfiltered_page_starts_in_the_index_a_filtered_one_skips_matches() {
-        let plain = Paging::new(Some(20), None, false);
+        let plain = Paging::new(Some(20), None, false).unwrap();
         assert_eq!((plain.from, plain.skip, plain.chunk()), (20, 0, 10));
-        let mut filtered = Paging::new(Some(2), Some(5), true);
+        let mut filtered = Paging::new(Some(2), Some(5), true).unwrap();
         assert_eq!((filtered.from, filtered.chunk()), (0, 7));
-        assert_eq!(Paging::new(None, None, true).limit, DEFAULT_LIMIT);
+        assert_eq!(Paging::new(None, None, true).unwrap().limit, DEFAULT_LIMIT);
+        assert_eq!(
+            Paging::new(None, Some(MAX_LIMIT), true).unwrap().limit,
+            MAX_LIMIT
+        );
+        assert!(Paging::new(None, Some(MAX_LIMIT + 1), true).is_err());
         assert!(filtered.skips() && filtered.skips() && !filtered.skips());
     }
 }

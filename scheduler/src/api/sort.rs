@@ -56,6 +56,11 @@ impl Sort {
         }))
     }
 
+    /// The field it sorts by.
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
     /// Sorts resources (as JSON) by the field; a missing or null one
     /// sorts last either way. Times sort as their RFC 3339 text does.
     pub fn sort(&self, items: &mut [Value]) {

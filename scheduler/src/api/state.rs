@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use deepfleet_store::Store;
 
 use crate::api::auth::ApiKeys;
+use crate::api::browser_guard::AllowedHosts;
 use crate::api::graphs::Graphs;
 use crate::lifecycle::Lifecycle;
 
@@ -30,6 +31,9 @@ pub struct ApiState {
     pub tenant_runs_in_flight: Option<u32>,
     /// Largest request body read, in bytes (`limits.max_body_bytes`).
     pub max_body_bytes: usize,
+    /// Host names answered without keys besides the loopback ones
+    /// (`api.allowed_hosts`), so a DNS-rebound name gets nothing.
+    pub allowed_hosts: AllowedHosts,
 }
 
 impl ApiState {

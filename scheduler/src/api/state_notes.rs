@@ -6,22 +6,22 @@
 //! say what made a checkpoint (`source`, `step`, `run_id`) are not a
 //! client's to set.
 
+use axum::Extension;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use axum::routing::patch;
-use axum::{Extension, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{MADE_BY_KEYS, ThreadStatePatch};
 
 use super::error::{ApiError, Body};
+use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use super::threads::load;
 
 /// The most bytes one patch's metadata may take (as JSON).
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/{thread_id}/state", patch(patch_state))
+pub(super) fn routes() -> Routes {
+    Routes::new().patch("/threads/{thread_id}/state", SUBMIT, patch_state)
 }
 
 /// A 204 once noted; 404 for an unknown thread, 409 for one with no

@@ -4,8 +4,7 @@
 //! of the log), while no run occupies the thread.
 
 use axum::extract::{Path, State};
-use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use chrono::Utc;
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{
@@ -16,13 +15,14 @@ use serde_json::Value;
 use super::assistant_graph::is_node;
 use super::checkpoint_ref::checkpoint_ref;
 use super::error::{ApiError, Body};
+use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use super::state_values::state_edit;
 use super::threads::load;
 use crate::repo::threads::threads;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/{thread_id}/state", post(update_state))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/threads/{thread_id}/state", SUBMIT, update_state)
 }
 
 async fn update_state(

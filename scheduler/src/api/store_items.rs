@@ -7,10 +7,9 @@
 //! cannot name another tenant's items.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{post, put};
-use axum::{Json, Router};
 use deepfleet_proto::api::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
     NamespaceListParams, NamespaceListResponse,
@@ -20,16 +19,17 @@ use deepfleet_proto::tenant::{caller_namespace, store_namespace};
 use deepfleet_proto::{Caller, Item, TenantId};
 
 use super::error::{ApiError, Body, QueryString};
+use super::routes::{READ, Routes, SUBMIT};
+use super::search::page_limit;
 use super::state::ApiState;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route(
-            "/store/items",
-            put(put_item).get(get_item).delete(delete_item),
-        )
-        .route("/store/items/search", post(search))
-        .route("/store/namespaces", post(namespaces))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .put("/store/items", SUBMIT, put_item)
+        .get("/store/items", READ, get_item)
+        .delete("/store/items", SUBMIT, delete_item)
+        .post("/store/items/search", READ, search)
+        .post("/store/namespaces", READ, namespaces)
 }
 
 async fn put_item(
@@ -108,7 +108,7 @@ async fn search(
     let search = ItemSearch {
         namespace_prefix: store_namespace(&caller.tenant, &body.namespace_prefix),
         filter: body.filter.unwrap_or_default(),
-        limit: body.limit.unwrap_or(defaults.limit),
+        limit: page_limit(body.limit.or(Some(defaults.limit)))?,
         offset: body.offset.unwrap_or(defaults.offset),
     };
     let items = state.store().search_items(&search).await?;
@@ -135,7 +135,7 @@ async fn namespaces(
         suffix,
         // The tenant's root label is one more.
         max_depth: body.max_depth.map(|depth| depth.saturating_add(1)),
-        limit: body.limit.unwrap_or(defaults.limit),
+        limit: page_limit(body.limit.or(Some(defaults.limit)))?,
         offset: body.offset.unwrap_or(defaults.offset),
     };
     let namespaces = state

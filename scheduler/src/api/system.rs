@@ -1,19 +1,19 @@
 //! `/ok`, `/info` and `/metrics`.
 
+use axum::Json;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use deepfleet_proto::api::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 
+use super::routes::{PUBLIC, Routes};
 use super::state::ApiState;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/ok", get(ok))
-        .route("/info", get(info))
-        .route("/metrics", get(metrics))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .get("/ok", PUBLIC, ok)
+        .get("/info", PUBLIC, info)
+        .get("/metrics", PUBLIC, metrics)
 }
 
 async fn ok() -> Json<OkResponse> {

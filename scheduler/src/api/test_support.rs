@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::auth::{ApiKeys, key_line};
+use super::browser_guard::AllowedHosts;
 use super::{ApiState, router};
 use crate::intake::Intake;
 use crate::lifecycle::Lifecycle;
@@ -81,6 +82,15 @@ pub async fn api() -> TestApi {
     api_with(ApiKeys::open(), None).await
 }
 
+/// The open API answering host names `hosts` besides the loopback ones
+/// (`api.allowed_hosts`), for the tests that call it by another name.
+pub async fn api_allowing(hosts: &[&str]) -> TestApi {
+    let mut api = api().await;
+    api.state.allowed_hosts = AllowedHosts::parse(hosts).unwrap();
+    api.router = router(api.state.clone());
+    api
+}
+
 /// The API serving [`GRAPH`] with `keys`, each tenant allowed `in_flight`
 /// runs at once.
 pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
@@ -112,6 +122,7 @@ pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
         keys,
         tenant_runs_in_flight: in_flight,
         max_body_bytes: crate::api::BODY_LIMIT,
+        allowed_hosts: Default::default(),
     };
     TestApi {
         router: router(state.clone()),

@@ -2,19 +2,19 @@
 //! metadata, state, files, checkpoints and history as they are now.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::post;
-use axum::{Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::Thread;
 
 use super::error::ApiError;
+use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use super::threads::{load, thread_resource};
 use crate::repo::threads::{ThreadRecord, threads};
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/{thread_id}/copy", post(copy))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/threads/{thread_id}/copy", SUBMIT, copy)
 }
 
 /// The checkpoint is copied before the record is written, so the copy

@@ -2,9 +2,8 @@
 //! the same filters would list, over all its pages.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::ThreadCountParams;
 use deepfleet_proto::keys::records::tenant_threads;
@@ -12,12 +11,13 @@ use deepfleet_store::Order;
 
 use super::convert::values_if_any;
 use super::error::{ApiError, Body};
+use super::routes::{READ, Routes};
 use super::search::{metadata_matches, values_match};
 use super::state::ApiState;
 use crate::repo::threads::threads;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/count", post(count))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/threads/count", READ, count)
 }
 
 /// Walks the tenant's index, as a search does: the index also lists

@@ -2,20 +2,20 @@
 //! time to live, replaced.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::routing::patch;
-use axum::{Json, Router};
 use chrono::Utc;
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{Thread, ThreadPatchParams};
 
 use super::error::{ApiError, Body};
+use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use super::threads::{load, thread_resource};
 use crate::repo::threads::threads;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/{thread_id}", patch(update))
+pub(super) fn routes() -> Routes {
+    Routes::new().patch("/threads/{thread_id}", SUBMIT, update)
 }
 
 /// Sets each given metadata key and keeps the others, as the reference

@@ -2,21 +2,21 @@
 //! newest checkpoint, at once.
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::State;
-use axum::routing::post;
-use axum::{Json, Router};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{PruneStrategy, ThreadPruneParams, ThreadPruneResponse};
 
 use super::error::{ApiError, Body};
+use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use crate::repo::threads::threads;
 
 /// The most threads one request prunes, so a request's work is bounded.
 pub const MAX_PRUNE: usize = 1000;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/prune", post(prune))
+pub(super) fn routes() -> Routes {
+    Routes::new().post("/threads/prune", SUBMIT, prune)
 }
 
 /// Ids the caller has no thread of (unknown, or another tenant's) are

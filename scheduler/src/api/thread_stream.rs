@@ -11,11 +11,9 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::Extension;
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use chrono::{DateTime, Utc};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{RunStreamQuery, StreamMode};
@@ -27,6 +25,7 @@ use tokio::time::Instant;
 use super::error::{ApiError, QueryString};
 use super::follower::{Sink, follow};
 use super::modes::Modes;
+use super::routes::{READ, Routes};
 use super::state::ApiState;
 use super::threads::load;
 use super::wait::{KEEP_ALIVE, POLL};
@@ -41,8 +40,8 @@ pub const THREAD_STREAM_LIMIT: Duration = Duration::from_secs(3600);
 /// and a walk stops before reaching them).
 const REMEMBERED_RUNS: usize = 1024;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new().route("/threads/{thread_id}/stream", get(thread_stream))
+pub(super) fn routes() -> Routes {
+    Routes::new().get("/threads/{thread_id}/stream", READ, thread_stream)
 }
 
 async fn thread_stream(

@@ -4,22 +4,22 @@
 use std::collections::BTreeMap;
 
 use axum::Extension;
+use axum::Json;
 use axum::extract::{Path, RawQuery, State};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use deepfleet_proto::api::{
     Thread, ThreadCreateParams, ThreadSearchParams, ThreadState, ThreadStatus, ThreadSuperstep,
 };
 use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_proto::{Caller, InputLimits, TenantId};
 use deepfleet_store::{Checkpoint, Order};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::assistant_graph::is_node;
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
 use super::convert::{self, Waiting, show_waiting, thread_values, to_json, values_if_any};
 use super::error::{ApiError, Body, query_list};
-use super::search::{DEFAULT_LIMIT, Paging, metadata_matches, values_match};
+use super::routes::{READ, Routes, SUBMIT};
+use super::search::{Paging, metadata_matches, page_limit, values_match};
 use super::select::{Select, fields_of};
 use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
@@ -27,12 +27,13 @@ use super::state_values::state_edit;
 use crate::repo::threads::{ThreadRecord, threads};
 use crate::state_edit::StateEdit;
 
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/threads", post(create))
-        .route("/threads/search", post(search))
-        .route("/threads/{thread_id}", get(get_one).delete(delete))
-        .route("/threads/{thread_id}/state", get(state_of))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/threads", SUBMIT, create)
+        .post("/threads/search", READ, search)
+        .get("/threads/{thread_id}", READ, get_one)
+        .delete("/threads/{thread_id}", SUBMIT, delete)
+        .get("/threads/{thread_id}/state", READ, state_of)
 }
 
 async fn create(
@@ -59,7 +60,10 @@ async fn create(
             body.metadata.unwrap_or_default(),
         )
     };
-    if threads(state.store()).insert(&id, &record).await? {
+    // An id the store already holds without a record is someone's (a
+    // batch's or a subagent's thread): taken, as an existing thread is.
+    let unowned = state.life.unowned_thread(&id).await?;
+    if !unowned && threads(state.store()).insert(&id, &record).await? {
         for edit in &supersteps {
             state.life.update_state(&id, None, edit).await?;
         }
@@ -135,42 +139,51 @@ async fn search(
         &["thread_id", "status", "created_at", "updated_at"],
         "created_at",
     )?;
-    let found = match &sort {
-        None => {
-            let filtered = body.metadata.is_some()
-                || body.status.is_some()
-                || body.values.is_some()
-                || body.ids.is_some();
-            let paging = Paging::new(body.offset, body.limit, filtered);
-            matching_threads(&state, &caller, &body, paging).await?
-        }
-        Some(sort) => {
-            let every = Paging::new(None, Some(MAX_SORTED + 1), true);
-            let all = matching_threads(&state, &caller, &body, every).await?;
-            let all = all.iter().map(to_json).collect();
-            let (offset, limit) = (
-                body.offset.unwrap_or(0),
-                body.limit.unwrap_or(DEFAULT_LIMIT),
-            );
-            return Ok(Json(
-                sort.page(all, offset, limit)?
-                    .iter()
-                    .map(|t| select.apply(t))
-                    .collect(),
-            ));
-        }
+    let Some(sort) = sort else {
+        let filtered = body.metadata.is_some()
+            || body.status.is_some()
+            || body.values.is_some()
+            || body.ids.is_some();
+        let paging = Paging::new(body.offset, body.limit, filtered)?;
+        let found = matching_threads(&state, &caller, &body, paging, |thread| thread).await?;
+        return Ok(Json(select.apply_all(&found)));
     };
-    Ok(Json(select.apply_all(&found)))
+    // Each match is held as its sort key and id alone, and only the page
+    // is rendered again whole: a sorted search over thousands of threads
+    // never holds their states at once.
+    let limit = page_limit(body.limit)?;
+    let every = Paging::unchecked(None, MAX_SORTED + 1, true);
+    let field = sort.field().to_owned();
+    let keys = matching_threads(&state, &caller, &body, every, |thread| {
+        let id = thread.thread_id.clone();
+        let key = to_json(&thread).get(&field).cloned().unwrap_or(Value::Null);
+        json!({ field.as_str(): key, "thread_id": id })
+    })
+    .await?;
+    let page = sort.page(keys, body.offset.unwrap_or(0), limit)?;
+    let mut out = Vec::with_capacity(page.len());
+    for key in page {
+        let Some(id) = key["thread_id"].as_str() else {
+            continue;
+        };
+        // A thread deleted since it matched is left out of the page.
+        let Some(record) = threads(state.store()).get_owned(id, &caller.tenant).await? else {
+            continue;
+        };
+        out.push(select.apply(&to_json(&thread_resource(&state, &record).await?)));
+    }
+    Ok(Json(out))
 }
 
 /// `tenant`'s threads that `body` matches, newest first, the page
-/// `paging` says.
-async fn matching_threads(
+/// `paging` says, each as `keep` makes it.
+async fn matching_threads<T>(
     state: &ApiState,
     caller: &Caller,
     body: &ThreadSearchParams,
     mut paging: Paging,
-) -> Result<Vec<Thread>, ApiError> {
+    mut keep: impl FnMut(Thread) -> T,
+) -> Result<Vec<T>, ApiError> {
     let repo = threads(state.store());
     // Newest first, as the reference sorts by default.
     let mut walk = repo
@@ -204,7 +217,7 @@ async fn matching_threads(
             continue;
         }
         if !paging.skips() {
-            out.push(thread);
+            out.push(keep(thread));
         }
     }
     Ok(out)

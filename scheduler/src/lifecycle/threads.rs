@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use deepfleet_proto::TenantId;
 use deepfleet_proto::keys::records::thread_runs;
-use deepfleet_store::Order;
+use deepfleet_store::{Checkpoint, Order};
 use serde_json::Map;
 
 use super::Lifecycle;
@@ -107,7 +107,8 @@ impl Lifecycle {
     /// The thread of `tenant` a new run goes to: `thread_id`'s (made when
     /// missing and `create_missing`), or a new temporary one for a
     /// stateless run. `None` when the thread does not exist, or is another
-    /// tenant's (which is never replaced).
+    /// tenant's (which is never replaced), or is a thread the store holds
+    /// that no API record owns (see [`Lifecycle::unowned_thread`]).
     pub async fn thread_for_run(
         &self,
         tenant: &TenantId,
@@ -119,6 +120,9 @@ impl Lifecycle {
             Some(id) => match repo.get(id).await? {
                 Some(thread) => return Ok((thread.tenant == *tenant).then_some(thread)),
                 None if create_missing => {
+                    if self.unowned_thread(id).await? {
+                        return Ok(None);
+                    }
                     ThreadRecord::new(tenant.clone(), id.to_owned(), Map::new())
                 }
                 None => return Ok(None),
@@ -134,5 +138,14 @@ impl Lifecycle {
             return Ok(Some(record));
         }
         Ok(repo.get_owned(&record.thread_id, tenant).await?)
+    }
+
+    /// Whether the store holds thread `thread_id` although no API record
+    /// owns it: a batch's thread, a subagent's, or one whose record is
+    /// gone. Such a thread belongs to whoever made it, so no caller may
+    /// adopt its id: its files and messages would become theirs.
+    pub async fn unowned_thread(&self, thread_id: &str) -> Result<bool, SchedulerError> {
+        let checkpoint = self.store().load_thread(thread_id).await?;
+        Ok(checkpoint != Checkpoint::default())
     }
 }

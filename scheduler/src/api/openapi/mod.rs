@@ -28,23 +28,21 @@ mod threads;
 
 use std::sync::OnceLock;
 
-use axum::Router;
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
 use serde_json::{Map, Value, json};
 
-use crate::api::state::ApiState;
+use super::routes::{PUBLIC, Routes};
 use docs_page::{DOCS_PAGE, script_safe};
 use links::{example, links};
 use operation::{Operation, Success};
 use schemas::Schemas;
 
 /// The routes of the description; like `/ok`, they need no key.
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/openapi.json", get(openapi_json))
-        .route("/docs", get(docs))
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .get("/openapi.json", PUBLIC, openapi_json)
+        .get("/docs", PUBLIC, docs)
 }
 
 async fn openapi_json() -> Response {

@@ -1,5 +1,4 @@
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use axum::http::StatusCode;
 use pretty_assertions::assert_eq;
@@ -15,50 +14,13 @@ use deepfleet_proto::tenant::{Role, TenantId};
 /// Methods a route may have (HEAD follows GET in axum).
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 
-/// The paths the API modules route: the literal after each `.route(` in
-/// a `fn routes()` of `src/api/` and its folders. The methods are the router's own
-/// answer (see [`routed`]), so only the path needs reading from source.
-fn source_paths() -> BTreeSet<String> {
-    let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src/api")];
-    let mut files = Vec::new();
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else {
-                files.push(path);
-            }
-        }
-    }
-    let mut paths = BTreeSet::new();
-    for file in files {
-        let name = file.file_name().unwrap().to_string_lossy().into_owned();
-        if !name.ends_with(".rs") || name.ends_with("_tests.rs") || name == "tests.rs" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file).unwrap();
-        let Some(start) = text.find("fn routes()") else {
-            continue;
-        };
-        let body = &text[start..];
-        let body = &body[..body.find("\n}").unwrap()];
-        for piece in body.split(".route(").skip(1) {
-            let literal = piece.trim_start().strip_prefix('"').unwrap_or_else(|| {
-                panic!("{name}: a route's path is not a string literal: {piece}")
-            });
-            paths.insert(literal[..literal.find('"').unwrap()].to_owned());
-        }
-    }
-    paths
-}
-
-/// Every `METHOD path` the router answers: each method of each routed
-/// path that is not 405 (the parameters filled with `probe`).
+/// Every `METHOD path` the router answers: each method of each path of
+/// the route table that is not 405 (the parameters filled with `probe`).
 async fn routed() -> BTreeSet<String> {
     let api = api().await;
+    let paths: BTreeSet<&str> = crate::api::route_table().iter().map(|d| d.path).collect();
     let mut found = BTreeSet::new();
-    for path in source_paths() {
+    for path in paths {
         let uri = path
             .split('/')
             .map(|s| if s.starts_with('{') { "probe" } else { s })
@@ -99,15 +61,18 @@ async fn every_route_is_described_and_every_description_routed() {
 }
 
 #[test]
-fn the_source_scan_finds_the_routes() {
-    let paths = source_paths();
-    for path in [
-        "/ok",
-        "/openapi.json",
-        "/threads/{thread_id}/runs/{run_id}/stream",
-    ] {
-        assert!(paths.contains(path), "{path} not found in {paths:?}");
-    }
+fn the_route_table_declares_each_routed_method_once() {
+    let table = crate::api::route_table();
+    let declared: BTreeSet<String> = table
+        .iter()
+        .map(|d| format!("{} {}", d.method, d.path))
+        .collect();
+    assert_eq!(declared.len(), table.len(), "a route is declared twice");
+    assert_eq!(
+        declared,
+        described(),
+        "the table and the description differ"
+    );
 }
 
 /// Every `$ref` in `value`.

@@ -21,7 +21,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use deepfleet_proto::api::RunCreateParams;
-use deepfleet_proto::{Caller, RunStatus};
+use deepfleet_proto::{Caller, Role, RunStatus};
 use deepfleet_store::HistoryQuery;
 use serde_json::{Map, Value, json};
 
@@ -30,6 +30,7 @@ use crate::api::checkpoint_ref::metadata;
 use crate::api::convert::to_json;
 use crate::api::error::ApiError;
 use crate::api::history::MAX_HISTORY_LIMIT;
+use crate::api::routes::require;
 use crate::api::run_create::create_run;
 use crate::api::run_resource::load_run;
 use crate::api::state::ApiState;
@@ -52,6 +53,7 @@ pub(super) async fn command(
     let body: Value = serde_json::from_slice(&body)
         .map_err(|e| ApiError::unprocessable(format!("the body is not JSON: {e}")))?;
     let command = Command::parse(&body).map_err(ApiError::unprocessable)?;
+    require(&caller, needs(&command.method))?;
     let record = threads(state.store()).get(&thread_id).await?;
     if record.as_ref().is_some_and(|r| r.tenant != caller.tenant) {
         return Err(ApiError::not_found(format!(
@@ -66,6 +68,17 @@ pub(super) async fn command(
     };
     let outcome = thread.run(&command).await;
     Ok(Json(response(command.id, outcome)))
+}
+
+/// The role a command needs, whatever the URL it came to: the commands
+/// that start, resume or fork a run are writes; reading state, history
+/// and the run tree (and the commands that answer `not_supported` or
+/// `unknown_command`, which change nothing) are reads.
+fn needs(method: &str) -> Role {
+    match method {
+        "run.start" | "input.respond" | "state.fork" | "input.inject" => Role::Submit,
+        _ => Role::Read,
+    }
 }
 
 /// The thread a command is for (`record` is `None` until it exists).

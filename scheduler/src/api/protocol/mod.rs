@@ -13,17 +13,15 @@ pub mod tokens;
 pub mod translate;
 pub mod wire;
 
-use axum::Router;
-use axum::routing::post;
+use super::routes::{READ, Routes};
 
-use super::state::ApiState;
-
-pub(super) fn routes() -> Router<ApiState> {
-    Router::new()
-        .route("/threads/{thread_id}/commands", post(commands::command))
-        .route(
+pub(super) fn routes() -> Routes {
+    Routes::new()
+        .post("/threads/{thread_id}/commands", READ, commands::command)
+        .post(
             "/threads/{thread_id}/stream/events",
-            post(event_stream::stream_events),
+            READ,
+            event_stream::stream_events,
         )
 }
 
