@@ -41,7 +41,7 @@ use crate::prompt::{self, PromptSection, Slot};
 use crate::sandbox::SandboxHost;
 use crate::step::hitl::Gates;
 use crate::step::time_limits::DEFAULT_TOOL_TIMEOUT;
-use crate::tool_id::ToolNames;
+use crate::tool_names::ToolNames;
 use crate::tools::execute::Execute;
 use crate::tools::http_tool::HttpTool;
 use crate::tools::{Tool, ToolRegistry};

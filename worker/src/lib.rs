@@ -22,6 +22,7 @@ pub mod runtime;
 pub mod sandbox;
 pub mod step;
 pub mod tool_id;
+pub mod tool_names;
 pub mod tools;
 pub mod trace;
 

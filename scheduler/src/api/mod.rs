@@ -172,7 +172,7 @@ pub fn router(state: ApiState) -> Router {
             auth::authenticate,
         ))
         .route_layer(middleware::from_fn_with_state(
-            state.clone(),
+            browser_guard::HostCheck(state.keys.is_open().then(|| state.allowed_hosts.clone())),
             browser_guard::check_host,
         ));
     Router::new()

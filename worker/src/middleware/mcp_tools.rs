@@ -23,7 +23,8 @@ use crate::mcp::McpPool;
 use crate::mcp::content::to_tool_result;
 use crate::mcp::endpoint::Endpoint;
 use crate::mcp::naming::{Listing, McpRoutes, offer};
-use crate::tool_id::{ToolId, ToolNames};
+use crate::tool_id::ToolId;
+use crate::tool_names::ToolNames;
 use crate::tools::value_source::resolve;
 use crate::tools::{ToolError, ToolResult};
 

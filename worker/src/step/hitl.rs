@@ -25,7 +25,8 @@ use serde_json::Value;
 
 use crate::error::StepError;
 use crate::step::delegation::ToolRun;
-use crate::tool_id::{ToolId, ToolNames};
+use crate::tool_id::ToolId;
+use crate::tool_names::ToolNames;
 
 /// A role's `interrupt_on`, resolved to the tools its keys name, and the
 /// names the role's calls may use: the data [`gate`] and [`plan`] decide
