@@ -227,6 +227,17 @@ impl Delivery for Permitted {
     async fn dead_letter(self: Box<Self>, reason: &str) -> Result<(), QueueError> {
         self.inner.dead_letter(reason).await
     }
+
+    async fn dead_letter_amended(
+        self: Box<Self>,
+        reason: &str,
+        payload: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> Result<(), QueueError> {
+        self.inner
+            .dead_letter_amended(reason, payload, headers)
+            .await
+    }
 }
 
 #[cfg(test)]
@@ -260,6 +271,26 @@ mod tests {
         }
         assert_eq!(order[0], b"now".to_vec(), "{order:?}");
         assert_eq!(&order[1..], &[vec![0], vec![1], vec![2], vec![3], vec![4]]);
+    }
+
+    #[tokio::test]
+    async fn an_amended_dead_letter_reaches_the_lane_with_its_new_body() {
+        use crate::{DeadLetter, DeadLetters};
+        let batch = Arc::new(MemoryQueue::new());
+        let q = Lanes::new(batch.clone(), Arc::new(MemoryQueue::new()));
+        q.publish(b"secret".to_vec(), None).await.unwrap();
+        let mut consumer = q.consume(1).await.unwrap();
+        let d = consumer.next().await.unwrap().unwrap();
+        d.dead_letter_amended("bad", b"kept".to_vec(), &[])
+            .await
+            .unwrap();
+        assert_eq!(
+            batch.drain_dead_letters(10).await.unwrap(),
+            vec![DeadLetter {
+                payload: b"kept".to_vec(),
+                reason: "bad".into()
+            }]
+        );
     }
 
     #[tokio::test]

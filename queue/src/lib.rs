@@ -119,18 +119,42 @@ pub trait Delivery: Send + Sync {
     /// Moves the message to the dead-letter queue with `reason`, for an
     /// operator to inspect; it is never delivered again.
     async fn dead_letter(self: Box<Self>, reason: &str) -> Result<(), QueueError>;
+
+    /// [`Delivery::dead_letter`], but the dead letter keeps `payload`
+    /// instead of the message's body, and carries `headers` (name, text)
+    /// besides the reason: for a body that must not be kept as it came,
+    /// such as one holding secrets in clear. Backends whose messages carry
+    /// no headers (the in-process queue) keep the payload only.
+    ///
+    /// Required, with no default: a wrapper that forgot to forward it
+    /// would keep the body it was asked to drop.
+    async fn dead_letter_amended(
+        self: Box<Self>,
+        reason: &str,
+        payload: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> Result<(), QueueError>;
 }
 
 /// Where the sender of a message asked for its answer: AMQP's `reply_to`
 /// (a queue name) and `correlation_id` (echoed so the sender can match the
 /// answer to its request).
+///
+/// `tenant` is not the sender's to choose: the answering side sets it, and
+/// it decides which results queue takes an answer that cannot go to
+/// `reply_to`, so one tenant's answers never reach a queue another tenant
+/// may read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReplyAddress {
     /// The queue to answer on; `None` sends the answer to the results
-    /// exchange.
+    /// queue of `tenant`.
     pub reply_to: Option<String>,
     /// Echoed on the answer.
     pub correlation_id: Option<String>,
+    /// Whose answer it is; `None` when no tenant can be told (a message
+    /// without a known key), whose answers go to a results queue only the
+    /// fleet reads.
+    pub tenant: Option<deepfleet_proto::TenantId>,
 }
 
 /// Backends that can answer the sender of a message (request/reply over
@@ -139,7 +163,8 @@ pub struct ReplyAddress {
 /// Implementations must return only once the answer is safely stored
 /// (publisher confirms), and must not drop an answer silently: when there
 /// is no reply queue, or it no longer exists, the answer goes to a durable
-/// results destination instead.
+/// results destination of [`ReplyAddress::tenant`]'s instead, which no
+/// other tenant's answers reach.
 #[async_trait]
 pub trait Replies: Send + Sync {
     /// Publishes `payload` to `to.reply_to` with `to.correlation_id`.

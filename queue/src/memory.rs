@@ -51,6 +51,17 @@ impl Inner {
         drop(ready);
         self.notify.notify_one();
     }
+
+    /// Keeps `payload` as a dead letter with `reason`.
+    fn bury(&self, payload: Vec<u8>, reason: &str) {
+        self.dead
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(DeadLetter {
+                payload,
+                reason: reason.to_owned(),
+            });
+    }
 }
 
 impl MemoryQueue {
@@ -184,14 +195,20 @@ impl Delivery for MemoryDelivery {
 
     async fn dead_letter(mut self: Box<Self>, reason: &str) -> Result<(), QueueError> {
         let message = self.settle()?;
-        self.inner
-            .dead
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(DeadLetter {
-                payload: message.payload,
-                reason: reason.to_owned(),
-            });
+        self.inner.bury(message.payload, reason);
+        Ok(())
+    }
+
+    /// Keeps `payload`; the headers have nowhere to go (in-process
+    /// messages carry none).
+    async fn dead_letter_amended(
+        mut self: Box<Self>,
+        reason: &str,
+        payload: Vec<u8>,
+        _headers: &[(&str, &str)],
+    ) -> Result<(), QueueError> {
+        self.settle()?;
+        self.inner.bury(payload, reason);
         Ok(())
     }
 }
@@ -221,6 +238,26 @@ mod tests {
             dead,
             vec![DeadLetter {
                 payload: b"b".to_vec(),
+                reason: "bad".into()
+            }]
+        );
+        assert_eq!(q.depth().await.unwrap(), Some(0));
+    }
+
+    #[tokio::test]
+    async fn an_amended_dead_letter_keeps_the_new_body() {
+        let q = MemoryQueue::new();
+        q.publish(b"secret".to_vec(), None).await.unwrap();
+        let mut c = q.consume(1).await.unwrap();
+        let delivery = c.next().await.unwrap().unwrap();
+        delivery
+            .dead_letter_amended("bad", b"redacted".to_vec(), &[("x-note", "why")])
+            .await
+            .unwrap();
+        assert_eq!(
+            q.drain_dead_letters(10).await.unwrap(),
+            vec![DeadLetter {
+                payload: b"redacted".to_vec(),
                 reason: "bad".into()
             }]
         );

@@ -15,6 +15,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use deepfleet_proto::TenantId;
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{
     Consumer, DeadLetter, DeadLetters, Delivery, Queue, QueueError, Replies, ReplyAddress,
@@ -406,6 +407,7 @@ async fn amqp_reply_reaches_the_reply_queue() {
             ReplyAddress {
                 reply_to: Some(reply_queue.clone()),
                 correlation_id: Some("corr-1".into()),
+                tenant: None,
             }
         );
         q.reply(&address, b"answer".to_vec()).await.unwrap();
@@ -420,21 +422,45 @@ async fn amqp_reply_reaches_the_reply_queue() {
 }
 
 /// Without a reply queue, or when it is gone, the reply is kept on the
-/// results queue; a lost reply queue is named in a header.
+/// results queue of its tenant, which no other tenant's answer reaches; a
+/// lost reply queue is named in a header. An answer of no tenant goes to
+/// the fleet's own results queue. The fanout exchange of the layout before
+/// (named like that queue) is in nobody's way.
 #[tokio::test]
-async fn amqp_reply_without_a_live_queue_goes_to_results() {
+async fn amqp_reply_without_a_live_queue_goes_to_its_tenants_results() {
     on_amqp(10, |q, config| async move {
         let client = RawClient::connect(&config).await;
-        q.reply(&ReplyAddress::default(), b"nobody asked".to_vec())
-            .await
-            .unwrap();
+        client.legacy_results_fanout(q.results_name()).await;
+        let (a, b) = (TenantId::new("a").unwrap(), TenantId::new("b").unwrap());
+        let for_a = ReplyAddress {
+            tenant: Some(a.clone()),
+            ..ReplyAddress::default()
+        };
+        q.reply(&for_a, b"nobody asked".to_vec()).await.unwrap();
         let gone = ReplyAddress {
             reply_to: Some(format!("{}.gone", config.queue)),
             correlation_id: Some("corr-2".into()),
+            tenant: Some(a.clone()),
         };
         q.reply(&gone, b"too late".to_vec()).await.unwrap();
-        let (first, _) = client.get_within(q.results_name()).await;
-        let (second, properties) = client.get_within(q.results_name()).await;
+        let for_b = ReplyAddress {
+            tenant: Some(b.clone()),
+            ..ReplyAddress::default()
+        };
+        q.reply(&for_b, b"for b".to_vec()).await.unwrap();
+        q.reply(&ReplyAddress::default(), b"whose?".to_vec())
+            .await
+            .unwrap();
+        let (a_results, b_results) = (q.tenant_results_name(&a), q.tenant_results_name(&b));
+        let (first, _) = client.get_within(&a_results).await;
+        let (second, properties) = client.get_within(&a_results).await;
+        let (only_b, _) = client.get_within(&b_results).await;
+        let (unowned, _) = client.get_within(q.results_name()).await;
+        let left = [
+            client.depth(&a_results).await,
+            client.depth(&b_results).await,
+            client.depth(q.results_name()).await,
+        ];
         let header = properties
             .headers()
             .as_ref()
@@ -456,6 +482,52 @@ async fn amqp_reply_without_a_live_queue_goes_to_results() {
                 &b"too late"[..],
                 gone.reply_to.clone(),
                 Some("corr-2".into())
+            )
+        );
+        assert_eq!(
+            (only_b.as_slice(), unowned.as_slice(), left),
+            (&b"for b"[..], &b"whose?"[..], [0, 0, 0]),
+            "b's queue holds b's answer only, the fleet's the one of no tenant"
+        );
+    })
+    .await;
+}
+
+/// An amended dead letter keeps the body it was given, the headers it was
+/// given beside the reason, and not the sender's key.
+#[tokio::test]
+async fn amqp_an_amended_dead_letter_keeps_the_new_body_and_headers() {
+    on_amqp(10, |q, config| async move {
+        let client = RawClient::connect(&config).await;
+        client
+            .publish_with_key(&config.queue, br#"{"context": "s3cret"}"#, "key-1")
+            .await;
+        let mut consumer = q.consume(1).await.unwrap();
+        let delivery = next(&mut consumer).await;
+        delivery
+            .dead_letter_amended("refused", b"{}".to_vec(), &[("x-note", "removed")])
+            .await
+            .unwrap();
+        let (payload, properties) = client.get_within(&format!("{}.dead", config.queue)).await;
+        let header = |name: &str| {
+            properties
+                .headers()
+                .as_ref()
+                .and_then(|h| h.inner().get(name).cloned())
+                .and_then(|v| v.as_long_string().map(|s| s.to_string()))
+        };
+        assert_eq!(
+            (
+                payload.as_slice(),
+                header("x-note"),
+                header("x-deepfleet-reason"),
+                header("x-api-key")
+            ),
+            (
+                &b"{}"[..],
+                Some("removed".into()),
+                Some("refused".into()),
+                None
             )
         );
     })
@@ -509,6 +581,83 @@ impl RawClient {
             )
             .await
             .unwrap();
+    }
+
+    /// Publishes `payload` to `queue` with the API key header set.
+    async fn publish_with_key(&self, queue: &str, payload: &[u8], key: &str) {
+        let mut headers = lapin::types::FieldTable::default();
+        headers.insert(
+            "x-api-key".into(),
+            lapin::types::AMQPValue::LongString(key.into()),
+        );
+        let properties = lapin::BasicProperties::default().with_headers(headers);
+        self.channel
+            .basic_publish(
+                "".into(),
+                queue.into(),
+                Default::default(),
+                payload,
+                properties,
+            )
+            .await
+            .unwrap()
+            .await
+            .unwrap();
+    }
+
+    /// Declares what the layout before per-tenant results declared: a
+    /// fanout exchange named like the results queue, the queue bound to
+    /// it (`AmqpQueue::delete_all` deletes both).
+    async fn legacy_results_fanout(&self, name: &str) {
+        let durable = lapin::options::ExchangeDeclareOptions {
+            durable: true,
+            ..Default::default()
+        };
+        self.channel
+            .exchange_declare(
+                name.into(),
+                lapin::ExchangeKind::Fanout,
+                durable,
+                Default::default(),
+            )
+            .await
+            .unwrap();
+        let mut args = lapin::types::FieldTable::default();
+        args.insert(
+            "x-queue-type".into(),
+            lapin::types::AMQPValue::LongString("quorum".into()),
+        );
+        self.channel
+            .queue_declare(
+                name.into(),
+                lapin::options::QueueDeclareOptions::durable(),
+                args,
+            )
+            .await
+            .unwrap();
+        self.channel
+            .queue_bind(
+                name.into(),
+                name.into(),
+                "".into(),
+                Default::default(),
+                Default::default(),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// How many messages wait on `queue`.
+    async fn depth(&self, queue: &str) -> u32 {
+        let passive = lapin::options::QueueDeclareOptions {
+            passive: true,
+            ..Default::default()
+        };
+        self.channel
+            .queue_declare(queue.into(), passive, Default::default())
+            .await
+            .unwrap()
+            .message_count()
     }
 
     /// The next message of `queue`, polled until [`PATIENCE`] runs out.

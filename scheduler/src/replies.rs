@@ -7,12 +7,16 @@
 //! ended (or parked on a human decision) and only then forgets the
 //! address. A crash between the publish and the delete answers twice,
 //! never zero times; the `correlation_id` lets a caller drop the repeat.
+//!
+//! Each answer carries its run's tenant, so one that cannot go to its
+//! `reply_to` lands in that tenant's results queue, never where another
+//! tenant may read it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use deepfleet_proto::keys::records::REPLIES;
-use deepfleet_proto::{ResultLine, ResultStatus, ResultUsage, SubmissionResult};
+use deepfleet_proto::{ResultLine, ResultStatus, ResultUsage, SubmissionResult, TenantId};
 use deepfleet_queue::{Replies, ReplyAddress};
 use deepfleet_store::{Order, Store, StoreError};
 use tracing::warn;
@@ -59,13 +63,14 @@ impl Replier {
         // Read whole first: answering deletes from the index being read.
         let remembered = repo.walk(REPLIES, Order::Ascending).all().await?;
         for record in remembered {
-            let Some(result) = self.result_of(&record).await? else {
+            let Some(Answer { result, tenant }) = self.result_of(&record).await? else {
                 continue;
             };
             let payload = serde_json::to_vec(&result).map_err(|e| corrupt(&record.run_id, &e))?;
             let address = ReplyAddress {
                 reply_to: record.reply_to.clone(),
                 correlation_id: record.correlation_id.clone(),
+                tenant,
             };
             if let Err(e) = self.replies.reply(&address, payload).await {
                 warn!(error = %e, run_id = %record.run_id, "publishing a run's answer; will retry");
@@ -78,10 +83,7 @@ impl Replier {
     }
 
     /// The answer of a run that has ended, `None` while it goes on.
-    async fn result_of(
-        &self,
-        record: &ReplyRecord,
-    ) -> Result<Option<SubmissionResult>, SchedulerError> {
+    async fn result_of(&self, record: &ReplyRecord) -> Result<Option<Answer>, SchedulerError> {
         let id = record.id.clone().unwrap_or_else(|| record.run_id.clone());
         let Some(run) = self
             .store
@@ -99,13 +101,18 @@ impl Replier {
                     StoreError::Corrupt { .. } => Ok(None),
                     e => Err(e),
                 })?;
-            if meta.is_some_and(|m| !m.cancelled) {
+            if meta.as_ref().is_some_and(|m| !m.cancelled) {
                 return Ok(None);
             }
-            return Ok(Some(SubmissionResult {
-                run_id: record.run_id.clone(),
-                thread_id: record.thread_id.clone(),
-                result: cancelled_line(id),
+            return Ok(Some(Answer {
+                result: SubmissionResult {
+                    run_id: record.run_id.clone(),
+                    thread_id: record.thread_id.clone(),
+                    result: cancelled_line(id),
+                },
+                // A run deleted before it started leaves no trace of its
+                // tenant: its answer goes where only the fleet reads.
+                tenant: meta.map(|m| m.tenant),
             }));
         };
         if occupies_thread(run.status) {
@@ -117,10 +124,13 @@ impl Replier {
         if line.status == ResultStatus::Interrupted {
             line.review = review_of(&run, &thread);
         }
-        Ok(Some(SubmissionResult {
-            run_id: record.run_id.clone(),
-            thread_id: record.thread_id.clone(),
-            result: line,
+        Ok(Some(Answer {
+            result: SubmissionResult {
+                run_id: record.run_id.clone(),
+                thread_id: record.thread_id.clone(),
+                result: line,
+            },
+            tenant: Some(run.tenant),
         }))
     }
 
@@ -136,6 +146,13 @@ impl Replier {
             }
         }
     }
+}
+
+/// A run's answer, and whose it is.
+struct Answer {
+    result: SubmissionResult,
+    /// The run's tenant; `None` when it can no longer be told.
+    tenant: Option<TenantId>,
 }
 
 /// The answer of a run cancelled before it started.
@@ -265,6 +282,52 @@ mod tests {
                 .as_deref()
                 .unwrap()
                 .contains("cancelled")
+        );
+        assert_eq!(sent[0].0.tenant, None, "no trace of its tenant is left");
+    }
+
+    /// Each answer names its run's tenant, so that without a live
+    /// `reply_to` it lands in that tenant's results queue only.
+    #[tokio::test]
+    async fn answers_carry_their_runs_tenant() {
+        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
+        let outbox = Arc::new(Outbox::default());
+        let replier = Replier::new(Arc::clone(&store), outbox.clone());
+        for (id, tenant) in [("a", "tenant-a"), ("b", "tenant-b")] {
+            let run = RunRecord {
+                tenant: TenantId::new(tenant).unwrap(),
+                ..run(id, RunStatus::Success)
+            };
+            store
+                .create_run(&run, &ThreadSeed::default())
+                .await
+                .unwrap();
+            let unaddressed = ReplyRecord {
+                reply_to: None,
+                ..record(id)
+            };
+            replier.remember(&unaddressed).await.unwrap();
+        }
+        assert_eq!(replier.deliver_ended().await.unwrap(), 2);
+        let mut sent: Vec<(String, Option<String>)> = outbox
+            .sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(to, result)| {
+                (
+                    result.run_id.clone(),
+                    to.tenant.as_ref().map(|t| t.to_string()),
+                )
+            })
+            .collect();
+        sent.sort();
+        assert_eq!(
+            sent,
+            vec![
+                ("a".to_owned(), Some("tenant-a".to_owned())),
+                ("b".to_owned(), Some("tenant-b".to_owned()))
+            ]
         );
     }
 }

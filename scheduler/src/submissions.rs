@@ -12,13 +12,18 @@
 //! [`deepfleet_proto::SubmissionRefusal`], then
 //! the message is dead-lettered with the reason (RabbitMQ: the
 //! `x-deepfleet-reason` header) and never retried; a store or queue
-//! failure requeues it.
+//! failure requeues it. The dead letter keeps no runtime context in
+//! clear: see [`crate::refusals::without_clear_context`].
 //!
 //! When the API has keys, a submission carries one in its `x-api-key`
 //! header, like an HTTP request: its run belongs to the key's tenant, and
 //! a message without a known key with the `submit` role is refused
 //! (`unauthenticated`, `forbidden`). The dead letter's copy drops the
 //! header.
+//!
+//! Every answer, refusals included, names the tenant it belongs to (the
+//! key's, when the key is known), so one that has no live `reply_to`
+//! lands in that tenant's results queue and no other.
 //!
 //! The message is acked only after its run and reply address are
 //! recorded, so a crash re-reads it: intake is at least once, and a crash
@@ -36,7 +41,7 @@ use tracing::{info, warn};
 use crate::api::run_create::create_run;
 use crate::api::state::ApiState;
 use crate::error::SchedulerError;
-use crate::refusals::Refusal;
+use crate::refusals::{CONTEXT_HEADER, Refusal, without_clear_context};
 use crate::replies::Replier;
 use crate::repo::replies::ReplyRecord;
 use crate::reserved::ReservedQueues;
@@ -145,10 +150,11 @@ impl SubmissionIntake {
     }
 
     /// Answers the sender of a refused message, then dead-letters the
-    /// message with the reason. The answer goes to the message's
-    /// `reply_to` (the results queue without one, or when it names a queue
-    /// of the fleet's); one that cannot be published hands the message
-    /// back, to be refused again.
+    /// message with the reason, its runtime context sealed or removed. The
+    /// answer goes to the message's `reply_to` (without one, or when it
+    /// names a queue of the fleet's, to the results queue of the key's
+    /// tenant, or of no tenant without a known key); one that cannot be
+    /// published hands the message back, to be refused again.
     async fn refuse(
         &self,
         delivery: Box<dyn Delivery>,
@@ -158,6 +164,12 @@ impl SubmissionIntake {
         if self.reserved.check(to.reply_to.as_deref()).is_err() {
             to.reply_to = None;
         }
+        let key = delivery.header(CREDENTIAL_HEADER);
+        to.tenant = self
+            .api
+            .keys
+            .identify(key.as_deref())
+            .map(|caller| caller.tenant);
         match serde_json::to_vec(&refusal.answer(delivery.payload())) {
             Ok(answer) => {
                 if let Err(e) = self.replies.reply(&to, answer).await {
@@ -168,7 +180,17 @@ impl SubmissionIntake {
             }
             Err(e) => warn!(error = %e, "encoding a refusal; dead-lettered unanswered"),
         }
-        delivery.dead_letter(&refusal.reason).await?;
+        let intake = self.api.life.intake();
+        let seal = |context: &Value| intake.seal_context("dead letter", Some(context)).ok()?;
+        match without_clear_context(delivery.payload(), seal) {
+            Some((body, fate)) => {
+                let headers = [(CONTEXT_HEADER, fate.as_str())];
+                delivery
+                    .dead_letter_amended(&refusal.reason, body, &headers)
+                    .await?;
+            }
+            None => delivery.dead_letter(&refusal.reason).await?,
+        }
         Ok(Outcome::Refused(refusal.reason))
     }
 
@@ -249,6 +271,7 @@ mod tests {
     use deepfleet_queue::memory::MemoryQueue;
     use deepfleet_store::Store;
     use deepfleet_store::embedded::EmbeddedStore;
+    use deepfleet_store::sealed::ContextKey;
     use pretty_assertions::assert_eq;
     use std::sync::Mutex;
 
@@ -311,12 +334,14 @@ mod tests {
         Arc<dyn Store>,
         Arc<Outbox>,
     ) {
-        fixture_with(crate::api::auth::ApiKeys::open()).await
+        fixture_with(crate::api::auth::ApiKeys::open(), None).await
     }
 
-    /// [`fixture`] with API keys.
+    /// [`fixture`] with API keys, sealing runtime context under
+    /// `context_key` when there is one.
     async fn fixture_with(
         keys: crate::api::auth::ApiKeys,
+        context_key: Option<ContextKey>,
     ) -> (
         SubmissionIntake,
         Arc<MemoryQueue>,
@@ -325,7 +350,10 @@ mod tests {
     ) {
         let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
         let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
-        let intake = crate::intake::Intake::new(Arc::clone(&store), steps);
+        let mut intake = crate::intake::Intake::new(Arc::clone(&store), steps);
+        if let Some(key) = context_key {
+            intake = intake.with_context_key(key);
+        }
         intake
             .register(&AgentSpec::from_yaml("name: helper\nmodel: openai:x\n").unwrap())
             .await
@@ -424,6 +452,19 @@ mod tests {
             self.settled.lock().unwrap().push(format!("dead: {reason}"));
             Ok(())
         }
+        /// Records the reason, then the body, then each header.
+        async fn dead_letter_amended(
+            self: Box<Self>,
+            reason: &str,
+            payload: Vec<u8>,
+            headers: &[(&str, &str)],
+        ) -> Result<(), deepfleet_queue::QueueError> {
+            let mut settled = self.settled.lock().unwrap();
+            settled.push(format!("dead: {reason}"));
+            settled.push(format!("body: {}", String::from_utf8_lossy(&payload)));
+            settled.extend(headers.iter().map(|(name, text)| format!("{name}: {text}")));
+            Ok(())
+        }
     }
 
     fn addressed(
@@ -437,6 +478,7 @@ mod tests {
             address: deepfleet_queue::ReplyAddress {
                 reply_to: Some(reply_to.into()),
                 correlation_id: Some(correlation_id.into()),
+                tenant: None,
             },
             key: None,
             settled: settled.clone(),
@@ -482,6 +524,33 @@ mod tests {
         );
         assert_eq!(queue.depth().await.unwrap(), Some(0));
         assert!(outbox.refusals().is_empty(), "answered when the run ends");
+    }
+
+    #[tokio::test]
+    async fn a_submission_cannot_take_over_a_thread_made_past_the_api() {
+        let (intake, queue, store, _) = fixture().await;
+        // A subagent's or a batch's thread: in the store, with no record.
+        let child =
+            deepfleet_proto::RunRecord::new("r0", "made-elsewhere", "helper", chrono::Utc::now());
+        let seed = deepfleet_store::ThreadSeed {
+            messages: vec![deepfleet_fleet::tokens::logged(
+                deepfleet_proto::Message::user("private"),
+            )],
+            ..Default::default()
+        };
+        store.create_run(&child, &seed).await.unwrap();
+        let outcome = submit(
+            &intake,
+            &queue,
+            br#"{"assistant_id": "helper", "input": "mine now", "thread_id": "made-elsewhere"}"#,
+        )
+        .await;
+        let Outcome::Refused(reason) = outcome else {
+            panic!("accepted: {outcome:?}");
+        };
+        assert!(reason.starts_with("not_found"), "{reason}");
+        let thread = store.load_thread("made-elsewhere").await.unwrap();
+        assert_eq!(thread.messages.len(), 1, "nothing joined it");
     }
 
     #[tokio::test]
@@ -532,6 +601,74 @@ mod tests {
                 (None, None, "invalid_request", reasons[2]),
             ]
         );
+        // Without keys every message is the default tenant's, and so is
+        // the results queue its refusal goes to.
+        assert!(
+            outbox
+                .sent
+                .lock()
+                .unwrap()
+                .iter()
+                .all(|(to, _)| to.tenant == Some(TenantId::default()))
+        );
+    }
+
+    /// A refused message's runtime context is sealed in its dead letter
+    /// under the fleet's key, whether it was refused after parsing or as
+    /// malformed; the rest of the body stays, and a header says so.
+    #[tokio::test]
+    async fn a_refused_submissions_context_is_sealed_in_its_dead_letter() {
+        let key = ContextKey::generate();
+        let open = crate::api::auth::ApiKeys::open();
+        let (intake, _, _, _) = fixture_with(open, Some(key.clone())).await;
+        let unknown = br#"{"id": "j", "assistant_id": "nobody", "input": "hi", "context": {"api_key": "s3cret"}}"#;
+        let malformed =
+            br#"{"assistant_id": "helper", "context": {"api_key": "s3cret"}, "typo": 1}"#;
+        for (payload, reason) in [
+            (&unknown[..], "not_found: "),
+            (malformed, "invalid submission"),
+        ] {
+            let (delivery, settled) = addressed(payload, "billing.replies", "c1");
+            let outcome = intake.handle(delivery).await.unwrap();
+            assert!(matches!(outcome, Outcome::Refused(_)), "{outcome:?}");
+            let settled = settled.lock().unwrap().clone();
+            let [dead, body, header] = settled.as_slice() else {
+                panic!("not amended: {settled:?}");
+            };
+            assert!(dead.starts_with(&format!("dead: {reason}")), "{dead}");
+            assert!(!body.contains("s3cret"), "{body}");
+            assert_eq!(header, "x-deepfleet-context: sealed");
+            let kept: Value = serde_json::from_str(body.trim_start_matches("body: ")).unwrap();
+            let mut original: Value = serde_json::from_slice(payload).unwrap();
+            let sealed = serde_json::from_value(kept["context"].clone()).unwrap();
+            assert_eq!(key.open(&sealed).unwrap(), json!({"api_key": "s3cret"}));
+            original["context"] = kept["context"].clone();
+            assert_eq!(kept, original, "the rest of the body is kept");
+        }
+    }
+
+    /// Without a context key the context is removed instead; a body that is
+    /// not JSON has no context to find and is kept as it came.
+    #[tokio::test]
+    async fn without_a_context_key_a_refused_submissions_context_is_removed() {
+        let (intake, _, _, _) = fixture().await;
+        // Refused because no key can seal its context for the run.
+        let job = br#"{"id": "j", "assistant_id": "helper", "input": "hi", "context": {"api_key": "s3cret"}}"#;
+        let (delivery, settled) = addressed(job, "billing.replies", "c1");
+        let Outcome::Refused(why) = intake.handle(delivery).await.unwrap() else {
+            panic!("accepted a context nothing can seal");
+        };
+        assert!(why.starts_with("invalid_request: "), "{why}");
+        assert_eq!(
+            settled.lock().unwrap()[1..],
+            [
+                r#"body: {"id":"j","assistant_id":"helper","input":"hi"}"#.to_owned(),
+                "x-deepfleet-context: removed".to_owned()
+            ]
+        );
+        let (delivery, settled) = addressed(b"{\"context\": 1", "billing.replies", "c2");
+        intake.handle(delivery).await.unwrap();
+        assert_eq!(settled.lock().unwrap().len(), 1, "dead-lettered as it came");
     }
 
     #[tokio::test]
@@ -604,7 +741,7 @@ mod tests {
         ];
         let keys =
             crate::api::auth::ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
-        let (intake, _queue, store, outbox) = fixture_with(keys).await;
+        let (intake, _queue, store, outbox) = fixture_with(keys, None).await;
         let payload = br#"{"id": "j", "assistant_id": "helper", "input": "hi", "thread_id": "t1"}"#;
         let keyed = |key: Option<&str>| {
             let settled = Arc::new(Mutex::new(Vec::new()));
@@ -629,6 +766,16 @@ mod tests {
             assert!(settled.lock().unwrap()[0].starts_with("dead: "));
         }
         assert_eq!(outbox.refusals().len(), 3);
+        // Refusals without a known key belong to no tenant; the read key's
+        // to its own.
+        let tenants: Vec<Option<TenantId>> = outbox
+            .sent
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(to, _)| to.tenant.clone())
+            .collect();
+        assert_eq!(tenants, vec![None, None, Some(tenant.clone())]);
         let (delivery, _) = keyed(Some("submitter"));
         let Outcome::Accepted(run_id) = intake.handle(delivery).await.unwrap() else {
             panic!("refused");

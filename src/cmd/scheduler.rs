@@ -61,8 +61,8 @@ pub struct SchedulerArgs {
     agents: Option<PathBuf>,
     /// RabbitMQ queue taking JSON submissions (docs/queue-intake.md); its
     /// dead letters go to `NAME.dead`, answers without a reply queue to
-    /// `NAME.results`. Default: the step queue's name + `.submissions`
-    /// (`deepfleet.steps.submissions`).
+    /// the tenant's `NAME.results.TENANT`. Default: the step queue's name
+    /// and `.submissions` (`deepfleet.steps.submissions`).
     #[arg(long)]
     submissions: Option<String>,
 }

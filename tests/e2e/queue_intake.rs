@@ -3,10 +3,11 @@
 //! `queue_intake/pika_flows.py` (Python `pika`, from the venv the Agent
 //! Server scenario builds) submitting jobs with `reply_to` and
 //! `correlation_id`, reading the answers on its reply queue and on the
-//! results queue, and finding malformed messages in the dead-letter queue
-//! with their reasons and refusals. Skipped with a note without PyPI,
-//! failed under `CI=true`, like a missing RabbitMQ or Redis. The Rust
-//! client cases below check what is refused and how refusals read.
+//! default tenant's results queue, and finding malformed messages in the
+//! dead-letter queue with their reasons and refusals. Skipped with a note
+//! without PyPI, failed under `CI=true`, like a missing RabbitMQ or Redis.
+//! The Rust client cases below check what is refused and how refusals
+//! read.
 
 use std::path::Path;
 use std::time::Duration;
@@ -240,22 +241,26 @@ fn correlation(message: &lapin::message::Delivery) -> String {
 }
 
 fn reason(message: &lapin::message::Delivery) -> String {
+    header(message, "x-deepfleet-reason").unwrap_or_default()
+}
+
+fn header(message: &lapin::message::Delivery, name: &str) -> Option<String> {
     message
         .properties
         .headers()
         .as_ref()
-        .and_then(|h| h.inner().get("x-deepfleet-reason").cloned())
+        .and_then(|h| h.inner().get(name).cloned())
         .and_then(|v| match v {
             lapin::types::AMQPValue::LongString(s) => Some(s.to_string()),
             _ => None,
         })
-        .unwrap_or_default()
 }
 
-/// A job whose `reply_to` names one of the fleet's own queues is refused
-/// before it starts a run: dead-lettered with the reason, answered (as
-/// refused, with its correlation id) on the results queue, and nothing is
-/// published to the queue it named.
+/// A job whose `reply_to` names one of the fleet's own queues (a tenant's
+/// results queue too) is refused before it starts a run: dead-lettered
+/// with the reason, answered (as refused, with its correlation id) on its
+/// tenant's results queue, and nothing is published to the queue it
+/// named.
 #[tokio::test]
 async fn a_reply_to_naming_a_fleet_queue_is_refused() {
     let Some(fleet) = distributed(fleet(), 1).await else {
@@ -272,6 +277,7 @@ async fn a_reply_to_naming_a_fleet_queue_is_refused() {
         format!("{steps}.delay.1000"),
         submissions.clone(),
         format!("{submissions}.dead"),
+        format!("{submissions}.results.another-tenant"),
     ];
     let job = br#"{"id": "misrouted", "assistant_id": "helper", "input": "write notes"}"#;
     for (i, name) in reserved.iter().enumerate() {
@@ -282,8 +288,9 @@ async fn a_reply_to_naming_a_fleet_queue_is_refused() {
     let dead = client
         .take(&format!("{submissions}.dead"), reserved.len())
         .await;
+    // No API keys: every job is the default tenant's.
     let refusals = client
-        .take(&format!("{submissions}.results"), reserved.len())
+        .take(&format!("{submissions}.results.default"), reserved.len())
         .await;
     // Give a misrouted answer time to show up where it must not.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -333,7 +340,8 @@ async fn a_reply_to_naming_a_fleet_queue_is_refused() {
 
 /// A refused job (malformed, or naming what does not exist) is answered
 /// on its reply queue with a typed refusal carrying its correlation id,
-/// and dead-lettered with the same reason.
+/// and dead-lettered with the same reason; a runtime context is sealed in
+/// the dead letter, never kept in clear.
 #[tokio::test]
 async fn refused_jobs_are_answered_before_they_are_dead_lettered() {
     let Some(fleet) = distributed(fleet(), 0).await else {
@@ -361,13 +369,18 @@ async fn refused_jobs_are_answered_before_they_are_dead_lettered() {
             None,
         ),
     ];
-    for (corr, body, _) in &bad {
+    let secret = br#"{"id": "job-secret", "assistant_id": "nobody", "input": "hi",
+                      "context": {"api_key": "s3cret"}}"#;
+    let sent = bad.iter().map(|(corr, body, _)| (*corr, *body));
+    for (corr, body) in sent.chain([("secret", &secret[..])]) {
         client
             .publish(&submissions, body, Some(&client.replies), corr)
             .await;
     }
-    let answers = client.take(&client.replies, bad.len()).await;
-    let dead = client.take(&format!("{submissions}.dead"), bad.len()).await;
+    let answers = client.take(&client.replies, bad.len() + 1).await;
+    let dead = client
+        .take(&format!("{submissions}.dead"), bad.len() + 1)
+        .await;
     client.close().await;
     let _ = scheduler.kill().await;
     delete_submission_queues(&submissions).await;
@@ -376,8 +389,25 @@ async fn refused_jobs_are_answered_before_they_are_dead_lettered() {
     assert!(up, "the scheduler did not listen on {addr}");
     assert_eq!(
         (answers.len(), dead.len()),
-        (bad.len(), bad.len()),
+        (bad.len() + 1, bad.len() + 1),
         "answers and dead letters that arrived"
+    );
+    let (sealed, dead): (Vec<_>, Vec<_>) = dead
+        .iter()
+        .partition(|d| header(d, "x-deepfleet-context").is_some());
+    let [sealed] = sealed.as_slice() else {
+        panic!("one dead letter had a context: {sealed:?}");
+    };
+    let kept: serde_json::Value = serde_json::from_slice(&sealed.data).unwrap();
+    assert_eq!(
+        (
+            header(sealed, "x-deepfleet-context").as_deref(),
+            kept["id"].as_str(),
+            kept["context"]["ciphertext"].is_string(),
+            String::from_utf8_lossy(&sealed.data).contains("s3cret"),
+        ),
+        (Some("sealed"), Some("job-secret"), true, false),
+        "the context is sealed, the rest kept"
     );
     let reasons: std::collections::BTreeMap<Vec<u8>, String> =
         dead.iter().map(|d| (d.data.clone(), reason(d))).collect();
@@ -403,4 +433,5 @@ async fn refused_jobs_are_answered_before_they_are_dead_lettered() {
     }
     assert_eq!(answers["bad-json"].code, "invalid_submission");
     assert_eq!(answers["unknown-assistant"].code, "not_found");
+    assert_eq!(answers["secret"].error, reason(sealed));
 }

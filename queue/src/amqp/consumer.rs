@@ -192,6 +192,7 @@ impl AmqpConsumer {
                     .correlation_id()
                     .as_ref()
                     .map(|c| c.to_string()),
+                tenant: None,
             },
             payload: delivery.data,
             redelivered: delivery.redelivered,
@@ -328,12 +329,43 @@ impl Delivery for AmqpDelivery {
     /// after the publish, the message is redelivered and may be
     /// dead-lettered twice.
     async fn dead_letter(mut self: Box<Self>, reason: &str) -> Result<(), QueueError> {
+        // Only the broker's copy of the body matters from here on: a
+        // failed publish requeues the original, which it still holds.
+        let payload = std::mem::take(&mut self.payload);
+        self.bury(reason, &payload, &[]).await
+    }
+
+    /// As [`AmqpDelivery::dead_letter`], the copy carrying `payload` and
+    /// `headers` too.
+    async fn dead_letter_amended(
+        self: Box<Self>,
+        reason: &str,
+        payload: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> Result<(), QueueError> {
+        self.bury(reason, &payload, headers).await
+    }
+}
+
+impl AmqpDelivery {
+    /// Dead-letters a copy of the message with body `payload`, its
+    /// headers less the credential plus `extra` and the reason, then acks
+    /// the original.
+    async fn bury(
+        mut self: Box<Self>,
+        reason: &str,
+        payload: &[u8],
+        extra: &[(&str, &str)],
+    ) -> Result<(), QueueError> {
         let mut kept = self.headers.clone().unwrap_or_default().inner().clone();
         kept.retain(|name, _| name.as_str() != CREDENTIAL_HEADER);
         let mut headers = FieldTable::from(kept);
+        for (name, text) in extra {
+            headers.insert((*name).into(), AMQPValue::LongString((*text).into()));
+        }
         headers.insert(REASON_HEADER.into(), AMQPValue::LongString(reason.into()));
         self.shared
-            .publish(Route::DeadLetter, &self.payload, Some(headers))
+            .publish(Route::DeadLetter, payload, Some(headers))
             .await?;
         self.settled = true;
         settle_result(self.acker.ack(BasicAckOptions::default()).await)

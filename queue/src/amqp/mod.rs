@@ -10,9 +10,13 @@
 //! - `q.delay.{ms}`: one TTL queue per delay bucket, declared on first use,
 //!   that dead-letters its expired messages back into `q` and deletes itself
 //!   when unused;
-//! - `q.results` (fanout exchange) → `q.results` (queue): answers to
-//!   messages that named no reply queue, or one that no longer exists;
-//!   declared on first use by [`Replies`](crate::Replies).
+//! - `q.results-by-tenant` (direct exchange) → `q.results.{tenant}` (one
+//!   queue per tenant, bound with the tenant id as routing key): answers
+//!   to messages that named no reply queue, or one that no longer exists,
+//!   kept apart per tenant so each tenant's broker user can be allowed to
+//!   read its own queue only; declared on a tenant's first answer by
+//!   [`Replies`](crate::Replies). Answers of no tenant go to the queue
+//!   `q.results`, for the fleet alone.
 //!
 //! Publishes wait for publisher confirms and are `mandatory`, so a message
 //! the broker did not store, or could not route, is an error rather than a
@@ -44,12 +48,12 @@ mod spread;
 mod topology;
 mod uri;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use deepfleet_proto::TenantId;
 use lapin::options::{
     BasicPublishOptions, ConfirmSelectOptions, ExchangeDeleteOptions, QueueDeclareOptions,
     QueueDeleteOptions,
@@ -144,8 +148,9 @@ struct Shared {
     /// renew its `x-expires` lease often enough; see
     /// [`topology::DELAY_QUEUE_SLACK`].
     delays_declared: Mutex<HashMap<u64, Instant>>,
-    /// Whether this process declared the results exchange and queue.
-    results_declared: AtomicBool,
+    /// The results queues this process declared, by tenant (`None`: the
+    /// queue of answers of no tenant).
+    results_declared: Mutex<HashSet<Option<TenantId>>>,
 }
 
 /// The publisher channel and how many times it was replaced, so that
@@ -163,8 +168,8 @@ enum Route<'a> {
     DeadLetter,
     /// A reply queue, by name, through the default exchange.
     Reply(&'a str),
-    /// The results exchange.
-    Results,
+    /// The results queue of a tenant, or of no tenant.
+    Results(Option<&'a TenantId>),
 }
 
 /// Why one publish attempt failed.
@@ -241,13 +246,17 @@ impl AmqpQueue {
                 names,
                 delivery_limit: config.delivery_limit,
                 delays_declared: Mutex::new(HashMap::new()),
-                results_declared: AtomicBool::new(false),
+                results_declared: Mutex::new(HashSet::new()),
             }),
         })
     }
 
-    /// Deletes the main, dead-letter and delay queues and the dead-letter
-    /// exchange, with whatever messages they hold.
+    /// Deletes the main, dead-letter and delay queues, the results queues
+    /// (of no tenant, of the default tenant, and of every tenant this
+    /// process answered) and the exchanges (the results fanout of the
+    /// layout before per-tenant results too), with whatever messages they
+    /// hold. Results queues that other processes declared for other
+    /// tenants are left: nothing here knows their names.
     ///
     /// For tests and tear-down only: other processes on the same base name
     /// lose their consumers, and their publishes fail as unroutable, until
@@ -255,12 +264,21 @@ impl AmqpQueue {
     pub async fn delete_all(&self) -> Result<(), QueueError> {
         let names = &self.shared.names;
         let channel = self.shared.open_channel().await?;
+        let mut tenants: HashSet<TenantId> = self
+            .shared
+            .results_declared()
+            .iter()
+            .flatten()
+            .cloned()
+            .collect();
+        tenants.insert(TenantId::default());
         let queues = [
             names.main.clone(),
             names.dead.clone(),
             names.results.clone(),
         ]
         .into_iter()
+        .chain(tenants.iter().map(|tenant| names.tenant_results(tenant)))
         .chain(names.all_delays());
         for queue in queues {
             // Deleting a queue that does not exist succeeds in RabbitMQ,
@@ -270,32 +288,45 @@ impl AmqpQueue {
                 .await
                 .map_err(connection_error)?;
         }
-        for exchange in [&names.dlx, &names.results] {
+        // Deleting an exchange that does not exist succeeds too.
+        for exchange in [&names.dlx, &names.results_by_tenant, &names.results] {
             channel
                 .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
                 .await
                 .map_err(connection_error)?;
         }
-        self.shared.results_declared.store(false, Ordering::Relaxed);
+        self.shared.results_declared().clear();
         Ok(())
     }
 
-    /// Declares the results exchange and queue now rather than on the first
-    /// answer sent there, so consumers can subscribe before any arrives.
+    /// Declares the results queues of answers of no tenant and of the
+    /// default tenant (every answer's, without API keys), with the
+    /// exchange, now rather than on the first answer sent there, so
+    /// consumers can subscribe before any arrives. Another tenant's
+    /// results queue is declared on that tenant's first answer.
     pub async fn declare_results(&self) -> Result<(), QueueError> {
-        self.shared
-            .ensure_results()
-            .await
-            .map_err(|failure| match failure {
-                Failure::Broker(err) => connection_error(err),
-                Failure::Returned(why) | Failure::Refused(why) => QueueError::NotConfirmed(why),
-            })
+        for tenant in [None, Some(&TenantId::default())] {
+            self.shared
+                .ensure_results(tenant)
+                .await
+                .map_err(|failure| match failure {
+                    Failure::Broker(err) => connection_error(err),
+                    Failure::Returned(why) | Failure::Refused(why) => QueueError::NotConfirmed(why),
+                })?;
+        }
+        Ok(())
     }
 
-    /// The results exchange, and the queue bound to it, that
-    /// [`Replies`](crate::Replies) answers on when there is no reply queue.
+    /// The queue that [`Replies`](crate::Replies) answers on when there is
+    /// no (live) reply queue and no tenant: the fleet's alone.
     pub fn results_name(&self) -> &str {
         &self.shared.names.results
+    }
+
+    /// The queue that [`Replies`](crate::Replies) answers `tenant`'s
+    /// messages on when there is no (live) reply queue.
+    pub fn tenant_results_name(&self, tenant: &TenantId) -> String {
+        self.shared.names.tenant_results(tenant)
     }
 
     /// Closes the connection. Deliveries not yet settled go back to the
@@ -391,6 +422,13 @@ impl Shared {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    fn results_declared(&self) -> MutexGuard<'_, HashSet<Option<TenantId>>> {
+        // As `delays_declared`: a cache, whatever panicked.
+        self.results_declared
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A new channel, for consumers and for one-off operations that may
     /// fail at channel level (a passive declare of a missing queue) without
     /// harming the publisher. It closes when its last handle is dropped.
@@ -434,15 +472,17 @@ impl Shared {
         Ok(())
     }
 
-    /// Declares the results exchange and queue unless this process already
-    /// did (a publish there that comes back unroutable clears the flag).
-    async fn ensure_results(&self) -> Result<(), Failure> {
-        if self.results_declared.load(Ordering::Relaxed) {
+    /// Declares the results queue of `tenant` (and its exchange) unless
+    /// this process already did (a publish there that comes back
+    /// unroutable makes it declare them again).
+    async fn ensure_results(&self, tenant: Option<&TenantId>) -> Result<(), Failure> {
+        let key = tenant.cloned();
+        if self.results_declared().contains(&key) {
             return Ok(());
         }
         let channel = self.connection.create_channel().await?;
-        topology::declare_results(&channel, &self.names).await?;
-        self.results_declared.store(true, Ordering::Relaxed);
+        topology::declare_results(&channel, &self.names, tenant).await?;
+        self.results_declared().insert(key);
         Ok(())
     }
 
@@ -495,7 +535,9 @@ impl Shared {
                         Route::Delay(bucket_ms) => {
                             self.delays_declared().remove(&bucket_ms);
                         }
-                        Route::Results => self.results_declared.store(false, Ordering::Relaxed),
+                        Route::Results(tenant) => {
+                            self.results_declared().remove(&tenant.cloned());
+                        }
                         Route::Main | Route::DeadLetter | Route::Reply(_) => {
                             return Err(QueueError::NotConfirmed(reply));
                         }
@@ -523,9 +565,12 @@ impl Shared {
             }
             Route::DeadLetter => (self.names.dlx.clone(), self.names.main.clone()),
             Route::Reply(queue) => (String::new(), queue.to_owned()),
-            Route::Results => {
-                self.ensure_results().await?;
-                (self.names.results.clone(), self.names.results.clone())
+            Route::Results(tenant) => {
+                self.ensure_results(tenant).await?;
+                match tenant {
+                    Some(tenant) => (self.names.results_by_tenant.clone(), tenant.to_string()),
+                    None => (String::new(), self.names.results.clone()),
+                }
             }
         };
         let confirmation = publisher

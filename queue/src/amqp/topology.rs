@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use deepfleet_proto::TenantId;
 use lapin::options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions};
 use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{Channel, ExchangeKind};
@@ -47,9 +48,17 @@ pub(super) struct Names {
     pub dlx: String,
     /// The queue bound to the dead-letter exchange.
     pub dead: String,
-    /// The results exchange (fanout) and the queue bound to it, declared
-    /// on first use: answers to messages without a (live) reply queue.
+    /// The results queue no tenant reads: answers to messages without a
+    /// (live) reply queue that belong to no tenant. Before answers were
+    /// kept per tenant it was also the name of a fanout exchange every
+    /// answer went through, which is no longer used.
     pub results: String,
+    /// The direct exchange answers without a (live) reply queue go
+    /// through, routed by tenant id to [`Names::tenant_results`]. Its name
+    /// is not `{results}.` and a tenant id (those hold no `.`), so no
+    /// permission pattern granted for one tenant's results queue also
+    /// matches it.
+    pub results_by_tenant: String,
 }
 
 impl Names {
@@ -59,7 +68,14 @@ impl Names {
             dlx: format!("{base}.dlx"),
             dead: format!("{base}.dead"),
             results: format!("{base}.results"),
+            results_by_tenant: format!("{base}.results-by-tenant"),
         }
+    }
+
+    /// The results queue of `tenant`, bound to
+    /// [`Names::results_by_tenant`] with the tenant id as routing key.
+    pub fn tenant_results(&self, tenant: &TenantId) -> String {
+        format!("{}.{tenant}", self.results)
     }
 
     /// The delay queue for a bucket from [`DELAY_BUCKETS_MS`].
@@ -68,16 +84,28 @@ impl Names {
     }
 
     /// Whether `name` is one of the queues or exchanges derived from this
-    /// base name (any delay queue's, whatever its bucket).
+    /// base name (any delay queue's, whatever its bucket; any tenant's
+    /// results queue, whatever the tenant).
     pub fn derives(&self, name: &str) -> bool {
         let delay = name
             .strip_prefix(self.main.as_str())
             .and_then(|rest| rest.strip_prefix(".delay."))
             .is_some_and(|ms| !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()));
+        let tenant_results = name
+            .strip_prefix(self.results.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .is_some_and(|tenant| !tenant.is_empty());
         delay
-            || [&self.main, &self.dlx, &self.dead, &self.results]
-                .iter()
-                .any(|n| n.as_str() == name)
+            || tenant_results
+            || [
+                &self.main,
+                &self.dlx,
+                &self.dead,
+                &self.results,
+                &self.results_by_tenant,
+            ]
+            .iter()
+            .any(|n| n.as_str() == name)
     }
 
     /// Every delay queue that can exist for this base name.
@@ -158,11 +186,43 @@ pub(super) async fn declare(
     Ok(())
 }
 
-/// Declares the results exchange and the durable queue bound to it, so an
-/// answer published there is kept until someone reads it. Services that
-/// want their own copy bind another queue to the exchange.
-pub(super) async fn declare_results(channel: &Channel, names: &Names) -> lapin::Result<()> {
-    declare_fanout(channel, &names.results, &names.results).await
+/// Declares where answers without a (live) reply queue are kept until
+/// someone reads them: for `tenant`, the direct exchange
+/// [`Names::results_by_tenant`] and the tenant's durable queue bound to it
+/// under its id; for no tenant, the queue [`Names::results`], which
+/// answers reach through the default exchange. An operator wanting a copy
+/// of a tenant's answers binds another queue to the exchange with the
+/// tenant id as routing key.
+pub(super) async fn declare_results(
+    channel: &Channel,
+    names: &Names,
+    tenant: Option<&TenantId>,
+) -> lapin::Result<()> {
+    let Some(tenant) = tenant else {
+        return declare_quorum(channel, &names.results).await;
+    };
+    channel
+        .exchange_declare(
+            names.results_by_tenant.as_str().into(),
+            ExchangeKind::Direct,
+            ExchangeDeclareOptions {
+                durable: true,
+                ..ExchangeDeclareOptions::default()
+            },
+            FieldTable::default(),
+        )
+        .await?;
+    let queue = names.tenant_results(tenant);
+    declare_quorum(channel, &queue).await?;
+    channel
+        .queue_bind(
+            queue.into(),
+            names.results_by_tenant.as_str().into(),
+            tenant.as_str().into(),
+            QueueBindOptions::default(),
+            FieldTable::default(),
+        )
+        .await
 }
 
 /// A durable fanout `exchange` with a durable quorum `queue` bound to it.
@@ -178,11 +238,7 @@ async fn declare_fanout(channel: &Channel, exchange: &str, queue: &str) -> lapin
             FieldTable::default(),
         )
         .await?;
-    let mut args = FieldTable::default();
-    args.insert("x-queue-type".into(), text("quorum"));
-    channel
-        .queue_declare(queue.into(), QueueDeclareOptions::durable(), args)
-        .await?;
+    declare_quorum(channel, queue).await?;
     channel
         .queue_bind(
             queue.into(),
@@ -192,6 +248,16 @@ async fn declare_fanout(channel: &Channel, exchange: &str, queue: &str) -> lapin
             FieldTable::default(),
         )
         .await
+}
+
+/// A durable quorum `queue`.
+async fn declare_quorum(channel: &Channel, queue: &str) -> lapin::Result<()> {
+    let mut args = FieldTable::default();
+    args.insert("x-queue-type".into(), text("quorum"));
+    channel
+        .queue_declare(queue.into(), QueueDeclareOptions::durable(), args)
+        .await
+        .map(drop)
 }
 
 /// Declares (or renews the lease of) the delay queue for `bucket_ms`.
@@ -273,11 +339,31 @@ mod tests {
             )
         );
         assert_eq!(names.results, "deepfleet.steps.results");
+        assert_eq!(
+            (
+                names.results_by_tenant.as_str(),
+                names.tenant_results(&TenantId::new("acme").unwrap())
+            ),
+            (
+                "deepfleet.steps.results-by-tenant",
+                "deepfleet.steps.results.acme".to_owned()
+            )
+        );
+        // Tenant ids hold no `.`, so no tenant's queue is named like the
+        // exchange (a pattern granting one would grant the other).
+        assert!(
+            !names
+                .results_by_tenant
+                .starts_with("deepfleet.steps.results.")
+        );
         for derived in [
             "deepfleet.steps",
             "deepfleet.steps.dlx",
             "deepfleet.steps.dead",
             "deepfleet.steps.results",
+            "deepfleet.steps.results-by-tenant",
+            "deepfleet.steps.results.acme",
+            "deepfleet.steps.results.default",
             "deepfleet.steps.delay.250",
         ] {
             assert!(names.derives(derived), "{derived}");
@@ -286,6 +372,8 @@ mod tests {
             "deepfleet.steps.delay.",
             "deepfleet.steps.delay.x",
             "deepfleet.steps.replies",
+            "deepfleet.steps.results.",
+            "deepfleet.steps.resultsx",
             "deepfleet.step",
         ] {
             assert!(!names.derives(other), "{other}");

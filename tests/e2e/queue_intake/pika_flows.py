@@ -86,9 +86,11 @@ def main(url, queue):
     check(tuple_answer["id"] == tuple_answer["run_id"] and tuple_answer["output"] == "echo tuple",
           "messages input; id defaults to the run id")
 
-    # A job without reply_to is answered on the results queue.
+    # A job without reply_to is answered on its tenant's results queue
+    # (the default tenant's: this fleet has no API keys).
     publish(channel, queue, {"id": "job-noreply", "assistant_id": "helper", "input": "echo quiet"})
-    [(props, body)] = drain(channel, queue + ".results", 1, "answer on the results queue")
+    [(props, body)] = drain(channel, queue + ".results.default", 1,
+                            "answer on the default tenant's results queue")
     check(json.loads(body)["id"] == "job-noreply", "results queue answer")
 
     # Malformed and invalid messages are dead-lettered with a reason.
