@@ -1,8 +1,8 @@
 //! Assistant versions: `PATCH /assistants/{id}` makes a new one and shows
 //! it, `POST /assistants/{id}/versions` lists them newest first, `POST
 //! /assistants/{id}/latest` shows (and runs) an earlier or later one.
-//! Each version is the whole record as it made it, sealed context
-//! included, so showing one again needs nothing else.
+//! Each version is the whole record as it made it, sealed context and
+//! config included, so showing one again needs nothing else.
 
 use axum::Extension;
 use axum::Json;
@@ -15,7 +15,7 @@ use deepfleet_proto::keys::records::assistant_versions;
 use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 
-use super::assistants::{seal_secrets, system, system_assistant_id, unknown_graph};
+use super::assistants::{Given, system, system_assistant_id, unknown_graph};
 use super::error::{ApiError, Body};
 use super::routes::{ADMIN, READ, Routes};
 use super::search::{DEFAULT_LIMIT, Paging, metadata_matches};
@@ -53,20 +53,24 @@ async fn update(
         }
         next.graph_id = graph_id;
     }
-    if let Some(config) = body.config {
-        next.config = config;
-    }
+    // Both are guarded again, given or kept: the graph (or its
+    // `context_secrets`) may have changed since they were stored.
+    let kept = Given::of(&state, &record)?;
+    let given = Given {
+        context: body.context.unwrap_or(kept.context),
+        config: body.config.unwrap_or(kept.config),
+    };
+    let guarded = given.guard(&state, &next.graph_id, &id).await?;
+    next.context = guarded.context;
+    next.config = guarded.config;
+    record.sealed_context = guarded.sealed_context;
+    record.sealed_config = guarded.sealed_config;
     next.metadata.extend(body.metadata.unwrap_or_default());
     if let Some(name) = body.name {
         next.name = name;
     }
     if body.description.is_some() {
         next.description = body.description;
-    }
-    if let Some(context) = body.context {
-        let (shown, sealed) = seal_secrets(&state, &next.graph_id, &id, context).await?;
-        next.context = shown;
-        record.sealed_context = sealed;
     }
     next.updated_at = Utc::now();
     // Each version number is claimed by a create-if-absent write: two
@@ -168,6 +172,7 @@ async fn set_latest(
     };
     record.assistant = chosen.assistant;
     record.sealed_context = chosen.sealed_context;
+    record.sealed_config = chosen.sealed_config;
     assistants(state.store()).put(&id, &record).await?;
     Ok(Json(record.assistant))
 }

@@ -190,3 +190,88 @@ async fn patches_at_once_each_get_a_version_of_their_own() {
         .await;
     assert_eq!(versions(&listed.json()).len(), 9, "{}", listed.text);
 }
+
+/// The runtime context a run of assistant `id` starts with, opened.
+async fn run_context(api: &TestApi, id: &str) -> Value {
+    let body = json!({"assistant_id": id, "input": {"messages": ["hi"]}});
+    let run = api.send("POST", "/runs", Some(body)).await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.text);
+    let (thread, run_id) = (
+        run.json()["thread_id"].clone(),
+        run.json()["run_id"].clone(),
+    );
+    let record = api
+        .store
+        .get_run(thread.as_str().unwrap(), run_id.as_str().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let intake = api.state.life.intake();
+    intake
+        .open_context(record.context.as_ref().unwrap())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_version_seals_the_secrets_of_its_config() {
+    use deepfleet_proto::AgentSpec;
+
+    let api = api().await;
+    // Made before its graph named the key a secret: kept as given...
+    let body = json!({"graph_id": GRAPH, "assistant_id": "sec",
+        "config": {"configurable": {"api_token": "early"}}});
+    assert_eq!(
+        api.send("POST", "/assistants", Some(body)).await.status,
+        StatusCode::OK
+    );
+    let spec = AgentSpec::from_yaml(&format!(
+        "name: {GRAPH}\nmodel: openai:x\ncontext_secrets: [api_token]\n"
+    ))
+    .unwrap();
+    api.state.life.intake().register(&spec).await.unwrap();
+    // ...and sealed by the next change, whatever it changes.
+    let redacted = json!({"configurable": {"api_token": "[redacted]"}});
+    let second = patch(&api, "sec", json!({"metadata": {"n": 2}})).await;
+    assert_eq!(second["config"], redacted);
+    let stored = api.store.get_record("assistants", "sec").await.unwrap();
+    assert!(!stored.unwrap().to_string().contains("early"));
+    assert_eq!(
+        run_context(&api, "sec").await,
+        json!({"api_token": "early"})
+    );
+
+    let third = patch(
+        &api,
+        "sec",
+        json!({"config": {"configurable": {"api_token": "later"}}}),
+    )
+    .await;
+    assert_eq!(third["config"], redacted);
+    let listed = api
+        .send(
+            "POST",
+            "/assistants/sec/versions",
+            Some(json!({"limit": 2})),
+        )
+        .await;
+    assert_eq!(versions(&listed.json()), [3, 2]);
+    assert!(!listed.text.contains("early") && !listed.text.contains("later"));
+    assert_eq!(
+        run_context(&api, "sec").await,
+        json!({"api_token": "later"})
+    );
+
+    // An earlier version runs with its own secret again.
+    let shown = api
+        .send(
+            "POST",
+            "/assistants/sec/latest",
+            Some(json!({"version": 2})),
+        )
+        .await;
+    assert_eq!(shown.json()["config"], redacted, "{}", shown.text);
+    assert_eq!(
+        run_context(&api, "sec").await,
+        json!({"api_token": "early"})
+    );
+}

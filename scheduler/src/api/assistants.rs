@@ -19,6 +19,7 @@ use super::search::{Paging, metadata_matches, page_limit};
 use super::select::{Select, fields_of};
 use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
+use crate::error::SchedulerError;
 use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
 
 /// The namespace of system assistant ids, the reference server's, so a
@@ -49,15 +50,19 @@ async fn create(
     let id = body
         .assistant_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    crate::ids::check_id("assistant_id", &id).map_err(ApiError::unprocessable)?;
     let now = Utc::now();
     let empty = || Value::Object(Map::new());
-    let given = body.context.unwrap_or_else(empty);
-    let (context, sealed_context) = seal_secrets(&state, &body.graph_id, &id, given).await?;
+    let given = Given {
+        context: body.context.unwrap_or_else(empty),
+        config: body.config.unwrap_or_else(empty),
+    };
+    let guarded = given.guard(&state, &body.graph_id, &id).await?;
     let assistant = Assistant {
         assistant_id: id.clone(),
         graph_id: body.graph_id,
-        config: body.config.unwrap_or_else(empty),
-        context,
+        config: guarded.config,
+        context: guarded.context,
         metadata: body.metadata.unwrap_or_default(),
         name: body.name.unwrap_or_else(|| "Untitled".into()),
         description: body.description,
@@ -68,7 +73,8 @@ async fn create(
     let record = AssistantRecord {
         tenant: caller.tenant.clone(),
         assistant,
-        sealed_context,
+        sealed_context: guarded.sealed_context,
+        sealed_config: guarded.sealed_config,
         latest: 1,
     };
     if assistants(state.store()).insert(&id, &record).await? {
@@ -200,49 +206,121 @@ async fn delete(
     Ok(Json(Map::new()))
 }
 
-/// `context` as an assistant of `graph` stores it: shown with the values of
-/// the graph's `context_secrets` redacted and, when that hid any, whole
-/// and sealed for its runs, so a secret is never stored or answered in
-/// clear.
-pub(super) async fn seal_secrets(
-    state: &ApiState,
-    graph: &str,
-    id: &str,
-    context: Value,
-) -> Result<(Value, Option<SealedContext>), ApiError> {
-    let intake = state.life.intake();
-    let secrets = intake.spec_for(graph).await?.spec.context_secrets;
-    let shown = redact(&context, &secrets);
-    if shown == context {
-        return Ok((context, None));
+/// An assistant's `context` and `config` as given (or, for a stored
+/// one, as opened): what its runs start with. Its `config.configurable`
+/// joins its runs' context, so either may carry a secret.
+pub struct Given {
+    /// Its runtime context.
+    pub context: Value,
+    /// Its config.
+    pub config: Value,
+}
+
+/// An assistant's `context` and `config` as stored: each shown with the
+/// values of its graph's `context_secrets` redacted and, where that hid
+/// any, whole and sealed for its runs, so a secret is never stored or
+/// answered in clear.
+pub(super) struct Guarded {
+    /// The context to show.
+    pub context: Value,
+    /// The whole context, when the shown one hides a secret.
+    pub sealed_context: Option<SealedContext>,
+    /// The config to show.
+    pub config: Value,
+    /// The whole config, when the shown one hides a secret.
+    pub sealed_config: Option<SealedContext>,
+}
+
+impl Given {
+    /// These values as assistant `id` of `graph` stores them. A secret
+    /// with no context key to seal it is refused (422), as a run's is.
+    pub(super) async fn guard(
+        self,
+        state: &ApiState,
+        graph: &str,
+        id: &str,
+    ) -> Result<Guarded, ApiError> {
+        let secrets = state
+            .life
+            .intake()
+            .spec_for(graph)
+            .await?
+            .spec
+            .context_secrets;
+        let (context, sealed_context) = seal_secrets(state, &secrets, id, "context", self.context)?;
+        let (config, sealed_config) = seal_secrets(state, &secrets, id, "config", self.config)?;
+        Ok(Guarded {
+            context,
+            sealed_context,
+            config,
+            sealed_config,
+        })
     }
-    let sealed = intake.seal_context(id, Some(&context))?;
+
+    /// What `record` stores, its sealed parts opened.
+    pub(super) fn of(state: &ApiState, record: &AssistantRecord) -> Result<Self, ApiError> {
+        let open = |sealed: &Option<SealedContext>, shown: &Value| match sealed {
+            Some(sealed) => state
+                .life
+                .intake()
+                .open_context(sealed)
+                .map_err(ApiError::from),
+            None => Ok(shown.clone()),
+        };
+        Ok(Given {
+            context: open(&record.sealed_context, &record.assistant.context)?,
+            config: open(&record.sealed_config, &record.assistant.config)?,
+        })
+    }
+}
+
+/// `value` (the assistant's `field`) shown with `secrets` redacted and,
+/// when that hid any, whole and sealed.
+fn seal_secrets(
+    state: &ApiState,
+    secrets: &[String],
+    id: &str,
+    field: &str,
+    value: Value,
+) -> Result<(Value, Option<SealedContext>), ApiError> {
+    let shown = redact(&value, secrets);
+    if shown == value {
+        return Ok((value, None));
+    }
+    let sealed = state
+        .life
+        .intake()
+        .seal_context(id, Some(&value))
+        .map_err(|e| match e {
+            SchedulerError::InvalidTask { reason, .. } => ApiError::unprocessable(format!(
+                "{field} holds a value named in the graph's context_secrets, which must be \
+                 sealed: {reason}"
+            )),
+            other => other.into(),
+        })?;
     Ok((shown, sealed))
 }
 
-/// `tenant`'s assistant `id_or_graph` (as [`find`] finds it) and the
-/// context its runs start with: its own, opened where it was sealed.
+/// `tenant`'s assistant `id_or_graph` (as [`find`] finds it) and what its
+/// runs start with: its context and config, opened where they were
+/// sealed.
 pub async fn find_for_run(
     state: &ApiState,
     tenant: &TenantId,
     id_or_graph: &str,
-) -> Result<(Assistant, Value), ApiError> {
+) -> Result<(Assistant, Given), ApiError> {
     let assistant = find(state, tenant, id_or_graph).await?;
-    let sealed = match assistants(state.store())
+    let given = match assistants(state.store())
         .get_owned(&assistant.assistant_id, tenant)
         .await?
     {
-        Some(AssistantRecord {
-            sealed_context: Some(sealed),
-            ..
-        }) => sealed,
-        _ => {
-            let context = assistant.context.clone();
-            return Ok((assistant, context));
-        }
+        Some(record) => Given::of(state, &record)?,
+        None => Given {
+            context: assistant.context.clone(),
+            config: assistant.config.clone(),
+        },
     };
-    let context = state.life.intake().open_context(&sealed)?;
-    Ok((assistant, context))
+    Ok((assistant, given))
 }
 
 /// `tenant`'s assistant with this id, or the system assistant of the

@@ -227,3 +227,139 @@ async fn an_assistant_without_secrets_keeps_its_context_as_given() {
     let stored = api.store.get_record("assistants", "plain").await.unwrap();
     assert_eq!(stored.unwrap().get("sealed_context"), None);
 }
+
+/// An admin and a read key of one tenant.
+const ADMIN_KEY: &str = "admin-key";
+const READ_KEY: &str = "read-key";
+
+/// The API with [`ADMIN_KEY`] and [`READ_KEY`], serving [`GRAPH`] with
+/// `api_token` among its `context_secrets`.
+async fn api_with_secret_token() -> super::super::test_support::TestApi {
+    use super::super::auth::{ApiKeys, key_line};
+    use super::super::test_support::api_with;
+    use deepfleet_proto::{AgentSpec, Role, TenantId};
+
+    let tenant = TenantId::new("t").unwrap();
+    let lines = [
+        key_line(ADMIN_KEY, &tenant, Role::Admin),
+        key_line(READ_KEY, &tenant, Role::Read),
+    ];
+    let keys = ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
+    let api = api_with(keys, None).await;
+    let spec = AgentSpec::from_yaml(&format!(
+        "name: {GRAPH}\nmodel: openai:x\ncontext_secrets: [api_token]\n"
+    ))
+    .unwrap();
+    api.state.life.intake().register(&spec).await.unwrap();
+    api
+}
+
+#[tokio::test]
+async fn secrets_in_an_assistants_configurable_are_sealed_answered_redacted_and_reach_its_runs() {
+    use deepfleet_proto::keys::records::assistant_versions;
+
+    let api = api_with_secret_token().await;
+    let config = json!({"tags": ["x"], "configurable": {"api_token": "s3cret", "model": "m"}});
+    let body = json!({"graph_id": GRAPH, "assistant_id": "sec", "config": config});
+    let created = api
+        .send_as(Some(ADMIN_KEY), "POST", "/assistants", Some(body))
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+    let shown = json!({"tags": ["x"], "configurable": {"api_token": "[redacted]", "model": "m"}});
+    assert_eq!(created.json()["config"], shown);
+    assert!(!created.text.contains("s3cret"), "{}", created.text);
+
+    for key in [ADMIN_KEY, READ_KEY] {
+        let got = api.send_as(Some(key), "GET", "/assistants/sec", None).await;
+        assert_eq!(got.json()["config"], shown, "{key}: {}", got.text);
+        let found = api
+            .send_as(Some(key), "POST", "/assistants/search", Some(json!({})))
+            .await;
+        let versions = api
+            .send_as(
+                Some(key),
+                "POST",
+                "/assistants/sec/versions",
+                Some(json!({})),
+            )
+            .await;
+        assert_eq!(
+            versions.json()[0]["config"],
+            shown,
+            "{key}: {}",
+            versions.text
+        );
+        for answer in [&got, &found, &versions] {
+            assert_eq!(answer.status, StatusCode::OK, "{key}: {}", answer.text);
+            assert!(!answer.text.contains("s3cret"), "{key}: {}", answer.text);
+        }
+    }
+
+    let stored = api.store.get_record("assistants", "sec").await.unwrap();
+    let stored = stored.unwrap();
+    assert!(!stored.to_string().contains("s3cret"), "{stored}");
+    assert!(stored.get("sealed_config").is_some(), "{stored}");
+    let version = api
+        .store
+        .get_record(&assistant_versions("sec"), "1")
+        .await
+        .unwrap();
+    assert!(!version.unwrap().to_string().contains("s3cret"));
+
+    let run = api
+        .send_as(
+            Some(ADMIN_KEY),
+            "POST",
+            "/runs",
+            Some(json!({"assistant_id": "sec", "input": {"messages": ["hi"]}})),
+        )
+        .await;
+    assert_eq!(run.status, StatusCode::OK, "{}", run.text);
+    assert!(!run.text.contains("s3cret"), "{}", run.text);
+    let (thread, run_id) = (
+        run.json()["thread_id"].as_str().unwrap().to_owned(),
+        run.json()["run_id"].as_str().unwrap().to_owned(),
+    );
+    let record = api.store.get_run(&thread, &run_id).await.unwrap().unwrap();
+    let opened = api
+        .state
+        .life
+        .intake()
+        .open_context(record.context.as_ref().unwrap())
+        .unwrap();
+    assert_eq!(opened, json!({"api_token": "s3cret", "model": "m"}));
+}
+
+#[tokio::test]
+async fn a_secret_in_an_assistants_config_without_a_context_key_is_refused() {
+    use crate::intake::Intake;
+    use crate::lifecycle::Lifecycle;
+
+    let mut api = api_with_secret_token().await;
+    // The same back ends, with no key to seal anything.
+    let intake = Intake::new(api.store.clone(), api.queue.clone());
+    api.state.life = Lifecycle::new(intake);
+    api.router = super::super::router(api.state.clone());
+    let body = json!({"graph_id": GRAPH, "assistant_id": "sec",
+        "config": {"configurable": {"api_token": "s3cret"}}});
+    let refused = api
+        .send_as(Some(ADMIN_KEY), "POST", "/assistants", Some(body))
+        .await;
+    assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let message = refused.json()["detail"].as_str().unwrap_or("").to_owned();
+    assert!(
+        message.starts_with("config holds a value named in the graph's context_secrets")
+            && message.contains("no context key is configured"),
+        "{}",
+        refused.text
+    );
+    let stored = api.store.get_record("assistants", "sec").await.unwrap();
+    assert_eq!(stored, None);
+    // Without a secret, nothing needs the key.
+    let body = json!({"graph_id": GRAPH, "assistant_id": "plain",
+        "config": {"configurable": {"model": "m"}}});
+    let created = api
+        .send_as(Some(ADMIN_KEY), "POST", "/assistants", Some(body))
+        .await;
+    assert_eq!(created.status, StatusCode::OK, "{}", created.text);
+}

@@ -14,7 +14,7 @@ use deepfleet_proto::{Decision, FileData, InputLimits, Message, SealedContext, T
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::assistants;
+use super::assistants::{self, Given};
 use super::convert::{input_files, input_messages};
 use super::error::ApiError;
 use super::modes::Modes;
@@ -162,9 +162,8 @@ pub async fn check(
         run_input(body, limits)?
     };
     let webhook = webhook_of(state, tenant, body)?;
-    let (assistant, assistant_context) =
-        assistants::find_for_run(state, tenant, &body.assistant_id).await?;
-    let context = merged_context(&assistant, &assistant_context, body);
+    let (assistant, given) = assistants::find_for_run(state, tenant, &body.assistant_id).await?;
+    let context = merged_context(&given, body);
     let intake = state.life.intake();
     intake
         .check_context(&assistant.graph_id, &body.assistant_id, context.as_ref())
@@ -239,17 +238,13 @@ fn webhook_of(
     Ok(Some(url))
 }
 
-/// The assistant's context (`assistant_context`, its secrets opened) and
-/// `configurable`, overridden key by key by the request's.
-fn merged_context(
-    assistant: &Assistant,
-    assistant_context: &Value,
-    body: &RunCreateParams,
-) -> Option<Value> {
+/// The assistant's context and `configurable` (as `given`, its secrets
+/// opened), overridden key by key by the request's.
+fn merged_context(given: &Given, body: &RunCreateParams) -> Option<Value> {
     let mut context = Map::new();
     for layer in [
-        Some(assistant_context),
-        assistant.config.get("configurable"),
+        Some(&given.context),
+        given.config.get("configurable"),
         body.config.as_ref().and_then(|c| c.get("configurable")),
         body.context.as_ref(),
     ] {

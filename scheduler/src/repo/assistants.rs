@@ -15,14 +15,19 @@ pub struct AssistantRecord {
     /// one).
     #[serde(default, skip_serializing_if = "TenantId::is_default")]
     pub tenant: TenantId,
-    /// The assistant as the API shows it: its `context` with the values of
-    /// its graph's `context_secrets` redacted.
+    /// The assistant as the API shows it: its `context` and `config` with
+    /// the values of its graph's `context_secrets` redacted.
     #[serde(flatten)]
     pub assistant: Assistant,
     /// The whole context as given, sealed under the fleet's context key,
     /// when redacting it hid a secret: what its runs start with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sealed_context: Option<SealedContext>,
+    /// The whole config as given, sealed the same way when redacting it
+    /// hid a secret: its `configurable` joins its runs' context, so it
+    /// carries keys as often as the context does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_config: Option<SealedContext>,
     /// The highest version made (the shown one may be older, see
     /// `POST /assistants/{id}/latest`); records from before versions: 1.
     /// Left out at 1, so those read and write back unchanged.
