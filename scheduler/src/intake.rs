@@ -16,10 +16,12 @@ use deepfleet_queue::Queue;
 use deepfleet_store::sealed::ContextKey;
 use deepfleet_store::{Entered, Store, ThreadSeed};
 
+use crate::batch_ids::{batch_run_id, batch_thread_id};
 use crate::error::SchedulerError;
 use crate::repo::threads::threads;
 use crate::retention::RetentionPolicy;
 use crate::run_bounds::RunBounds;
+use crate::task_batches::TaskBatches;
 use crate::webhooks::config::WebhookConfig;
 
 /// Takes runs in.
@@ -285,10 +287,16 @@ impl Intake {
             }
             return Ok(run);
         }
-        let thread_id = batch_thread_id(batch_id, &task.id);
-        // The id follows from the batch and the task, so an API caller
-        // could have made a thread of it first: a batch never runs on a
-        // thread someone else's record owns.
+        // Derived, so that two intakes creating the run at once agree on
+        // its thread (the run's record lives in its thread's slot), and
+        // salted with the batch's own random salt, so that no one can
+        // name the thread before the batch makes it.
+        let salt = TaskBatches::new(Arc::clone(&self.store))
+            .salt(batch_id, agent)
+            .await?;
+        let thread_id = batch_thread_id(batch_id, &task.id, &salt);
+        // A batch from before salts derives its ids from what others know:
+        // it never runs on a thread an API record owns.
         if threads(self.store.as_ref())
             .get(&thread_id)
             .await?
@@ -450,30 +458,6 @@ fn check_spec(spec: &AgentSpec) -> Result<(), SchedulerError> {
     Ok(())
 }
 
-/// The id of `task_id`'s run in batch `batch_id`: the same for the same
-/// two, so a batch submitted again names the runs it named before.
-pub fn batch_run_id(batch_id: &str, task_id: &str) -> String {
-    batch_scoped("run", batch_id, task_id)
-}
-
-/// The thread of `task_id`'s run in batch `batch_id` (see
-/// [`batch_run_id`]); the run's creation is idempotent on both ids, and
-/// two intakes creating it at once agree on its thread.
-pub(crate) fn batch_thread_id(batch_id: &str, task_id: &str) -> String {
-    batch_scoped("thread", batch_id, task_id)
-}
-
-/// A name-based UUID of `what` for a task in a batch; the lengths keep
-/// any two distinct (batch, task) pairs apart.
-fn batch_scoped(what: &str, batch_id: &str, task_id: &str) -> String {
-    let name = format!(
-        "deepfleet/{what}/{}:{batch_id}/{}:{task_id}",
-        batch_id.len(),
-        task_id.len()
-    );
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string()
-}
-
 /// Checks a task without submitting it; returns its seed files with
 /// normalised paths.
 pub fn validate_task(task: &TaskLine) -> Result<BTreeMap<String, String>, SchedulerError> {
@@ -514,20 +498,6 @@ mod tests {
             ),
             timeout_secs: None,
         }
-    }
-
-    #[test]
-    fn batch_run_ids_are_stable_and_distinct() {
-        assert_eq!(batch_run_id("b1", "t1"), batch_run_id("b1", "t1"));
-        let ids = [
-            batch_run_id("b1", "t1"),
-            batch_run_id("b1", "t2"),
-            batch_run_id("b2", "t1"),
-            batch_run_id("b1t", "1"),
-            batch_thread_id("b1", "t1"),
-        ];
-        let distinct: std::collections::BTreeSet<_> = ids.iter().collect();
-        assert_eq!(distinct.len(), ids.len(), "{ids:?}");
     }
 
     #[tokio::test]

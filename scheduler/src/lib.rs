@@ -8,9 +8,11 @@
 pub mod admission;
 pub mod api;
 mod batch;
+mod batch_ids;
 pub mod crons;
 mod custom_state;
 mod error;
+mod ids;
 mod intake;
 pub mod lifecycle;
 mod message_ids;
@@ -30,10 +32,11 @@ pub mod webhooks;
 
 pub use admission::AdmissionSweep;
 pub use batch::{BatchFollower, result_line};
+pub use batch_ids::batch_run_id;
 pub use crons::CronLoop;
 pub use custom_state::validate_seed;
 pub use error::SchedulerError;
-pub use intake::{Intake, batch_run_id, validate_task};
+pub use intake::{Intake, validate_task};
 pub use lifecycle::Lifecycle;
 pub use replies::Replier;
 pub use reserved::ReservedQueues;

@@ -16,8 +16,8 @@ use deepfleet_proto::{RunRecord, RunStatus};
 use deepfleet_store::{Order, Store};
 use serde::{Deserialize, Serialize};
 
+use crate::batch_ids::batch_run_id;
 use crate::error::SchedulerError;
-use crate::intake::batch_run_id;
 use crate::repo::{Listing, Repository};
 
 /// A task batch's header: that it exists, and for which agent.
@@ -29,6 +29,12 @@ pub struct TaskBatchHeader {
     pub agent: String,
     /// When it was first submitted.
     pub created_at: DateTime<Utc>,
+    /// Random, made with the header: what the batch's thread ids are
+    /// derived with besides the batch and the task, so they cannot be
+    /// told, and claimed, before the batch makes them. Empty for a batch
+    /// from before salts.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub salt: String,
 }
 
 /// One task of a batch.
@@ -94,13 +100,24 @@ impl TaskBatches {
 
     /// Records batch `batch_id` of `agent` unless it exists.
     pub async fn open(&self, batch_id: &str, agent: &str) -> Result<(), SchedulerError> {
+        self.salt(batch_id, agent).await.map(drop)
+    }
+
+    /// The salt of batch `batch_id`'s thread ids, recording the batch (of
+    /// `agent`, with a new salt) unless it exists: whichever intake
+    /// records it first, every intake reads the same salt.
+    pub async fn salt(&self, batch_id: &str, agent: &str) -> Result<String, SchedulerError> {
         let header = TaskBatchHeader {
             batch_id: batch_id.to_owned(),
             agent: agent.to_owned(),
             created_at: Utc::now(),
+            salt: uuid::Uuid::new_v4().simple().to_string(),
         };
-        self.headers().insert(batch_id, &header).await?;
-        Ok(())
+        if self.headers().insert(batch_id, &header).await? {
+            return Ok(header.salt);
+        }
+        let kept = self.headers().get(batch_id).await?;
+        Ok(kept.map_or(header.salt, |kept| kept.salt))
     }
 
     /// Records task `task_id`, the `index`th of its file, as a member of

@@ -2,7 +2,8 @@
 //! `langgraph-sdk` with `api_key` for two tenants (`agent_server/
 //! tenant_flows.py`): another tenant's assistant, thread, run, batch,
 //! store item and stream answer 404, a wrong key 401, a read key cannot
-//! create runs (403). Every route is driven with two tenants' keys in the
+//! create runs (403) nor run an assistant called `search` over A2A, and
+//! a batch's thread (made past the API) is taken over by no one. Every route is driven with two tenants' keys in the
 //! scheduler's router tests (`scheduler/src/api/auth_tests.rs`); the
 //! embedded `dev` server takes the same keys through the same router.
 //!
@@ -12,7 +13,7 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use deepfleet_proto::{Role, TenantId};
+use deepfleet_proto::{Role, TaskLine, TenantId};
 use deepfleet_scheduler::api::auth::key_line;
 use tokio::process::Command;
 
@@ -52,9 +53,32 @@ async fn two_tenants_see_only_their_own_records_through_the_sdk() {
         .unwrap();
     let up = listening(&addr).await;
     let outcome = if up {
+        // A run of a batch tenant a submits past the API, as `deepfleet
+        // submit` does: its thread has no API record for anyone to adopt.
+        let task = TaskLine {
+            id: "t1".into(),
+            input: "write notes".into(),
+            context: None,
+            files: None,
+            state: None,
+            timeout_secs: None,
+        };
+        let batch_run = fleet
+            .intake()
+            .unwrap()
+            .with_tenant(a.clone())
+            .submit_to_batch("helper", &task, &uuid::Uuid::new_v4().to_string())
+            .await
+            .unwrap();
         let run = Command::new(&python)
             .arg(fixtures().join("tenant_flows.py"))
-            .args([&format!("http://{addr}"), KEY_A, KEY_B, KEY_A_READ])
+            .args([
+                &format!("http://{addr}"),
+                KEY_A,
+                KEY_B,
+                KEY_A_READ,
+                &batch_run.thread_id,
+            ])
             .env_remove("LANGGRAPH_API_KEY")
             .env_remove("LANGSMITH_API_KEY")
             .env_remove("LANGCHAIN_API_KEY")

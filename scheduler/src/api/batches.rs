@@ -8,6 +8,7 @@ use std::time::Duration;
 use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::HeaderMap;
 use chrono::Utc;
 use deepfleet_proto::api::batch::BatchRunError;
 use deepfleet_proto::api::{
@@ -17,6 +18,7 @@ use deepfleet_proto::keys::records::batch_members;
 use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, Body, QueryString};
 use super::in_flight;
@@ -44,11 +46,21 @@ pub(super) fn routes() -> Routes {
 /// be cut off part-way and duplicated by the client's retry.
 pub const MAX_BATCH_RUNS: usize = 1_000;
 
+/// The request header that makes `POST /runs/batch` idempotent: a retry
+/// with the same key (and the same runs) answers the batch the first
+/// request made instead of making another.
+pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
+/// The longest idempotency key taken.
+const MAX_KEY_LEN: usize = 255;
+
 /// Creates every run of the array (stateless, each on its own thread) and
 /// records them as one batch, followed with `GET /batches/{batch_id}`.
+/// With an `Idempotency-Key`, the batch's id follows from the tenant and
+/// the key, so a retry finds the batch the first request made.
 async fn create_batch(
     State(state): State<ApiState>,
     Extension(caller): Extension<Caller>,
+    headers: HeaderMap,
     Body(bodies): Body<Vec<RunCreateParams>>,
 ) -> Result<Json<Vec<Run>>, ApiError> {
     if bodies.is_empty() {
@@ -61,16 +73,108 @@ async fn create_batch(
             bodies.len()
         )));
     }
-    let batch_id = uuid::Uuid::now_v7().to_string();
-    let metas = create(&state, &caller.tenant, &batch_id, &bodies).await?;
-    let mut out = Vec::with_capacity(metas.len());
-    for meta in &metas {
-        let mut run = created_resource(meta);
-        run.metadata
-            .insert("batch_id".into(), Value::String(batch_id.clone()));
-        out.push(run);
+    let key = idempotency_key(&headers)?;
+    let (batch_id, fingerprint) = match key {
+        Some(key) => (
+            keyed_batch_id(&caller.tenant, key),
+            Some(fingerprint(&bodies)),
+        ),
+        None => (uuid::Uuid::now_v7().to_string(), None),
+    };
+    if let Some(fingerprint) = &fingerprint
+        && let Some(made) = batches(state.store())
+            .get_owned(&batch_id, &caller.tenant)
+            .await?
+    {
+        return Ok(Json(made_before(&state, &made, fingerprint).await?));
     }
-    Ok(Json(out))
+    let metas = create(&state, &caller.tenant, &batch_id, &bodies, fingerprint).await?;
+    Ok(Json(
+        metas.iter().map(|m| batch_run(m, &batch_id)).collect(),
+    ))
+}
+
+/// The Run resource of a batch's run, naming its batch.
+fn batch_run(meta: &RunMeta, batch_id: &str) -> Run {
+    let mut run = created_resource(meta);
+    run.metadata
+        .insert("batch_id".into(), Value::String(batch_id.to_owned()));
+    run
+}
+
+/// The request's idempotency key: 1 to [`MAX_KEY_LEN`] visible ASCII
+/// characters, or none.
+fn idempotency_key(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(IDEMPOTENCY_KEY) else {
+        return Ok(None);
+    };
+    let key = value.to_str().ok().map(str::trim).filter(|k| {
+        !k.is_empty() && k.len() <= MAX_KEY_LEN && k.bytes().all(|b| b.is_ascii_graphic())
+    });
+    key.map(Some).ok_or_else(|| {
+        ApiError::unprocessable(format!(
+            "Idempotency-Key: 1 to {MAX_KEY_LEN} visible ASCII characters"
+        ))
+    })
+}
+
+/// The id of `tenant`'s batch made with idempotency key `key`: another
+/// tenant's same key names another batch.
+fn keyed_batch_id(tenant: &TenantId, key: &str) -> String {
+    let name = format!(
+        "deepfleet/api-batch/{}:{tenant}/{key}",
+        tenant.as_str().len()
+    );
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string()
+}
+
+/// The SHA-256 of the runs a request asks for, as JSON.
+fn fingerprint(bodies: &[RunCreateParams]) -> String {
+    let bytes = serde_json::to_vec(bodies).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The answer to a retry of the request that made `made`: its runs as
+/// the first answer gave them, once all of them exist. A retry that asks
+/// for other runs is a 422; one that arrives while the first request is
+/// still making them (or after it was cut off) is a 409 that says how far
+/// it got, and makes nothing.
+async fn made_before(
+    state: &ApiState,
+    made: &BatchHeader,
+    fingerprint: &str,
+) -> Result<Vec<Run>, ApiError> {
+    let batch_id = &made.batch_id;
+    if made.fingerprint.as_deref() != Some(fingerprint) {
+        return Err(ApiError::unprocessable(format!(
+            "Idempotency-Key: batch {batch_id} was made with this key for other runs"
+        )));
+    }
+    let list: Vec<BatchMember> = members(state.store(), batch_id)
+        .walk(batch_members(batch_id), Order::Ascending)
+        .all()
+        .await?;
+    if list.len() < made.total {
+        return Err(ApiError::conflict(format!(
+            "Batch {batch_id} of this Idempotency-Key has {} of its {} runs: it is being made, \
+             or its request was cut off; GET /batches/{batch_id} follows what exists",
+            list.len(),
+            made.total
+        )));
+    }
+    let mut runs = Vec::with_capacity(list.len());
+    for member in &list {
+        if let Some(meta) = runs_of(state.store(), &member.thread_id)
+            .get(&member.run_id)
+            .await?
+        {
+            runs.push(batch_run(&meta, batch_id));
+        }
+    }
+    Ok(runs)
 }
 
 /// Creates the runs of a batch and records them under `batch_id`. Every
@@ -81,6 +185,7 @@ async fn create(
     tenant: &TenantId,
     batch_id: &str,
     bodies: &[RunCreateParams],
+    fingerprint: Option<String>,
 ) -> Result<Vec<RunMeta>, ApiError> {
     let mut requests: Vec<(RunCreateParams, CheckedRun)> = Vec::with_capacity(bodies.len());
     for (index, body) in bodies.iter().enumerate() {
@@ -99,8 +204,20 @@ async fn create(
         tenant: tenant.clone(),
         total: bodies.len(),
         created_at: Utc::now(),
+        fingerprint,
     };
-    batches(state.store()).put(batch_id, &header).await?;
+    let repo = batches(state.store());
+    if header.fingerprint.is_some() {
+        // Two requests with one key at once: the one that made the header
+        // makes the runs; the other answers as a retry would.
+        if !repo.insert(batch_id, &header).await? {
+            return Err(ApiError::conflict(format!(
+                "Batch {batch_id} of this Idempotency-Key is being made; retry to get its runs"
+            )));
+        }
+    } else {
+        repo.put(batch_id, &header).await?;
+    }
     let roster = members(state.store(), batch_id);
     let mut metas = Vec::with_capacity(bodies.len());
     for (index, (body, checked)) in (0u64..).zip(requests) {

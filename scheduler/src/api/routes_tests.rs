@@ -498,12 +498,12 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
         found.thread_id, run.thread_id,
         "a batch submitted again finds its thread"
     );
-    // A thread made through the API on the id a batch's task will have is
-    // never the batch's: the task is refused, and the caller who made it
-    // sees nothing of the batch.
-    let ahead = crate::intake::batch_thread_id("b1", "t2");
+    // The batch's thread ids are salted with its own random salt: a
+    // thread made ahead on what the batch and the task alone would give
+    // is not the batch's, and stays empty.
+    let ahead = crate::batch_ids::batch_thread_id("b1", "t2", "");
     api.thread_as(B_ADMIN, &ahead).await;
-    let refused = intake
+    let second = intake
         .submit_to_batch(
             "agent",
             &TaskLine {
@@ -512,8 +512,9 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
             },
             "b1",
         )
-        .await;
-    assert!(refused.is_err(), "{refused:?}");
+        .await
+        .unwrap();
+    assert_ne!(second.thread_id, ahead);
     let taken = api.store.load_thread(&ahead).await.unwrap();
     assert!(taken.messages.is_empty(), "nothing of the batch reached it");
     for key in [B_ADMIN, A_ADMIN] {
@@ -602,4 +603,103 @@ async fn a_batch_past_its_size_creates_nothing() {
             .unwrap(),
         Some(0)
     );
+}
+
+#[tokio::test]
+async fn a_batch_retried_with_its_idempotency_key_is_made_once() {
+    let api = fleet().await;
+    let runs = json!([run_body("one"), run_body("two")]);
+    let send = |key: &'static str, body: Value| {
+        let request = Request::builder()
+            .method("POST")
+            .uri("/runs/batch")
+            .header("x-api-key", key)
+            .header("idempotency-key", "nightly-2026-12-07")
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(HttpBody::from(body.to_string()))
+            .unwrap();
+        api.raw(request)
+    };
+    let first = send(A_SUBMIT, runs.clone()).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.text);
+    let again = send(A_SUBMIT, runs.clone()).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.text);
+    let ids = |answer: &Value| -> Vec<String> {
+        answer
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids(&again.json()), ids(&first.json()), "the same runs");
+    assert_eq!(
+        deepfleet_queue::Queue::depth(api.queue.as_ref())
+            .await
+            .unwrap(),
+        Some(2),
+        "two runs started, not four"
+    );
+    // The same key for other runs is refused; another tenant's same key
+    // is its own batch.
+    let other = send(A_SUBMIT, json!([run_body("three")])).await;
+    assert_eq!(
+        other.status,
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "{}",
+        other.text
+    );
+    let theirs = send(B_ADMIN, runs).await;
+    assert_eq!(theirs.status, StatusCode::OK, "{}", theirs.text);
+    assert_ne!(
+        theirs.json()[0]["metadata"]["batch_id"],
+        first.json()[0]["metadata"]["batch_id"]
+    );
+}
+
+#[tokio::test]
+async fn ids_a_caller_chooses_are_bounded_and_printable() {
+    let api = fleet().await;
+    let long = "x".repeat(crate::ids::MAX_ID_LEN + 1);
+    for id in ["a\u{0}b", "evil\u{202E}gpj.exe", long.as_str()] {
+        let thread = api
+            .send_as(
+                Some(A_ADMIN),
+                "POST",
+                "/threads",
+                Some(json!({"thread_id": id})),
+            )
+            .await;
+        assert_eq!(
+            thread.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            thread.text
+        );
+        let assistant = json!({"assistant_id": id, "graph_id": "agent"});
+        let made = api
+            .send_as(Some(A_ADMIN), "POST", "/assistants", Some(assistant))
+            .await;
+        assert_eq!(
+            made.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            made.text
+        );
+        let mut run = run_body("hi");
+        run["if_not_exists"] = json!("create");
+        let uri = format!("/threads/{}/runs", urlencoding(id));
+        let answer = api.send_as(Some(A_ADMIN), "POST", &uri, Some(run)).await;
+        assert_eq!(
+            answer.status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{}",
+            answer.text
+        );
+    }
+}
+
+/// `id` percent-encoded as a path segment.
+fn urlencoding(id: &str) -> String {
+    id.bytes().map(|b| format!("%{b:02X}")).collect()
 }

@@ -24,6 +24,7 @@ use super::select::{Select, fields_of};
 use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
 use super::state_values::state_edit;
+use crate::ids::check_id;
 use crate::repo::threads::{ThreadRecord, threads};
 use crate::state_edit::StateEdit;
 
@@ -52,6 +53,7 @@ async fn create(
     let id = body
         .thread_id
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    check_id("thread_id", &id).map_err(ApiError::unprocessable)?;
     let record = ThreadRecord {
         ttl: body.ttl,
         ..ThreadRecord::new(

@@ -120,6 +120,12 @@ impl Lifecycle {
             Some(id) => match repo.get(id).await? {
                 Some(thread) => return Ok((thread.tenant == *tenant).then_some(thread)),
                 None if create_missing => {
+                    crate::ids::check_id("thread_id", id).map_err(|reason| {
+                        SchedulerError::InvalidTask {
+                            id: id.to_owned(),
+                            reason,
+                        }
+                    })?;
                     if self.unowned_thread(id).await? {
                         return Ok(None);
                     }

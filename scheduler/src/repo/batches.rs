@@ -20,6 +20,11 @@ pub struct BatchHeader {
     pub total: usize,
     /// When it was created.
     pub created_at: DateTime<Utc>,
+    /// The SHA-256 of the request that made it, when it came with an
+    /// `Idempotency-Key`: a retry with the same key must send the same
+    /// runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
 }
 
 /// One run of a batch.

@@ -53,16 +53,24 @@ fn is_public_v4(ip: Ipv4Addr) -> bool {
 
 fn is_public_v6(ip: Ipv6Addr) -> bool {
     let segments = ip.segments();
-    // NAT64 (64:ff9b::/96) carries an IPv4 address in its last 32 bits.
-    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+    let v4 = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    // Forms that carry an IPv4 address, which decides: NAT64
+    // (64:ff9b::/96) and the deprecated IPv4-compatible form (::/96) in
+    // their last 32 bits, 6to4 (2002::/16) in bits 16 to 48.
+    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] || segments[..6] == [0; 6] {
         let [.., hi, lo] = segments;
-        return is_public_v4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo)));
+        return !ip.is_unspecified() && !ip.is_loopback() && is_public_v4(v4(hi, lo));
+    }
+    if segments[0] == 0x2002 {
+        return is_public_v4(v4(segments[1], segments[2]));
     }
     !(ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
         || ip.is_unique_local()
         || ip.is_unicast_link_local()
+        // Site-local (fec0::/10): deprecated, still routed internally.
+        || (segments[0] & 0xffc0) == 0xfec0
         || (segments[0] == 0x2001 && segments[1] == 0x0db8))
 }
 
@@ -133,6 +141,14 @@ mod tests {
             "::ffff:127.0.0.1",
             "::ffff:169.254.169.254",
             "64:ff9b::a9fe:a9fe",
+            "::127.0.0.1",
+            "::a9fe:a9fe",
+            "::10.0.0.1",
+            "fec0::1",
+            "feff::1",
+            "2002:7f00:1::1",
+            "2002:a9fe:a9fe::1",
+            "2002:c0a8:101::",
         ] {
             let ip: IpAddr = text.parse().unwrap();
             assert!(!is_public(ip), "{text} passed");
@@ -149,6 +165,8 @@ mod tests {
             "2606:4700::1111",
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
+            "::8.8.8.8",
+            "2002:808:808::1",
         ] {
             let ip: IpAddr = text.parse().unwrap();
             assert!(is_public(ip), "{text} refused");

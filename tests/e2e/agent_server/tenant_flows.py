@@ -1,8 +1,9 @@
 """Two tenants on one deepfleet scheduler, through the official
 langgraph-sdk client with `api_key`.
 
-Usage: python tenant_flows.py URL KEY_A KEY_B KEY_A_READ. Exits non-zero
-on the first failed check.
+Usage: python tenant_flows.py URL KEY_A KEY_B KEY_A_READ BATCH_THREAD,
+where BATCH_THREAD is the thread of a run tenant a's `deepfleet submit`
+batch made (no API record). Exits non-zero on the first failed check.
 """
 import asyncio
 import sys
@@ -36,7 +37,16 @@ async def refused(call, error, what):
     check(False, what)
 
 
-async def main(url, key_a, key_b, key_a_read):
+async def status_of(call):
+    """The HTTP status `call` fails with, or 200."""
+    try:
+        await call
+        return 200
+    except httpx.HTTPStatusError as e:
+        return e.response.status_code
+
+
+async def main(url, key_a, key_b, key_a_read, batch_thread):
     a = get_client(url=url, api_key=key_a)
     b = get_client(url=url, api_key=key_b)
     reader = get_client(url=url, api_key=key_a_read)
@@ -83,6 +93,21 @@ async def main(url, key_a, key_b, key_a_read):
     await refused(reader.runs.create(tid, "helper", input={"messages": []}), PermissionDeniedError, "a read key cannot create runs (403)")
     await refused(reader.assistants.create(graph_id="helper"), PermissionDeniedError, "a read key cannot create assistants (403)")
 
+    # A read key cannot run an assistant whose name is a read's last word
+    # over A2A.
+    await a.assistants.create(graph_id="helper", assistant_id="search")
+    message = {"role": "user", "messageId": "m1", "parts": [{"kind": "text", "text": "write notes"}]}
+    rpc = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+    check(await status_of(reader.http.post("/a2a/search", json=rpc)) == 403, "a read key cannot run /a2a/search (403)")
+
+    # A batch's thread has no API record: nobody takes it over, whichever
+    # way they name it.
+    for client, who in [(b, "b"), (a, "a")]:
+        check(await status_of(client.threads.get(batch_thread)) == 404, f"{who}: the batch's thread is 404")
+        check(await status_of(client.threads.create(thread_id=batch_thread)) == 409, f"{who}: creating the batch's thread is 409")
+        run = client.runs.create(batch_thread, "helper", input={"messages": []}, if_not_exists="create")
+        check(await status_of(run) == 404, f"{who}: a run on the batch's thread is 404")
+
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:5]))
+    asyncio.run(main(*sys.argv[1:6]))

@@ -4,6 +4,8 @@ use deepfleet_proto::api::{
     BatchResponse, BatchRunsQuery, BatchRunsResponse, Run, RunCreateParams, RunStreamQuery,
 };
 
+use serde_json::json;
+
 use super::operation::{Operation, Success, op, stream, values};
 use super::schemas::Schemas;
 
@@ -67,13 +69,22 @@ pub(super) fn operations(s: &mut Schemas) -> Vec<Operation> {
                 stream(),
             )
         },
-        op(
-            "post",
-            "/runs/batch",
-            "Create many stateless runs",
-            s.request::<Vec<RunCreateParams>>(),
-            vec![Success::Json(200, runs)],
-        ),
+        Operation {
+            query: vec![json!({
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": false,
+                "description": "A retry with the same key and runs answers the batch the first request made.",
+                "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"},
+            })],
+            ..op(
+                "post",
+                "/runs/batch",
+                "Create many stateless runs (at most 1,000 a request)",
+                s.request::<Vec<RunCreateParams>>(),
+                vec![Success::Json(200, runs)],
+            )
+        },
         op(
             "get",
             "/batches/{batch_id}",
