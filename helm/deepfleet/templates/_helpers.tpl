@@ -151,6 +151,15 @@ app.kubernetes.io/component: {{ .component }}
 {{- if $v.api.allowOpen }}
 - name: DEEPFLEET__API__ALLOW_OPEN
   value: "true"
+{{- $service := printf "%s-scheduler" (include "deepfleet.fullname" $.root) }}
+{{- $hosts := list $service (printf "%s.%s" $service $.root.Release.Namespace) (printf "%s.%s.svc" $service $.root.Release.Namespace) (printf "%s.%s.svc.cluster.local" $service $.root.Release.Namespace) }}
+{{- if $v.scheduler.ingress.enabled }}
+{{- range $v.scheduler.ingress.hosts }}
+{{- $hosts = append $hosts .host }}
+{{- end }}
+{{- end }}
+- name: DEEPFLEET__API__ALLOWED_HOSTS
+  value: {{ join "," (concat $hosts $v.api.allowedHosts) | quote }}
 {{- end }}
 {{- with $v.api.tenantRunsInFlight }}
 - name: DEEPFLEET__API__TENANT_RUNS_IN_FLIGHT
