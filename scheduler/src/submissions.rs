@@ -738,6 +738,7 @@ mod tests {
         let lines = [
             crate::api::auth::key_line("submitter", &tenant, Role::Submit),
             crate::api::auth::key_line("reader", &tenant, Role::Read),
+            crate::api::auth::key_line("other", &TenantId::new("globex").unwrap(), Role::Submit),
         ];
         let keys =
             crate::api::auth::ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
@@ -782,5 +783,18 @@ mod tests {
         };
         let run = store.get_run("t1", &run_id).await.unwrap().unwrap();
         assert_eq!(run.tenant, tenant);
+        // The thread the submission made is its tenant's: another tenant
+        // naming it is told it does not exist.
+        let record = crate::repo::threads::threads(store.as_ref())
+            .get("t1")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(record.tenant, tenant);
+        let (delivery, _) = keyed(Some("other"));
+        let Outcome::Refused(why) = intake.handle(delivery).await.unwrap() else {
+            panic!("another tenant ran on the thread");
+        };
+        assert!(why.starts_with("not_found: "), "{why}");
     }
 }

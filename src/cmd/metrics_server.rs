@@ -3,6 +3,7 @@
 //! at scrape time; `/healthz` and `/readyz` share its port.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
@@ -12,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use deepfleet_fleet::Metrics;
 use deepfleet_queue::Queue;
+use tokio_util::sync::CancellationToken;
 
 #[derive(Clone)]
 struct Scrape {
@@ -35,11 +37,14 @@ pub async fn serve(
         .route("/metrics", get(scrape))
         .with_state(Scrape { metrics, queue })
         .merge(health);
-    tokio::spawn(async move {
-        if let Err(e) = axum::serve(listener, app).await {
-            tracing::warn!(error = %e, "the metrics server stopped");
-        }
-    });
+    // Served for the life of the process: nothing stops it.
+    tokio::spawn(super::http_serve::serve(
+        listener,
+        app,
+        CancellationToken::new(),
+        Duration::ZERO,
+        super::http_serve::HEADER_READ_TIMEOUT,
+    ));
     Ok(bound)
 }
 

@@ -9,6 +9,7 @@ pub mod chart_values;
 pub mod consumer_watch;
 pub mod dev;
 pub mod health;
+pub mod http_serve;
 pub mod keygen;
 pub mod metrics_server;
 pub mod recover;

@@ -2,7 +2,6 @@
 //! fleet's RabbitMQ and Redis, with every agent spec of a directory served
 //! as a graph.
 
-use std::future::IntoFuture;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,7 +19,7 @@ use deepfleet_scheduler::{
 };
 use deepfleet_store::Store;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 use super::agent_source::AgentSource;
 use super::health::{self, Attached, Probes, WatchedQueue};
@@ -225,18 +224,14 @@ pub(super) async fn serve(
         .await
         .with_context(|| format!("listening on {addr}"))?;
     info!(addr = %listener.local_addr()?, "scheduler listening");
-    let stop = shutdown.clone();
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .into_future();
-    let deadline = async {
-        shutdown.cancelled().await;
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        served = server => served?,
-        () = deadline => warn!(?grace, "grace period over; closing the requests still open"),
-    }
+    super::http_serve::serve(
+        listener,
+        app,
+        shutdown,
+        grace,
+        super::http_serve::HEADER_READ_TIMEOUT,
+    )
+    .await;
     info!("scheduler stopped");
     Ok(())
 }

@@ -160,6 +160,12 @@ async fn call(api: &TestApi, key: Option<&str>, method: &str, uri: &str) -> (Sta
     if is_stream {
         return (status, String::new());
     }
+    (status, text_of(response).await)
+}
+
+/// A response's body as text, read for at most five seconds (an MCP
+/// answer is an event stream that ends with its one answer).
+async fn text_of(response: axum::response::Response) -> String {
     let bytes = tokio::time::timeout(
         std::time::Duration::from_secs(5),
         axum::body::to_bytes(response.into_body(), 1 << 20),
@@ -168,7 +174,7 @@ async fn call(api: &TestApi, key: Option<&str>, method: &str, uri: &str) -> (Sta
     .ok()
     .and_then(Result::ok)
     .unwrap_or_default();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[tokio::test]
@@ -368,16 +374,7 @@ async fn mcp(api: &TestApi, key: &str, body: Value) -> (StatusCode, String) {
         .body(HttpBody::from(body.to_string()))
         .unwrap();
     let response = api.router.clone().oneshot(request).await.unwrap();
-    let status = response.status();
-    let bytes = tokio::time::timeout(
-        std::time::Duration::from_secs(5),
-        axum::body::to_bytes(response.into_body(), 1 << 20),
-    )
-    .await
-    .ok()
-    .and_then(Result::ok)
-    .unwrap_or_default();
-    (status, String::from_utf8_lossy(&bytes).into_owned())
+    (response.status(), text_of(response).await)
 }
 
 #[tokio::test]
@@ -702,4 +699,67 @@ async fn ids_a_caller_chooses_are_bounded_and_printable() {
 /// `id` percent-encoded as a path segment.
 fn urlencoding(id: &str) -> String {
     id.bytes().map(|b| format!("%{b:02X}")).collect()
+}
+
+#[tokio::test]
+async fn a_thread_is_its_makers_whichever_way_it_was_made() {
+    let api = fleet().await;
+    let a = Some(A_ADMIN);
+    api.thread_as(A_ADMIN, "made-by-api").await;
+    let mut run = run_body("hi");
+    run["if_not_exists"] = json!("create");
+    let made = api
+        .send_as(a, "POST", "/threads/made-by-run/runs", Some(run))
+        .await;
+    assert_eq!(made.status, StatusCode::OK, "{}", made.text);
+    let copy = api
+        .send_as(a, "POST", "/threads/made-by-api/copy", None)
+        .await;
+    assert_eq!(copy.status, StatusCode::OK, "{}", copy.text);
+    let copied = copy.json()["thread_id"].as_str().unwrap().to_owned();
+    let command = json!({"id": 1, "method": "run.start",
+        "params": {"assistant_id": "agent", "input": {"messages": [{"role": "user", "content": "x"}]}}});
+    let started = api
+        .send_as(
+            a,
+            "POST",
+            "/threads/made-by-protocol/commands",
+            Some(command),
+        )
+        .await;
+    assert_eq!(started.json()["type"], "success", "{}", started.text);
+    let message = json!({"message": {"role": "user", "messageId": "m1", "contextId": "made-by-a2a",
+        "parts": [{"kind": "text", "text": "x"}]}, "configuration": {"blocking": false}});
+    let sent = api
+        .send_as(a, "POST", "/a2a/agent", Some(rpc("message/send", message)))
+        .await;
+    assert!(sent.json()["result"].is_object(), "{}", sent.text);
+    for id in [
+        "made-by-api",
+        "made-by-run",
+        copied.as_str(),
+        "made-by-protocol",
+        "made-by-a2a",
+    ] {
+        let mine = api.send_as(a, "GET", &format!("/threads/{id}"), None).await;
+        assert_eq!(mine.status, StatusCode::OK, "{id}: {}", mine.text);
+        let theirs = api
+            .send_as(Some(B_ADMIN), "GET", &format!("/threads/{id}"), None)
+            .await;
+        assert_eq!(
+            theirs.status,
+            StatusCode::NOT_FOUND,
+            "{id}: {}",
+            theirs.text
+        );
+        let claim = api
+            .send_as(
+                Some(B_ADMIN),
+                "POST",
+                "/threads",
+                Some(json!({"thread_id": id})),
+            )
+            .await;
+        assert_eq!(claim.status, StatusCode::CONFLICT, "{id}: {}", claim.text);
+    }
 }

@@ -73,6 +73,19 @@ fn the_route_table_declares_each_routed_method_once() {
         described(),
         "the table and the description differ"
     );
+    // The description says a key is needed exactly where the table does.
+    for route in &table {
+        let method = route.method.as_str().to_lowercase();
+        let operation = &description()["paths"][route.path][method.as_str()];
+        let open = operation.get("security") == Some(&serde_json::json!([]));
+        assert_eq!(
+            open,
+            route.access == crate::api::routes::Access::Public,
+            "{} {}",
+            route.method,
+            route.path
+        );
+    }
 }
 
 /// Every `$ref` in `value`.
