@@ -16,12 +16,16 @@
 //! [`run_request`] (every check, before anything is written), then
 //! [`run_create`]; the Run resource is [`run_resource`], following one
 //! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
-//! Every failure is an [`ApiError`]. Every route but the system and description ones
-//! passes [`auth`] first, which resolves the caller's key to its tenant
-//! and role; handlers take the [`Caller`](deepfleet_proto::Caller) as an
-//! extension and see only that tenant's records. One `ServiceBuilder` adds request
-//! ids, tracing, a timeout on producing the response head and a body
-//! limit.
+//! Every failure is an [`ApiError`]. Each module registers its routes in
+//! a [`Routes`] table with the access each needs ([`routes`]). Every route
+//! but the system and description ones passes [`auth`] first, which
+//! resolves the caller's key to its tenant and role, then the route's own
+//! access check; handlers take the [`Caller`](deepfleet_proto::Caller) as
+//! an extension and see only that tenant's records. One `ServiceBuilder`
+//! adds request ids, tracing, a timeout on producing the response head, a
+//! body limit and [`browser_guard`]'s refusal of bodies a browser sends
+//! without a preflight; without keys, the same guard answers only the
+//! loopback and allowed host names.
 
 pub mod a2a;
 pub mod a2a_stream;
