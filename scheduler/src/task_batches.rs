@@ -107,6 +107,11 @@ impl TaskBatches {
     /// `agent`, with a new salt) unless it exists: whichever intake
     /// records it first, every intake reads the same salt.
     pub async fn salt(&self, batch_id: &str, agent: &str) -> Result<String, SchedulerError> {
+        // Read first: every task of a batch asks, and only the first finds
+        // no header.
+        if let Some(kept) = self.headers().get(batch_id).await? {
+            return Ok(kept.salt);
+        }
         let header = TaskBatchHeader {
             batch_id: batch_id.to_owned(),
             agent: agent.to_owned(),

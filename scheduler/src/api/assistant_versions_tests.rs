@@ -196,20 +196,7 @@ async fn run_context(api: &TestApi, id: &str) -> Value {
     let body = json!({"assistant_id": id, "input": {"messages": ["hi"]}});
     let run = api.send("POST", "/runs", Some(body)).await;
     assert_eq!(run.status, StatusCode::OK, "{}", run.text);
-    let (thread, run_id) = (
-        run.json()["thread_id"].clone(),
-        run.json()["run_id"].clone(),
-    );
-    let record = api
-        .store
-        .get_run(thread.as_str().unwrap(), run_id.as_str().unwrap())
-        .await
-        .unwrap()
-        .unwrap();
-    let intake = api.state.life.intake();
-    intake
-        .open_context(record.context.as_ref().unwrap())
-        .unwrap()
+    api.run_context(&run).await
 }
 
 #[tokio::test]

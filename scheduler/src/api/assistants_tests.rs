@@ -204,17 +204,7 @@ async fn an_assistants_secrets_are_sealed_shown_redacted_and_reach_its_runs() {
         )
         .await;
     assert_eq!(run.status, StatusCode::OK, "{}", run.text);
-    let (thread, run_id) = (
-        run.json()["thread_id"].as_str().unwrap().to_owned(),
-        run.json()["run_id"].as_str().unwrap().to_owned(),
-    );
-    let record = api.store.get_run(&thread, &run_id).await.unwrap().unwrap();
-    let opened = api
-        .state
-        .life
-        .intake()
-        .open_context(record.context.as_ref().unwrap())
-        .unwrap();
+    let opened = api.run_context(&run).await;
     assert_eq!(opened, json!({"api_key": "sk-very-secret", "user": "u"}));
 }
 
@@ -316,17 +306,7 @@ async fn secrets_in_an_assistants_configurable_are_sealed_answered_redacted_and_
         .await;
     assert_eq!(run.status, StatusCode::OK, "{}", run.text);
     assert!(!run.text.contains("s3cret"), "{}", run.text);
-    let (thread, run_id) = (
-        run.json()["thread_id"].as_str().unwrap().to_owned(),
-        run.json()["run_id"].as_str().unwrap().to_owned(),
-    );
-    let record = api.store.get_run(&thread, &run_id).await.unwrap().unwrap();
-    let opened = api
-        .state
-        .life
-        .intake()
-        .open_context(record.context.as_ref().unwrap())
-        .unwrap();
+    let opened = api.run_context(&run).await;
     assert_eq!(opened, json!({"api_token": "s3cret", "model": "m"}));
 }
 

@@ -1,13 +1,12 @@
 //! Tool naming, inputs and scoping; then `/mcp` driven over HTTP as an
 //! MCP client would, with a stand-in worker ending the runs.
 
-use axum::body::Body as HttpBody;
-use axum::http::{Request, StatusCode, header};
+use axum::http::StatusCode;
 use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::super::test_support::{KEY_A, KEY_B, TestApi, two_tenants};
+use super::super::test_support::{KEY_A, KEY_B, TestApi, mcp_request, two_tenants};
 use super::*;
 
 #[test]
@@ -84,16 +83,7 @@ impl TestApi {
     /// One MCP request to `/mcp` as `key`; its JSON-RPC answer.
     async fn mcp(&self, key: &str, method: &str, params: Value) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let request = Request::builder()
-            .method("POST")
-            .uri("/mcp")
-            .header(header::HOST, "127.0.0.1:2024")
-            .header("x-api-key", key)
-            .header(header::CONTENT_TYPE, "application/json")
-            .header(header::ACCEPT, "application/json, text/event-stream")
-            .body(HttpBody::from(body.to_string()))
-            .unwrap();
-        let answer = self.raw(request).await;
+        let answer = self.raw(mcp_request(key, &body)).await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.text);
         answer
             .text

@@ -11,7 +11,7 @@ use tower::ServiceExt;
 
 use super::*;
 use crate::api::auth::{ApiKeys, key_line};
-use crate::api::test_support::{TestApi, api_with, finish, run_body};
+use crate::api::test_support::{TestApi, api_with, finish, mcp_request, run_body};
 
 const A_READ: &str = "key-a-read";
 const A_SUBMIT: &str = "key-a-submit";
@@ -363,18 +363,8 @@ async fn a_read_key_lists_mcp_tools_but_cannot_call_one() {
 }
 
 async fn mcp(api: &TestApi, key: &str, body: Value) -> (StatusCode, String) {
-    let request = Request::builder()
-        .method("POST")
-        .uri("/mcp")
-        .header(header::HOST, "localhost")
-        .header("x-api-key", key)
-        .header(header::CONTENT_TYPE, "application/json")
-        .header(header::ACCEPT, "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(HttpBody::from(body.to_string()))
-        .unwrap();
-    let response = api.router.clone().oneshot(request).await.unwrap();
-    (response.status(), text_of(response).await)
+    let answer = api.raw(mcp_request(key, &body)).await;
+    (answer.status, answer.text)
 }
 
 #[tokio::test]
@@ -514,6 +504,25 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
     assert_ne!(second.thread_id, ahead);
     let taken = api.store.load_thread(&ahead).await.unwrap();
     assert!(taken.messages.is_empty(), "nothing of the batch reached it");
+    // A batch recorded before salts derives its thread ids without one:
+    // its task whose thread was made ahead through the API is refused.
+    let legacy = crate::task_batches::TaskBatchHeader {
+        batch_id: "old".into(),
+        agent: "agent".into(),
+        created_at: chrono::Utc::now(),
+        salt: String::new(),
+    };
+    crate::repo::Repository::new(
+        api.store.as_ref(),
+        deepfleet_proto::keys::records::TASK_BATCHES,
+    )
+    .put("old", &legacy)
+    .await
+    .unwrap();
+    api.thread_as(B_ADMIN, &crate::batch_ids::batch_thread_id("old", "t1", ""))
+        .await;
+    let refused = intake.submit_to_batch("agent", &task, "old").await;
+    assert!(refused.is_err(), "{refused:?}");
     for key in [B_ADMIN, A_ADMIN] {
         adoptions_refused(&api, key, &run.thread_id).await;
     }

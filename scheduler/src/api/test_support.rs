@@ -172,6 +172,20 @@ pub fn sample_meta() -> RunMeta {
     }
 }
 
+/// A request to `/mcp` as `key` carrying the JSON-RPC `body`, with the
+/// headers the streamable HTTP transport wants.
+pub fn mcp_request(key: &str, body: &Value) -> Request<HttpBody> {
+    Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header(header::HOST, "127.0.0.1:2024")
+        .header("x-api-key", key)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .body(HttpBody::from(body.to_string()))
+        .unwrap()
+}
+
 /// A JSON run request for [`GRAPH`] saying `text`.
 pub fn run_body(text: &str) -> Value {
     json!({"assistant_id": GRAPH, "input": {"messages": [{"role": "user", "content": text}]}})
@@ -217,6 +231,24 @@ impl TestApi {
             headers,
             text: String::from_utf8(bytes.to_vec()).unwrap(),
         }
+    }
+
+    /// The runtime context, opened, of the run `run` (a Run resource's
+    /// answer) started.
+    pub async fn run_context(&self, run: &Answer) -> Value {
+        let run = run.json();
+        let (thread, run_id) = (run["thread_id"].as_str(), run["run_id"].as_str());
+        let record = self
+            .store
+            .get_run(thread.unwrap(), run_id.unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        self.state
+            .life
+            .intake()
+            .open_context(record.context.as_ref().unwrap())
+            .unwrap()
     }
 
     /// Creates thread `thread_id` as the tenant of API key `key`.
