@@ -130,8 +130,9 @@ async fn main() -> anyhow::Result<()> {
     }
     let key = settings.fleet_context_key()?;
     let (queue, store) = fleet::connect_fleet(None, None, &settings).await?;
-    let runner = fleet::step_runner(Arc::clone(&queue), store, &settings, key, None)
-        .with_middleware(Arc::new(TeamExtras));
+    let runner = fleet::step_runner_builder(Arc::clone(&queue), store, &settings, key, None, None)
+        .middleware(Arc::new(TeamExtras))
+        .build();
     let worker = Worker::new(
         queue,
         Arc::new(runner),
@@ -247,14 +248,16 @@ mod tests {
         let run = intake.submit(&spec.name, &task, None).await.unwrap();
 
         let settings = Settings::default();
-        let runner = fleet::step_runner(
+        let runner = fleet::step_runner_builder(
             queue.clone(),
             store.clone(),
             &settings,
             ContextKey::generate(),
             None,
+            None,
         )
-        .with_middleware(Arc::new(TeamExtras));
+        .middleware(Arc::new(TeamExtras))
+        .build();
         let worker = Worker::new(queue, Arc::new(runner), 4, settings.worker.grace());
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();

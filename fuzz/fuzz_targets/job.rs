@@ -24,7 +24,7 @@ use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_queue::{DeadLetters, Queue};
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::{Store, ThreadSeed};
-use deepfleet_worker::{RetryConfig, StepRunner};
+use deepfleet_worker::StepRunner;
 use libfuzzer_sys::fuzz_target;
 use tokio_util::sync::CancellationToken;
 
@@ -78,12 +78,12 @@ async fn handle(payload: &[u8]) -> Vec<(String, Vec<u8>)> {
         .await
         .expect("creates the run");
     let queue = Arc::new(MemoryQueue::new());
-    let runner = StepRunner::new(
+    let runner = StepRunner::builder(
         Arc::clone(&queue) as Arc<dyn Queue>,
         store,
         Arc::new(Providers::with_env(Default::default(), |_| None)),
-        RetryConfig::default(),
-    );
+    )
+    .build();
     queue
         .publish(payload.to_vec(), None)
         .await

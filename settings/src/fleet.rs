@@ -13,9 +13,9 @@ use deepfleet_queue::lanes::{Lanes, interactive_name};
 use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_worker::StepRunner;
 use deepfleet_worker::agent::AgentOptions;
 use deepfleet_worker::events::EventSink;
+use deepfleet_worker::{StepRunner, StepRunnerBuilder};
 
 use crate::redacted_url::redacted;
 use crate::{Settings, SettingsError};
@@ -82,7 +82,8 @@ pub fn amqp_config(url: &str, name: &str, settings: &Settings) -> AmqpConfig {
 
 /// A step runner as the settings configure it (providers, retries, time
 /// limits, harness profiles), opening runs' context with `key` and
-/// reporting to `events`; add middleware before sharing it.
+/// reporting to `events`; a worker with middleware of its own starts from
+/// [`step_runner_builder`] instead.
 pub fn step_runner(
     queue: Arc<dyn Queue>,
     store: Arc<dyn Store>,
@@ -90,7 +91,7 @@ pub fn step_runner(
     key: ContextKey,
     events: Option<Arc<dyn EventSink>>,
 ) -> StepRunner {
-    limited_step_runner(queue, store, settings, key, events, None)
+    step_runner_builder(queue, store, settings, key, events, None).build()
 }
 
 /// [`step_runner`] whose model calls pass `gate` (the fleet-wide rate
@@ -105,17 +106,31 @@ pub fn limited_step_runner(
     events: Option<Arc<dyn EventSink>>,
     gate: Option<RateGate>,
 ) -> StepRunner {
+    step_runner_builder(queue, store, settings, key, events, gate).build()
+}
+
+/// The builder of [`limited_step_runner`], for a worker to add its own
+/// middleware to before building it.
+pub fn step_runner_builder(
+    queue: Arc<dyn Queue>,
+    store: Arc<dyn Store>,
+    settings: &Settings,
+    key: ContextKey,
+    events: Option<Arc<dyn EventSink>>,
+    gate: Option<RateGate>,
+) -> StepRunnerBuilder {
     let gate = gate.unwrap_or_else(|| rate_gate(settings, Arc::new(InProcessLimiter::new())));
     let providers = Arc::new(providers(settings).with_rate_gate(gate));
-    let runner = StepRunner::new(queue, store, providers, settings.worker.retry())
-        .with_time_limits(settings.worker.time_limits())
-        .with_file_limits(settings.limits.input())
-        .with_context_key(key)
-        .with_profiles(settings.profiles.clone())
-        .with_prices(settings.costs.prices());
+    let builder = StepRunner::builder(queue, store, providers)
+        .retry(settings.worker.retry())
+        .time_limits(settings.worker.time_limits())
+        .file_limits(settings.limits.input())
+        .context_key(key)
+        .profiles(settings.profiles.clone())
+        .prices(settings.costs.prices());
     match events {
-        Some(events) => runner.with_events(events),
-        None => runner,
+        Some(events) => builder.events(events),
+        None => builder,
     }
 }
 

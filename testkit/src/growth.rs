@@ -20,7 +20,7 @@ use deepfleet_worker::TimeLimits;
 use tokio_util::sync::CancellationToken;
 
 use crate::fleet::REDIS_URL;
-use crate::runner::replay_runner;
+use crate::runner::replay_runner_builder;
 
 /// What one step sent to and received from Redis, in payload bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +64,9 @@ async fn drive(
         keep_run: Duration::ZERO,
         ..TimeLimits::default()
     };
-    let runner = replay_runner(queue.clone(), store.clone()).with_time_limits(one_step_each);
+    let runner = replay_runner_builder(queue.clone(), store.clone())
+        .time_limits(one_step_each)
+        .build();
     let draining = CancellationToken::new();
     let mut consumer = queue.consume(1).await?;
     let mut per_step = Vec::with_capacity(last + 1);

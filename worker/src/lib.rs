@@ -30,4 +30,4 @@ pub use context::StepContext;
 pub use error::StepError;
 pub use metrics::LimiterMetrics;
 pub use runtime::Worker;
-pub use step::{RetryConfig, StepRunner, TimeLimits};
+pub use step::{RetryConfig, StepRunner, StepRunnerBuilder, TimeLimits};

@@ -230,21 +230,20 @@ impl FleetBuilder {
             None => providers,
         });
         let key = ContextKey::from_base64(&self.worker.context_key)?;
-        let runner = StepRunner::new(queue.clone(), store.clone(), providers, self.retries())
-            .with_events(Arc::clone(&self.events))
-            .with_context_key(key);
-        let runner = match self.worker.time_limits {
-            Some(limits) => runner.with_time_limits(limits),
-            None => runner,
-        };
-        let runner = match self.worker.file_limits {
-            Some(limits) => runner.with_file_limits(limits),
-            None => runner,
-        };
-        let runner = Arc::new(match &self.sandbox {
-            Some(host) => runner.with_sandbox(Arc::clone(host)),
-            None => runner,
-        });
+        let mut runner = StepRunner::builder(queue.clone(), store.clone(), providers)
+            .retry(self.retries())
+            .events(Arc::clone(&self.events))
+            .context_key(key);
+        if let Some(limits) = self.worker.time_limits {
+            runner = runner.time_limits(limits);
+        }
+        if let Some(limits) = self.worker.file_limits {
+            runner = runner.file_limits(limits);
+        }
+        if let Some(host) = &self.sandbox {
+            runner = runner.sandbox(Arc::clone(host));
+        }
+        let runner = Arc::new(runner.build());
         let worker = Worker::new(queue.clone(), runner, self.worker.concurrency, GRACE);
         let shutdown = CancellationToken::new();
         let stop = shutdown.clone();

@@ -20,17 +20,16 @@
 //! A full concurrency pool says nothing of when a place frees, so such a
 //! step comes back after [`SLOT_RECHECK`] and tries again; it holds
 //! nothing meanwhile.
+//!
+//! Only the decision is here (which failures defer, and for how long);
+//! `settle` publishes the message again.
 
 use std::time::Duration;
 
 use deepfleet_model::{ErrorKind, ModelError};
-use deepfleet_proto::{Envelope, SlotPool, StepJob};
-use deepfleet_queue::Delivery;
-use tracing::debug;
+use deepfleet_proto::SlotPool;
 
 use crate::error::StepError;
-use crate::events::{Event, EventScope};
-use crate::step::driver::StepRunner;
 
 /// The shortest deferral: below it the step awaits in place.
 const MIN_DELAY: Duration = Duration::from_millis(100);
@@ -40,17 +39,28 @@ const MIN_DELAY: Duration = Duration::from_millis(100);
 const SLOT_RECHECK: Duration = Duration::from_millis(500);
 
 /// Why a step is deferred, and for how long.
-#[derive(Debug, PartialEq, Eq)]
-enum Deferral {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Deferral {
     /// The rate limiter has capacity for its model call this far away.
     Capacity(Duration),
     /// Its run's pool is full.
     Slot(SlotPool),
 }
 
+impl Deferral {
+    /// How long the message waits on the queue before the step tries
+    /// again.
+    pub(super) fn delay(&self) -> Duration {
+        match self {
+            Deferral::Capacity(wait) => delay_for(*wait),
+            Deferral::Slot(_) => SLOT_RECHECK,
+        }
+    }
+}
+
 /// Why a step failing with `error` must be deferred, if it must: the rate
 /// limiter deferred its model call, or its run found a pool full.
-fn deferral(error: &StepError) -> Option<Deferral> {
+pub(super) fn deferral(error: &StepError) -> Option<Deferral> {
     match error {
         StepError::Model(ModelError {
             kind: ErrorKind::AwaitingCapacity,
@@ -63,42 +73,8 @@ fn deferral(error: &StepError) -> Option<Deferral> {
 }
 
 /// How long the message waits on the queue for a slot `wait` away.
-pub(super) fn delay_for(wait: Duration) -> Duration {
+fn delay_for(wait: Duration) -> Duration {
     (wait / 3).max(MIN_DELAY)
-}
-
-impl StepRunner {
-    /// A step failed with `error`: deferred when the rate limiter had no
-    /// capacity for it yet or its pool no place, else handled as a
-    /// failure.
-    pub(super) async fn defer_or_fail(
-        &self,
-        delivery: Box<dyn Delivery>,
-        envelope: Envelope,
-        job: StepJob,
-        error: StepError,
-    ) {
-        let scope = EventScope::of_job(&job.run_id, &job.thread_id);
-        let delay = match deferral(&error) {
-            Some(Deferral::Capacity(wait)) => {
-                let delay = delay_for(wait);
-                debug!(run = %job.run_id, step = job.step, ?wait, ?delay, "no model capacity yet; deferring the step");
-                self.events
-                    .emit(&scope, &Event::RateLimitWait { wait: delay });
-                delay
-            }
-            Some(Deferral::Slot(pool)) => {
-                debug!(run = %job.run_id, step = job.step, pool = %pool.name(), "concurrency pool full; deferring the step");
-                self.events.emit(&scope, &Event::SlotWait { pool });
-                SLOT_RECHECK
-            }
-            None => return self.failed(delivery, envelope, job, error).await,
-        };
-        // Back on the run's own lane: an interactive step stays ahead of
-        // batch steps when it returns.
-        self.publish_again(delivery, envelope, &job, delay, "deferred")
-            .await;
-    }
 }
 
 #[cfg(test)]
@@ -127,6 +103,17 @@ mod tests {
         };
         assert_eq!(deferral(&StepError::Model(limited)), None);
         assert_eq!(deferral(&StepError::LastDelivery), None);
+    }
+
+    #[test]
+    fn a_full_pool_looks_again_after_the_recheck() {
+        let pool = deepfleet_proto::SlotPool::parse("acme/research").unwrap();
+        assert_eq!(Deferral::Slot(pool).delay(), SLOT_RECHECK);
+        assert_eq!(
+            Deferral::Capacity(Duration::from_secs(3)).delay(),
+            Duration::from_secs(1)
+        );
+        assert_eq!(Deferral::Capacity(Duration::ZERO).delay(), MIN_DELAY);
     }
 
     #[test]
