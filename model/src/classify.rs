@@ -7,8 +7,33 @@
 
 use std::time::{Duration, SystemTime};
 
-use crate::openai::wire::ErrorBody;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
 use crate::{ErrorKind, ModelError};
+
+/// An error answer: `{"error": {...}}`, OpenAI's wire form of the shape
+/// all three providers share (re-exported in [`crate::openai::wire`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBody {
+    /// The error.
+    pub error: ErrorDetail,
+}
+
+/// The error of an [`ErrorBody`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorDetail {
+    /// What went wrong, in the provider's words.
+    #[serde(default)]
+    pub message: String,
+    /// Error class, e.g. `invalid_request_error`.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A string code such as `context_length_exceeded`; some providers
+    /// send numbers, so it stays JSON.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<Value>,
+}
 
 /// Phrases providers use when the prompt does not fit the window; matched
 /// case-insensitively against the whole body because some put it in

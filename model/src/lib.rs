@@ -40,7 +40,6 @@ pub mod ratelimit;
 mod registry;
 pub mod retry;
 mod schema;
-mod sse;
 pub mod stream;
 mod tool_list;
 pub mod transport;

@@ -8,18 +8,20 @@
 //! proportional to what the step added, never to the conversation.
 //!
 //! The store is a set of small capability traits, one per kind of state
-//! ([`Specs`], [`Runs`], [`Checkpoints`], [`History`], [`FanIn`], [`RunStreams`],
-//! [`Records`], [`RecordIndex`], [`Items`], [`Batches`], [`Retention`],
-//! [`Spend`]); a
-//! caller that needs one takes that trait, a caller that needs everything
-//! takes [`Store`], which every type implementing all of them is. `use deepfleet_store::prelude::*`
-//! brings every capability's methods into scope.
+//! ([`Specs`], [`Admission`], [`Runs`], [`Checkpoints`], [`History`],
+//! [`FanIn`], [`RunStreams`], [`Records`], [`RecordIndex`], [`Items`],
+//! [`Batches`], [`Retention`], [`Spend`], [`Slots`]); a caller that needs
+//! one takes that trait, a caller that needs everything takes [`Store`],
+//! which every type implementing all of them is.
+//! `use deepfleet_store::prelude::*` brings every capability's methods
+//! into scope.
 //!
-//! Each capability is a module with its trait and shared types, and a
-//! submodule per back end: [`embedded::EmbeddedStore`] (in process) and
-//! [`redis::RedisStore`] (a single Redis or a Redis Cluster). The back
-//! ends' plumbing (embedded state and snapshots; the Redis connection,
-//! codec and script calls) lives in `embedded` and `redis`.
+//! Each capability is a module with its trait and shared types, and knows
+//! no back end. Each back end is a module with its plumbing and a file per
+//! capability implementing that trait: [`embedded::EmbeddedStore`] (in
+//! process; state and snapshots) and [`redis::RedisStore`] (a single Redis
+//! or a Redis Cluster; connection, codec, script calls). So the back ends
+//! depend on the capabilities and never the other way round.
 #![warn(missing_docs)]
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 

@@ -11,6 +11,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+// The error body is the shape all three protocols share; it lives with
+// the classification that reads it, so that classifying needs no protocol.
+pub use crate::classify::{ErrorBody, ErrorDetail};
+
 use crate::{ReasoningEffort, ToolList};
 
 /// `POST /chat/completions` body.
@@ -356,26 +360,4 @@ pub struct PromptTokensDetails {
     /// Prompt tokens served from the cache.
     #[serde(default)]
     pub cached_tokens: u64,
-}
-
-/// An error answer: `{"error": {...}}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorBody {
-    /// The error.
-    pub error: ErrorDetail,
-}
-
-/// The error of an [`ErrorBody`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ErrorDetail {
-    /// What went wrong, in the provider's words.
-    #[serde(default)]
-    pub message: String,
-    /// Error class, e.g. `invalid_request_error`.
-    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// A string code such as `context_length_exceeded`; some providers
-    /// send numbers, so it stays JSON.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub code: Option<Value>,
 }

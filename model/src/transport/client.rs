@@ -17,9 +17,9 @@ use super::config::TransportConfig;
 use super::http::{checked, exchange, http_client, json, secret_header, send};
 use super::protocol::{StreamDecoder, WireProtocol};
 use super::shared_parts::{Kept, RequestBody, SharedParts};
+use super::sse::for_each_event;
 use crate::ratelimit::{Cost, LimitKey, RateGate, account_of};
 use crate::retry::RetryPolicy;
-use crate::sse::for_each_event;
 use crate::stream::{Assembler, DeltaSink, Discard};
 use crate::{ErrorKind, ModelClient, ModelError, ModelRequest, ModelResponse};
 

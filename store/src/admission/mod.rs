@@ -15,8 +15,6 @@
 //! to be out yet are *unstarted* until [`Admission::admission_started`],
 //! so a sweep can republish the step of a publisher that died.
 
-mod embedded;
-mod redis;
 pub(crate) mod window;
 
 use async_trait::async_trait;

@@ -1,9 +1,6 @@
 //! Batch progress: the done queue of each batch, which finished top-level
 //! runs join and the batch's follower drains.
 
-mod embedded;
-mod redis;
-
 use async_trait::async_trait;
 
 use crate::error::StoreError;

@@ -2,10 +2,7 @@
 //! messages a follower has not seen) and the one atomic commit that
 //! writes back everything the step produced.
 
-mod embedded;
 mod made_by;
-mod redis;
-pub(crate) mod thread_cache;
 
 use std::collections::BTreeMap;
 

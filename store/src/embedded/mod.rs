@@ -9,11 +9,28 @@
 //! state ends by snapshotting it, so a later process can pick up
 //! interrupted runs.
 //!
-//! This module is the plumbing; each capability implements its trait for
-//! [`EmbeddedStore`] in its own module (`crate::<capability>::embedded`),
-//! on the maps of [`State`] through [`EmbeddedStore::lock`].
+//! This module is the plumbing (`state.rs`, `snapshot.rs`) and, in a file
+//! per capability (`admission.rs`, `checkpoints.rs`, ...), the
+//! capability's trait implemented for [`EmbeddedStore`] on the maps of
+//! `State` through `EmbeddedStore::lock`. The capabilities' modules hold
+//! their traits and types and know no back end: the back end depends on
+//! them, never the other way round.
 
+mod admission;
+mod batches;
+mod checkpoints;
+mod fan_in;
+mod history;
+mod items;
+mod record_index;
+mod records;
+mod retention;
+mod run_streams;
+mod runs;
+mod slots;
 mod snapshot;
+mod specs;
+mod spend;
 mod state;
 
 use std::ops::{Deref, DerefMut};

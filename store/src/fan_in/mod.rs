@@ -3,9 +3,6 @@
 //! ([`crate::StepCommit::fan_in_expected`]) opens the fan-in; each child's
 //! completion records its result here.
 
-mod embedded;
-mod redis;
-
 use async_trait::async_trait;
 use deepfleet_proto::{ChildResult, ParentLink};
 

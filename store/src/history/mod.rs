@@ -33,8 +33,6 @@
 //! The history lives and dies with the thread's checkpoint
 //! ([`crate::Retention`] expires and deletes it with the rest).
 
-mod embedded;
-mod redis;
 mod replay;
 mod update;
 

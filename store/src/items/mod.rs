@@ -5,9 +5,7 @@
 //! Order is the same everywhere: namespaces label by label, then keys
 //! byte-wise, so a search pages identically on every store.
 
-mod embedded;
 pub(crate) mod query;
-mod redis;
 pub(crate) mod table;
 
 use async_trait::async_trait;

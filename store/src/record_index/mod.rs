@@ -24,8 +24,6 @@
 //! An index left empty is no key at all, on Redis as in the embedded
 //! store.
 
-mod embedded;
-mod redis;
 pub(crate) mod table;
 
 use std::time::Duration;

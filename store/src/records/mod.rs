@@ -3,9 +3,6 @@
 //! summaries), by kind and id. Listings go through
 //! [`crate::RecordIndex`]: the store keeps no list of a kind's records.
 
-pub(crate) mod embedded;
-mod redis;
-
 use std::time::Duration;
 
 use async_trait::async_trait;

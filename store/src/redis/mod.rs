@@ -3,18 +3,34 @@
 //! connection with its timeouts and retry, the JSON codec, script calls,
 //! the write-volume counter and tear-down).
 //!
-//! Each capability implements its trait for [`RedisStore`] in its own
-//! module (`crate::<capability>::redis`), which documents its part of the
-//! layout. Key names come from [`Keys`]; every thread key carries the
-//! thread id as a hash tag, so one thread lives in one slot, and each
-//! multi-key operation is one Lua script (`store/lua/`) over keys of one
-//! slot, so it is atomic on a cluster as on a single server.
+//! Each capability implements its trait for [`RedisStore`] in a file of
+//! its own here (`admission.rs`, `checkpoints.rs`, ...), which documents
+//! its part of the layout; the capabilities' modules know no back end.
+//! Key names come from [`Keys`]; every thread key carries the thread id
+//! as a hash tag, so one thread lives in one slot, and each multi-key
+//! operation is one Lua script (`store/lua/`) over keys of one slot, so
+//! it is atomic on a cluster as on a single server.
 
+mod admission;
+mod batches;
+mod checkpoints;
 pub(crate) mod codec;
 pub(crate) mod conn;
+mod fan_in;
+mod history;
+mod items;
 pub mod rate_limit;
+mod record_index;
+mod records;
 pub mod reseal;
+mod retention;
+mod run_streams;
+mod runs;
 pub(crate) mod scripts;
+mod slots;
+mod specs;
+mod spend;
+mod thread_cache;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,8 +42,8 @@ use redis::{Cmd, FromRedisValue};
 use self::codec::Codec;
 use self::conn::{Conn, Retry};
 use self::scripts::Call;
+use self::thread_cache::{DEFAULT_THREAD_CACHE_BYTES, ThreadCache};
 use crate::Keyring;
-use crate::checkpoints::thread_cache::{DEFAULT_THREAD_CACHE_BYTES, ThreadCache};
 use crate::error::StoreError;
 
 /// How long [`RedisStore::connect`] waits for a connection.

@@ -10,9 +10,6 @@
 //! ([`crate::Runs::create_run`]). Store items (`/memories/`) are never
 //! touched here: they live until deleted.
 
-mod embedded;
-mod redis;
-
 use std::time::Duration;
 
 use async_trait::async_trait;

@@ -3,9 +3,7 @@
 //! it shows while a model call is still streaming). Both are transient:
 //! a follower that misses entries recovers from the checkpoint.
 
-mod embedded;
 pub(crate) mod log;
-mod redis;
 
 use async_trait::async_trait;
 use deepfleet_proto::{RunDelta, RunEvent};

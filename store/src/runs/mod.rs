@@ -6,9 +6,6 @@
 //! ([`crate::Checkpoints::commit_step`]); this capability creates it and
 //! reads it.
 
-mod embedded;
-mod redis;
-
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;

@@ -10,9 +10,6 @@
 //! changes nothing, and a sweep gives back the slots of runs that ended
 //! without their follow-up.
 
-mod embedded;
-mod redis;
-
 use async_trait::async_trait;
 use deepfleet_proto::{ConcurrencyLimit, SlotPool};
 

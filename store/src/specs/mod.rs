@@ -5,9 +5,6 @@
 //! `deepfleet submit` bringing its own) never changes a run under way, and
 //! only the scheduler's registration changes what a name serves.
 
-mod embedded;
-mod redis;
-
 use async_trait::async_trait;
 use deepfleet_proto::{AgentSpec, ServedSpec};
 

@@ -9,9 +9,6 @@
 //! so the total is exactly the sum of the runs' own costs however often
 //! follow-ups repeat.
 
-mod embedded;
-mod redis;
-
 use async_trait::async_trait;
 
 use crate::error::StoreError;

@@ -1,6 +1,8 @@
 //! Where the scenarios run: the embedded store, Redis on 127.0.0.1:6379,
 //! and the three-node cluster of `cluster.rs`, each Redis store under a
-//! key prefix of its own that is deleted afterwards, pass or fail.
+//! key prefix of its own that is deleted afterwards, pass or fail; and
+//! what a sealed Redis keyspace is checked with afterwards ([`dump`],
+//! [`assert_no_clear_content`]), which `sealed.rs` uses too.
 
 use std::future::Future;
 use std::panic::resume_unwind;
@@ -49,7 +51,7 @@ pub async fn on_sealed(scenario: Scenario) {
         let store = Arc::new(Arc::into_inner(store).unwrap().with_keyring(keyring));
         with_cleanup(store, |s| async move {
             scenario(s).await;
-            crate::sealed::assert_no_clear_content(&prefix).await;
+            assert_no_clear_content(&prefix).await;
         })
         .await;
     }
@@ -110,5 +112,68 @@ where
     assert_eq!(store.delete_prefix().await.unwrap(), 0, "keys left behind");
     if let Err(e) = outcome {
         resume_unwind(e.into_panic());
+    }
+}
+
+/// Every value under `prefix`, whatever the key's type, with its key.
+pub async fn dump(prefix: &str) -> Vec<(String, String)> {
+    let client = redis::Client::open(REDIS_URL).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{prefix}:*"))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let query = match kind.as_str() {
+            "string" => redis::cmd("GET").arg(&key).clone(),
+            "hash" => redis::cmd("HVALS").arg(&key).clone(),
+            "list" => redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).clone(),
+            "set" => redis::cmd("SMEMBERS").arg(&key).clone(),
+            "zset" => redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).clone(),
+            "stream" => {
+                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
+                    .arg(&key)
+                    .arg("-")
+                    .arg("+")
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap();
+                for (_, fields) in entries {
+                    out.extend(
+                        fields
+                            .into_iter()
+                            .skip(1)
+                            .step_by(2)
+                            .map(|v| (key.clone(), v)),
+                    );
+                }
+                continue;
+            }
+            other => panic!("unexpected key type {other} at {key}"),
+        };
+        let values: Vec<String> = match kind.as_str() {
+            "string" => vec![query.query_async(&mut conn).await.unwrap()],
+            _ => query.query_async(&mut conn).await.unwrap(),
+        };
+        out.extend(values.into_iter().map(|v| (key.clone(), v)));
+    }
+    out
+}
+
+/// No value under `prefix` is a JSON object or list in clear: everything
+/// with content is sealed, what is left are ids, names and counters.
+pub async fn assert_no_clear_content(prefix: &str) {
+    for (key, value) in dump(prefix).await {
+        assert!(
+            !value.starts_with(['{', '[']),
+            "clear content at {key}: {value}"
+        );
     }
 }

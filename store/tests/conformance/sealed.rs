@@ -11,71 +11,10 @@ use deepfleet_store::{CommitOutcome, Keyring, StepCommit, StoreError, ThreadSeed
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use crate::harness::{REDIS_URL, START_REDIS, connect, with_cleanup};
+use crate::harness::{
+    REDIS_URL, START_REDIS, assert_no_clear_content, connect, dump, with_cleanup,
+};
 use crate::support::{child, commit, file, msg, object, parent_of, pending, record};
-
-/// Every value under `prefix`, whatever the key's type, with its key.
-pub async fn dump(prefix: &str) -> Vec<(String, String)> {
-    let client = redis::Client::open(REDIS_URL).unwrap();
-    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-    let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{prefix}:*"))
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    let mut out = Vec::new();
-    for key in keys {
-        let kind: String = redis::cmd("TYPE")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        let query = match kind.as_str() {
-            "string" => redis::cmd("GET").arg(&key).clone(),
-            "hash" => redis::cmd("HVALS").arg(&key).clone(),
-            "list" => redis::cmd("LRANGE").arg(&key).arg(0).arg(-1).clone(),
-            "set" => redis::cmd("SMEMBERS").arg(&key).clone(),
-            "zset" => redis::cmd("ZRANGE").arg(&key).arg(0).arg(-1).clone(),
-            "stream" => {
-                let entries: Vec<(String, Vec<String>)> = redis::cmd("XRANGE")
-                    .arg(&key)
-                    .arg("-")
-                    .arg("+")
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
-                for (_, fields) in entries {
-                    out.extend(
-                        fields
-                            .into_iter()
-                            .skip(1)
-                            .step_by(2)
-                            .map(|v| (key.clone(), v)),
-                    );
-                }
-                continue;
-            }
-            other => panic!("unexpected key type {other} at {key}"),
-        };
-        let values: Vec<String> = match kind.as_str() {
-            "string" => vec![query.query_async(&mut conn).await.unwrap()],
-            _ => query.query_async(&mut conn).await.unwrap(),
-        };
-        out.extend(values.into_iter().map(|v| (key.clone(), v)));
-    }
-    out
-}
-
-/// No value under `prefix` is a JSON object or list in clear: everything
-/// with content is sealed, what is left are ids, names and counters.
-pub async fn assert_no_clear_content(prefix: &str) {
-    for (key, value) in dump(prefix).await {
-        assert!(
-            !value.starts_with(['{', '[']),
-            "clear content at {key}: {value}"
-        );
-    }
-}
 
 fn ring(entries: &[(&str, &str)], current: &str) -> Arc<Keyring> {
     let text: Vec<String> = entries.iter().map(|(k, v)| format!("{k}:{v}")).collect();

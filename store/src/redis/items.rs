@@ -23,9 +23,9 @@ use deepfleet_proto::{Item, ItemSearch, NamespaceQuery};
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::Items;
-use super::query::{Pager, check_address, check_prefix, has_prefix, list_namespaces};
 use crate::error::StoreError;
+use crate::items::Items;
+use crate::items::query::{Pager, check_address, check_prefix, has_prefix, list_namespaces};
 use crate::redis::RedisStore;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;

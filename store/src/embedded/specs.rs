@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 use deepfleet_proto::{AgentSpec, ServedSpec};
 
-use super::Specs;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::specs::Specs;
 
 fn version_key(name: &str, version: &str) -> String {
     format!("{name}@{version}")

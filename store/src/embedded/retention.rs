@@ -8,9 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 
-use super::{Retention, ttl_secs};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::retention::{Retention, ttl_secs};
 
 /// The instant `ttl` from now, in the state's clock.
 fn deadline(ttl: Duration) -> chrono::DateTime<Utc> {

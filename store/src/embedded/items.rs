@@ -4,10 +4,10 @@ use async_trait::async_trait;
 use deepfleet_proto::{Item, ItemSearch, NamespaceQuery};
 use serde_json::{Map, Value};
 
-use super::Items;
-use super::query::{check_address, check_prefix};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::items::Items;
+use crate::items::query::{check_address, check_prefix};
 
 #[async_trait]
 impl Items for EmbeddedStore {

@@ -13,7 +13,6 @@ use deepfleet_proto::{FileData, Keys, RunRecord};
 use redis::Script;
 use serde_json::{Map, Value};
 
-use super::{Runs, ThreadSeed};
 use crate::checkpoints::log_tokens;
 use crate::error::StoreError;
 use crate::history::Change;
@@ -21,6 +20,7 @@ use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
+use crate::runs::{Runs, ThreadSeed};
 
 static CREATE_RUN: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/create_run.lua")));

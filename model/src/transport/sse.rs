@@ -4,7 +4,7 @@
 //! falling anywhere, even inside a UTF-8 character, are tested without a
 //! server; [`for_each_event`] drives it from a bounded reqwest body.
 
-use crate::transport::BoundedBody;
+use super::body::BoundedBody;
 use crate::{ErrorKind, ModelError};
 
 /// One event: its `event:` name (empty when absent) and its `data:` lines

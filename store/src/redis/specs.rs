@@ -5,9 +5,9 @@
 use async_trait::async_trait;
 use deepfleet_proto::{AgentSpec, ServedSpec};
 
-use super::Specs;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
+use crate::specs::Specs;
 
 #[async_trait]
 impl Specs for RedisStore {

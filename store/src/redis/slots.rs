@@ -9,11 +9,11 @@ use async_trait::async_trait;
 use deepfleet_proto::{ConcurrencyLimit, SlotPool};
 use redis::Script;
 
-use super::Slots;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
+use crate::slots::Slots;
 
 static TAKE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/take_slots.lua")));

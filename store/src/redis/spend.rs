@@ -7,11 +7,11 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{SPEND_TTL_SECS, Spend};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
+use crate::spend::{SPEND_TTL_SECS, Spend};
 
 static REPORT_SPEND: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/report_spend.lua")));

@@ -14,8 +14,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{IndexEntry, Order, RecordIndex};
 use crate::error::StoreError;
+use crate::record_index::{IndexEntry, Order, RecordIndex};
 use crate::redis::conn::Retry;
 use crate::redis::scripts::Call;
 use crate::redis::{RedisStore, millis};

@@ -8,11 +8,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::Utc;
 
-use super::table::IndexTable;
-use super::{IndexEntry, Order, RecordIndex};
+use super::records::deadline_after;
 use crate::embedded::{EmbeddedStore, Locked};
 use crate::error::StoreError;
-use crate::records::embedded::deadline_after;
+use crate::record_index::table::IndexTable;
+use crate::record_index::{IndexEntry, Order, RecordIndex};
 
 #[async_trait]
 impl RecordIndex for EmbeddedStore {

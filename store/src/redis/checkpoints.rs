@@ -28,7 +28,7 @@ use redis::Script;
 use serde_json::{Map, Value};
 
 use super::thread_cache::{self, HeldThread, Tail};
-use super::{
+use crate::checkpoints::{
     Checkpoint, CheckpointNotes, Checkpoints, CommitOutcome, StepCommit, UpdateMark, log_tokens,
 };
 use crate::error::StoreError;

@@ -7,10 +7,12 @@ use deepfleet_proto::{RunDelta, RunEvent};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::conn::Retry;
+use crate::run_streams::{
+    RUN_DELTAS_MAX, RUN_DELTAS_TTL_SECS, RUN_EVENTS_MAX, RUN_EVENTS_TTL_SECS, RunStreams,
+};
 
 /// The stream entry's one field, holding the event's JSON.
 const FIELD: &str = "e";

@@ -13,9 +13,9 @@ use redis::Script;
 
 use serde_json::{Map, Value};
 
-use super::{Change, History, Logged, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 use crate::checkpoints::CheckpointNotes;
 use crate::error::StoreError;
+use crate::history::{Change, History, Logged, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;

@@ -1,15 +1,15 @@
 //! History in the embedded store's `history` map, appended to by the
-//! commits and seeds themselves (`checkpoints/embedded.rs`,
-//! `runs/embedded.rs`) and by updates here, in their critical sections.
+//! commits and seeds themselves (`checkpoints.rs`, `runs.rs`) and by
+//! updates here, in their critical sections.
 
 use async_trait::async_trait;
 
 use serde_json::{Map, Value};
 
-use super::{Change, Fence, History, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 use crate::checkpoints::CheckpointNotes;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::history::{Change, Fence, History, ThreadUpdate, Timeline, UpdateOutcome, keep_latest};
 
 #[async_trait]
 impl History for EmbeddedStore {

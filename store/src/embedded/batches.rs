@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::Batches;
+use crate::batches::Batches;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 

@@ -2,9 +2,9 @@
 
 use async_trait::async_trait;
 
-use super::Spend;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::spend::Spend;
 
 #[async_trait]
 impl Spend for EmbeddedStore {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use async_trait::async_trait;
 use deepfleet_proto::LoggedMessage;
 
-use super::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
+use crate::checkpoints::{Checkpoint, Checkpoints, CommitOutcome, StepCommit, log_tokens};
 use crate::embedded::{EmbeddedStore, RunFanIn};
 use crate::error::StoreError;
 use crate::history::Change;

@@ -3,8 +3,8 @@
 
 use async_trait::async_trait;
 
-use super::window::Window;
-use super::{Admission, AdmissionState, Entered};
+use crate::admission::window::Window;
+use crate::admission::{Admission, AdmissionState, Entered};
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 

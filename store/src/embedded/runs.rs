@@ -6,11 +6,11 @@
 use async_trait::async_trait;
 use deepfleet_proto::RunRecord;
 
-use super::{Runs, ThreadSeed};
 use crate::checkpoints::log_tokens;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
 use crate::history::Change;
+use crate::runs::{Runs, ThreadSeed};
 
 #[async_trait]
 impl Runs for EmbeddedStore {

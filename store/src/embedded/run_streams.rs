@@ -3,9 +3,9 @@
 use async_trait::async_trait;
 use deepfleet_proto::{RunDelta, RunEvent};
 
-use super::RunStreams;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::run_streams::RunStreams;
 
 #[async_trait]
 impl RunStreams for EmbeddedStore {

@@ -3,9 +3,9 @@
 use async_trait::async_trait;
 use deepfleet_proto::{ChildResult, ParentLink};
 
-use super::FanIn;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::fan_in::FanIn;
 
 #[async_trait]
 impl FanIn for EmbeddedStore {

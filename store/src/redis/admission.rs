@@ -7,7 +7,7 @@ use std::sync::LazyLock;
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{Admission, AdmissionState, Entered};
+use crate::admission::{Admission, AdmissionState, Entered};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::conn::Retry;

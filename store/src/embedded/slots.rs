@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 use deepfleet_proto::{ConcurrencyLimit, SlotPool};
 
-use super::Slots;
 use crate::embedded::EmbeddedStore;
 use crate::error::StoreError;
+use crate::slots::Slots;
 
 #[async_trait]
 impl Slots for EmbeddedStore {

@@ -12,10 +12,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::Script;
 
-use super::{Retention, ttl_secs};
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::scripts::Call;
+use crate::retention::{Retention, ttl_secs};
 
 static DISPOSE_THREAD: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("../../lua/dispose_thread.lua")));

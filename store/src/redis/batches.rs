@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::Batches;
+use crate::batches::Batches;
 use crate::error::StoreError;
 use crate::redis::RedisStore;
 use crate::redis::conn::Retry;

@@ -16,8 +16,8 @@ use async_trait::async_trait;
 use redis::Value as RedisValue;
 use serde_json::Value;
 
-use super::Records;
 use crate::error::StoreError;
+use crate::records::Records;
 use crate::redis::conn::Retry;
 use crate::redis::{RedisStore, millis};
 

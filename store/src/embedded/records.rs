@@ -13,9 +13,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use super::Records;
 use crate::embedded::{EmbeddedStore, State};
 use crate::error::StoreError;
+use crate::records::Records;
 
 /// How often a write sweeps out every expired record and index.
 pub(crate) const SWEEP_EVERY: Duration = Duration::from_secs(10);

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use deepfleet_proto::{ChildResult, Keys, ParentLink};
 use redis::Script;
 
-use super::FanIn;
 use crate::error::StoreError;
+use crate::fan_in::FanIn;
 use crate::redis::RedisStore;
 use crate::redis::codec::Codec;
 use crate::redis::conn::Retry;
