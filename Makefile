@@ -65,7 +65,10 @@ lint:
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --target-dir target --all-targets -- -D warnings
+	scripts/test_check_import_loops.py
 	scripts/check-import-loops.py
+	scripts/test_check_architecture.py
+	CARGO=$(CARGO) scripts/check-architecture.py
 
 ## The example batch, embedded mode.
 run:

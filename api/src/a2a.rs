@@ -34,12 +34,11 @@ use super::a2a_wire::{
     METHOD_NOT_FOUND, Method, RpcError, RpcRequest, SendParams, TASK_NOT_CANCELABLE, TaskState,
     error, parse_request, result, send_params, task_id,
 };
-use super::assistants;
 use super::error::ApiError;
 use super::routes::{READ, Routes, require};
 use super::state::ApiState;
-use super::wait::{KEEP_ALIVE, ended_within};
-use crate::repo::runs::RunMeta;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::runs::follow::{KEEP_ALIVE, ended_within};
 
 /// How long `tasks/cancel` waits for a running run to stop at its next
 /// step boundary before answering the task as it is.
@@ -55,7 +54,9 @@ async fn rpc(
     Path(assistant_id): Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let assistant = assistants::find(&state, &caller.tenant, &assistant_id).await?;
+    let assistant =
+        deepfleet_scheduler::runs::assistants::find(&state.runs, &caller.tenant, &assistant_id)
+            .await?;
     // A body past the limit (or cut off) is refused as every route
     // refuses it; what it holds is the JSON-RPC layer's to judge.
     let body = body.map_err(|e| ApiError::client(e.status(), e.body_text()))?;
@@ -115,7 +116,7 @@ async fn send(
     }
     let (tx, rx) = mpsc::channel::<Result<Bytes, Infallible>>(4);
     tokio::spawn(async move {
-        let ended = ended_within(&state, &meta, SEND_WAIT);
+        let ended = ended_within(&state.runs, &meta, SEND_WAIT);
         tokio::pin!(ended);
         let mut beat = interval_at(Instant::now() + KEEP_ALIVE, KEEP_ALIVE);
         let waited = loop {
@@ -130,7 +131,7 @@ async fn send(
         };
         let task = match waited {
             Ok(_) => view(&state, &meta).await.map(|v| v.task()),
-            Err(e) => Err(e),
+            Err(e) => Err(e.into()),
         };
         let body = match task {
             Ok(task) => result(&id, task),
@@ -252,13 +253,14 @@ async fn cancel(
         ));
     }
     state
+        .runs
         .life
         .cancel(&mut meta)
         .await
         .map_err(|e| rpc_error(&e.into()))?;
-    ended_within(state, &meta, CANCEL_WAIT)
+    ended_within(&state.runs, &meta, CANCEL_WAIT)
         .await
-        .map_err(|e| rpc_error(&e))?;
+        .map_err(|e| rpc_error(&e.into()))?;
     let after = view(state, &meta).await.map_err(|e| rpc_error(&e))?;
     Ok(after.task())
 }

@@ -11,10 +11,10 @@ use serde_json::{Value, json};
 
 use super::a2a_wire::{INTERNAL_ERROR, RpcError, SendParams, TaskState, TaskView};
 use super::error::ApiError;
-use super::run_create::create_run;
 use super::state::ApiState;
-use crate::repo::a2a_tasks::{A2aTask, a2a_tasks};
-use crate::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::repo::a2a_tasks::{A2aTask, a2a_tasks};
+use deepfleet_scheduler::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::runs::create::create_run;
 
 /// How long `message/send` (and `message/stream`) wait for a task's run;
 /// past it, the answer is the task as it is then (still working), which
@@ -49,7 +49,7 @@ pub async fn start(
         "metadata": {"a2a": true},
     }))
     .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    let meta = create_run(state, tenant, Some(&thread_id), &body, None).await?;
+    let meta = create_run(&state.runs, tenant, Some(&thread_id), &body, None).await?;
     let task = A2aTask {
         thread_id,
         assistant_id: assistant.assistant_id.clone(),
@@ -73,7 +73,7 @@ pub async fn resume(
         "command": {"resume": decisions},
     }))
     .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    create_run(state, tenant, Some(&meta.thread_id), &body, None).await
+    Ok(create_run(&state.runs, tenant, Some(&meta.thread_id), &body, None).await?)
 }
 
 /// `tenant`'s task `task_id` that `assistant_id`'s endpoint started;
@@ -97,7 +97,7 @@ pub async fn find(
 
 /// The task of the run of `meta`, as it is now.
 pub async fn view(state: &ApiState, meta: &RunMeta) -> Result<TaskView, ApiError> {
-    let record = state.life.run_record(meta).await?;
+    let record = state.runs.life.run_record(meta).await?;
     let task_state = TaskState::of(record.as_ref().map(|r| r.status), meta.cancelled);
     let (timestamp, answer, error) = match record {
         Some(run) => (

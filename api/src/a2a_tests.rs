@@ -250,7 +250,7 @@ async fn the_agent_card_points_at_the_endpoint() {
     let card = api.raw(request).await;
     assert_eq!(card.status, StatusCode::OK, "{}", card.text);
     let card = card.json();
-    let id = super::super::assistants::system_assistant_id("agent");
+    let id = deepfleet_scheduler::runs::assistants::system_assistant_id("agent");
     assert_eq!(card["url"], format!("http://fleet.local:2024/a2a/{id}"));
     assert_eq!(card["name"], "agent");
     assert_eq!(card["capabilities"]["streaming"], true);

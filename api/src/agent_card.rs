@@ -11,10 +11,10 @@ use deepfleet_proto::api::{AgentCardQuery, Assistant};
 use deepfleet_proto::{AgentSpec, Caller};
 use serde_json::{Value, json};
 
-use super::assistants::find;
 use super::error::{ApiError, QueryString};
 use super::routes::{READ, Routes};
 use super::state::ApiState;
+use deepfleet_scheduler::runs::assistants::find;
 
 /// The A2A protocol version the cards and the endpoint follow.
 pub const A2A_VERSION: &str = "0.3.0";
@@ -31,8 +31,9 @@ async fn card(
     headers: HeaderMap,
     QueryString(query): QueryString<AgentCardQuery>,
 ) -> Result<Json<Value>, ApiError> {
-    let assistant = find(&state, &caller.tenant, &query.assistant_id).await?;
+    let assistant = find(&state.runs, &caller.tenant, &query.assistant_id).await?;
     let spec = state
+        .runs
         .life
         .intake()
         .spec_for(&assistant.graph_id)

@@ -9,12 +9,12 @@ use deepfleet_proto::api::{Assistant, AssistantCountParams};
 use deepfleet_proto::keys::records::tenant_assistants;
 use deepfleet_store::Order;
 
-use super::assistants::system;
 use super::error::{ApiError, Body};
 use super::routes::{READ, Routes};
 use super::search::metadata_matches;
 use super::state::ApiState;
-use crate::repo::assistants::assistants;
+use deepfleet_scheduler::repo::assistants::assistants;
+use deepfleet_scheduler::runs::assistants::system;
 
 pub(super) fn routes() -> Routes {
     Routes::new().post("/assistants/count", READ, count)
@@ -33,8 +33,8 @@ async fn count(
             && metadata_matches(body.metadata.as_ref(), &a.metadata)
     };
     let mut n = 0;
-    for graph in state.graphs.names() {
-        n += u64::from(matches(&system(&state, &graph)));
+    for graph in state.runs.graphs.names() {
+        n += u64::from(matches(&system(&state.runs, &graph)));
     }
     let repo = assistants(state.store());
     let mut walk = repo.walk(tenant_assistants(caller.tenant.as_str()), Order::Ascending);

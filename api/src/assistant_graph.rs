@@ -18,10 +18,10 @@ use deepfleet_proto::api::{
 use deepfleet_proto::{AgentSpec, Caller};
 use serde_json::{Map, Value, json};
 
-use super::assistants::find;
 use super::error::ApiError;
 use super::routes::{READ, Routes};
 use super::state::ApiState;
+use deepfleet_scheduler::runs::assistants::find;
 
 /// The node that summarizes the conversation before a model call.
 const SUMMARIZE: &str = "SummarizationMiddleware.before_model";
@@ -60,8 +60,13 @@ async fn spec_of(
     caller: &Caller,
     id: &str,
 ) -> Result<(String, AgentSpec), ApiError> {
-    let assistant = find(state, &caller.tenant, id).await?;
-    let served = state.life.intake().spec_for(&assistant.graph_id).await?;
+    let assistant = find(&state.runs, &caller.tenant, id).await?;
+    let served = state
+        .runs
+        .life
+        .intake()
+        .spec_for(&assistant.graph_id)
+        .await?;
     Ok((assistant.graph_id, served.spec))
 }
 

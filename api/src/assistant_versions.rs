@@ -15,15 +15,15 @@ use deepfleet_proto::keys::records::assistant_versions;
 use deepfleet_proto::{Caller, TenantId};
 use deepfleet_store::Order;
 
-use super::assistants::{Given, system, system_assistant_id, unknown_graph};
 use super::error::{ApiError, Body};
 use super::routes::{ADMIN, READ, Routes};
-use super::search::{DEFAULT_LIMIT, Paging, metadata_matches};
+use super::search::{Paging, metadata_matches, page_size};
 use super::state::ApiState;
-use crate::repo::assistants::{AssistantRecord, assistants, versions_of};
-
-/// The most versions one page lists.
-pub const MAX_VERSIONS_LIMIT: usize = 1000;
+use deepfleet_scheduler::repo::assistants::{AssistantRecord, assistants, versions_of};
+use deepfleet_scheduler::runs::assistants::Given;
+use deepfleet_scheduler::runs::assistants::system;
+use deepfleet_scheduler::runs::assistants::system_assistant_id;
+use deepfleet_scheduler::runs::assistants::unknown_graph;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
@@ -48,19 +48,19 @@ async fn update(
     }
     let mut next = record.assistant.clone();
     if let Some(graph_id) = body.graph_id {
-        if !state.graphs.contains(&graph_id) {
-            return Err(unknown_graph(&state, &graph_id));
+        if !state.runs.graphs.contains(&graph_id) {
+            return Err(unknown_graph(&state.runs, &graph_id).into());
         }
         next.graph_id = graph_id;
     }
     // Both are guarded again, given or kept: the graph (or its
     // `context_secrets`) may have changed since they were stored.
-    let kept = Given::of(&state, &record)?;
+    let kept = Given::of(&state.runs, &record)?;
     let given = Given {
         context: body.context.unwrap_or(kept.context),
         config: body.config.unwrap_or(kept.config),
     };
-    let guarded = given.guard(&state, &next.graph_id, &id).await?;
+    let guarded = given.guard(&state.runs, &next.graph_id, &id).await?;
     next.context = guarded.context;
     next.config = guarded.config;
     record.sealed_context = guarded.sealed_context;
@@ -105,12 +105,7 @@ async fn list(
     Path(id): Path<String>,
     Body(body): Body<AssistantVersionsParams>,
 ) -> Result<Json<Vec<Assistant>>, ApiError> {
-    let limit = body.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit > MAX_VERSIONS_LIMIT {
-        return Err(ApiError::unprocessable(format!(
-            "limit must be at most {MAX_VERSIONS_LIMIT}, got {limit}"
-        )));
-    }
+    let limit = page_size(body.limit);
     // A system assistant has its one version, as has a record from
     // before versions.
     let single = |only: Assistant| {
@@ -120,14 +115,14 @@ async fn list(
         Json(if keep { vec![only] } else { Vec::new() })
     };
     if let Some(graph) = system_graph(&state, &id) {
-        return Ok(single(system(&state, &graph)));
+        return Ok(single(system(&state.runs, &graph)));
     }
     let record = load(&state, &caller.tenant, &id).await?;
     let index = assistant_versions(&id);
     if state.store().index_count(&index).await? == 0 {
         return Ok(single(record.assistant));
     }
-    let mut paging = Paging::new(body.offset, Some(limit), body.metadata.is_some())?;
+    let mut paging = Paging::new(body.offset, body.limit, body.metadata.is_some());
     let versions = versions_of(state.store(), &id);
     let mut walk = versions
         .walk(index, Order::Descending)
@@ -197,6 +192,7 @@ async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<Assistant
 /// name), if any.
 fn system_graph(state: &ApiState, id: &str) -> Option<String> {
     state
+        .runs
         .graphs
         .names()
         .into_iter()

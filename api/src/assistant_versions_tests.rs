@@ -6,8 +6,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::super::test_support::{GRAPH, KEY_A, KEY_B, TestApi, api, two_tenants};
-use super::MAX_VERSIONS_LIMIT;
-use crate::api::assistants::system_assistant_id;
+use deepfleet_proto::api::PageLimit;
+use deepfleet_scheduler::runs::assistants::system_assistant_id;
 
 async fn create(api: &TestApi, id: &str) -> Value {
     let body = json!({"graph_id": GRAPH, "assistant_id": id, "config": {"tags": ["a"]},
@@ -69,8 +69,9 @@ async fn each_change_is_a_new_version_listed_newest_first() {
         versions(&list(json!({"metadata": {"tier": 2}})).await.json()),
         [3, 2]
     );
-    let too_many = list(json!({"limit": MAX_VERSIONS_LIMIT + 1})).await;
+    let too_many = list(json!({"limit": PageLimit::MAX + 1})).await;
     assert_eq!(too_many.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(too_many.text.contains("limit"), "{}", too_many.text);
     let bad = api
         .send("PATCH", "/assistants/a1", Some(json!({"graph_id": "nope"})))
         .await;
@@ -215,7 +216,7 @@ async fn every_version_seals_the_secrets_of_its_config() {
         "name: {GRAPH}\nmodel: openai:x\ncontext_secrets: [api_token]\n"
     ))
     .unwrap();
-    api.state.life.intake().register(&spec).await.unwrap();
+    api.state.runs.life.intake().register(&spec).await.unwrap();
     // ...and sealed by the next change, whatever it changes.
     let redacted = json!({"configurable": {"api_token": "[redacted]"}});
     let second = patch(&api, "sec", json!({"metadata": {"n": 2}})).await;

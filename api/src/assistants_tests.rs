@@ -5,7 +5,7 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::super::test_support::{GRAPH, api};
-use super::system_assistant_id;
+use deepfleet_scheduler::runs::assistants::system_assistant_id;
 
 #[tokio::test]
 async fn a_created_assistant_reads_back_and_is_found_by_search() {
@@ -179,7 +179,7 @@ async fn an_assistants_secrets_are_sealed_shown_redacted_and_reach_its_runs() {
         "name: {GRAPH}\nmodel: openai:x\ncontext_secrets: [api_key]\n"
     ))
     .unwrap();
-    api.state.life.intake().register(&spec).await.unwrap();
+    api.state.runs.life.intake().register(&spec).await.unwrap();
     let body = json!({"graph_id": GRAPH, "assistant_id": "sec",
         "context": {"api_key": "sk-very-secret", "user": "u"}});
     let created = api.send("POST", "/assistants", Some(body)).await;
@@ -225,9 +225,9 @@ const READ_KEY: &str = "read-key";
 /// The API with [`ADMIN_KEY`] and [`READ_KEY`], serving [`GRAPH`] with
 /// `api_token` among its `context_secrets`.
 async fn api_with_secret_token() -> super::super::test_support::TestApi {
-    use super::super::auth::{ApiKeys, key_line};
     use super::super::test_support::api_with;
     use deepfleet_proto::{AgentSpec, Role, TenantId};
+    use deepfleet_scheduler::keys::{ApiKeys, key_line};
 
     let tenant = TenantId::new("t").unwrap();
     let lines = [
@@ -240,7 +240,7 @@ async fn api_with_secret_token() -> super::super::test_support::TestApi {
         "name: {GRAPH}\nmodel: openai:x\ncontext_secrets: [api_token]\n"
     ))
     .unwrap();
-    api.state.life.intake().register(&spec).await.unwrap();
+    api.state.runs.life.intake().register(&spec).await.unwrap();
     api
 }
 
@@ -312,13 +312,13 @@ async fn secrets_in_an_assistants_configurable_are_sealed_answered_redacted_and_
 
 #[tokio::test]
 async fn a_secret_in_an_assistants_config_without_a_context_key_is_refused() {
-    use crate::intake::Intake;
-    use crate::lifecycle::Lifecycle;
+    use deepfleet_scheduler::Intake;
+    use deepfleet_scheduler::lifecycle::Lifecycle;
 
     let mut api = api_with_secret_token().await;
     // The same back ends, with no key to seal anything.
     let intake = Intake::new(api.store.clone(), api.queue.clone());
-    api.state.life = Lifecycle::new(intake);
+    api.state.runs.life = Lifecycle::new(intake);
     api.router = super::super::router(api.state.clone());
     let body = json!({"graph_id": GRAPH, "assistant_id": "sec",
         "config": {"configurable": {"api_token": "s3cret"}}});

@@ -9,8 +9,10 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::api::routes::Access;
-use crate::api::test_support::{TestApi, api_with, finish, run_body};
+use crate::routes::Access;
+use crate::test_support::{TestApi, api_with, finish, run_body};
+use deepfleet_proto::tenant::{Caller, Role, TenantId};
+use deepfleet_scheduler::keys::{ApiKeys, key_hash, key_line};
 
 const A_ADMIN: &str = "key-a-admin";
 const A_READ: &str = "key-a-read";
@@ -71,7 +73,7 @@ fn keys_come_as_x_api_key_or_bearer() {
 
 #[test]
 fn the_route_table_declares_each_routes_role() {
-    let table = crate::api::route_table();
+    let table = crate::route_table();
     for (method, path, role) in [
         (Method::GET, "/threads/{thread_id}", Role::Read),
         (Method::POST, "/threads/search", Role::Read),

@@ -21,15 +21,16 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use super::error::{ApiError, Body, QueryString};
-use super::in_flight;
 use super::routes::{READ, Routes, SUBMIT};
-use super::run_create::create_checked;
-use super::run_request::{self, CheckedRun};
-use super::run_resource::{created_resource, run_resource};
 use super::state::ApiState;
-use crate::lifecycle::status::api_status;
-use crate::repo::batches::{BatchHeader, BatchMember, batches, members};
-use crate::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::lifecycle::status::api_status;
+use deepfleet_scheduler::repo::batches::{BatchHeader, BatchMember, batches, members};
+use deepfleet_scheduler::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::runs::create::create_checked;
+use deepfleet_scheduler::runs::created_resource;
+use deepfleet_scheduler::runs::in_flight;
+use deepfleet_scheduler::runs::request::{self as run_request, CheckedRun};
+use deepfleet_scheduler::runs::run_resource;
 
 /// Most results per page.
 const MAX_PAGE: usize = 1000;
@@ -193,12 +194,12 @@ async fn create(
         body.metadata
             .get_or_insert_with(Map::new)
             .insert("batch_id".into(), Value::String(batch_id.to_owned()));
-        let checked = run_request::check(state, tenant, None, &body)
+        let checked = run_request::check(&state.runs, tenant, None, &body)
             .await
-            .map_err(|e| e.within(&format!("runs[{index}]")))?;
+            .map_err(|e| ApiError::from(e).within(&format!("runs[{index}]")))?;
         requests.push((body, checked));
     }
-    in_flight::check(state, tenant, requests.len()).await?;
+    in_flight::check(&state.runs, tenant, requests.len()).await?;
     let header = BatchHeader {
         batch_id: batch_id.to_owned(),
         tenant: tenant.clone(),
@@ -222,7 +223,7 @@ async fn create(
     let mut metas = Vec::with_capacity(bodies.len());
     for (index, (body, checked)) in (0u64..).zip(requests) {
         let meta = create_checked(
-            state,
+            &state.runs,
             tenant,
             None,
             &body,
@@ -292,7 +293,7 @@ async fn counts(
             .get(&member.run_id)
             .await?
         {
-            counts.add(run_resource(&state, &meta).await?.status);
+            counts.add(run_resource(&state.runs, &meta).await?.status);
         }
     }
     Ok(Json(BatchResponse {

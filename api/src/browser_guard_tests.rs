@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::*;
-use crate::api::test_support::{
+use crate::test_support::{
     Answer, GRAPH, KEY_A, TestApi, api, api_allowing, run_body, two_tenants,
 };
 

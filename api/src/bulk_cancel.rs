@@ -14,9 +14,9 @@ use super::routes::{Routes, SUBMIT};
 use super::runs::rolls_back;
 use super::state::ApiState;
 use super::threads;
-use crate::repo::queued::queued;
-use crate::repo::runs::{RunMeta, runs_of};
-use crate::repo::threads::threads as thread_records;
+use deepfleet_scheduler::repo::queued::queued;
+use deepfleet_scheduler::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::repo::threads::threads as thread_records;
 
 /// The most run ids one request names, so a request's work is bounded.
 pub const MAX_RUN_IDS: usize = 1000;
@@ -90,13 +90,14 @@ impl Cancel<'_> {
     async fn one(&self, mut meta: RunMeta) -> Result<(), ApiError> {
         if !self
             .wanted
-            .takes(self.state.life.run_status(&meta).await?.0)
+            .takes(self.state.runs.life.run_status(&meta).await?.0)
         {
             return Ok(());
         }
-        self.state.life.cancel(&mut meta).await?;
+        self.state.runs.life.cancel(&mut meta).await?;
         if self.rollback {
             self.state
+                .runs
                 .life
                 .roll_back(&meta.thread_id, &meta.run_id)
                 .await?;

@@ -1,5 +1,5 @@
 //! Crons: create (stateless, or for a thread), get, change, delete,
-//! search and count. Firing them is [`crate::crons`]'s; a handler writes
+//! search and count. Firing them is [`deepfleet_scheduler::crons`]'s; a handler writes
 //! the record and sets when it fires next in the due index.
 
 use axum::Extension;
@@ -18,13 +18,16 @@ use serde_json::{Map, Value};
 use super::cron_search;
 use super::error::{ApiError, Body};
 use super::routes::{READ, Routes, SUBMIT};
-use super::run_request;
+use super::search::page_size;
 use super::select::{Select, fields_of};
+use super::sort::Sort;
 use super::state::ApiState;
 use super::threads;
-use crate::crons::Schedule;
-use crate::crons::fire::following;
-use crate::repo::crons::{CronRecord, crons, next_run, set_next_run};
+use deepfleet_scheduler::convert::to_json;
+use deepfleet_scheduler::crons::Schedule;
+use deepfleet_scheduler::crons::following;
+use deepfleet_scheduler::repo::crons::{CronRecord, crons, next_run, set_next_run};
+use deepfleet_scheduler::runs::request as run_request;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
@@ -124,7 +127,7 @@ async fn update(
         let configurable = run.config.as_ref().and_then(|c| c.get("configurable"));
         if let (None, None, Some(sealed)) = (&run.context, configurable, &cron.context) {
             // A change that brings no context keeps the cron's.
-            run.context = Some(state.life.intake().open_context(sealed)?);
+            run.context = Some(state.runs.life.intake().open_context(sealed)?);
         }
         let (payload, context) =
             checked_payload(&state, &caller.tenant, cron.thread_id.as_deref(), run).await?;
@@ -160,8 +163,7 @@ async fn search(
     Extension(caller): Extension<Caller>,
     Body(body): Body<CronSearchParams>,
 ) -> Result<Json<Vec<Value>>, ApiError> {
-    let order = cron_search::SortBy::parse(body.sort_by.as_deref(), body.sort_order.as_deref())?;
-    let limit = super::search::page_limit(body.limit)?;
+    let sort = Sort::new(body.sort_by.unwrap_or_default().as_str(), body.sort_order);
     let select = Select::parse(
         body.select.as_deref(),
         &fields_of::<Cron>(),
@@ -177,14 +179,16 @@ async fn search(
     let mut found = Vec::new();
     for cron in all_of(&state, &caller.tenant).await? {
         if filter.matches(&cron) {
-            found.push(cron_resource(&state, &cron).await?);
+            found.push(to_json(&cron_resource(&state, &cron).await?));
         }
     }
-    order.sort(&mut found);
+    // Every cron is read anyway, so unlike other sorted searches this one
+    // has no bound on the matches it sorts.
+    sort.sort(&mut found);
     let page = found
         .into_iter()
         .skip(body.offset.unwrap_or(0))
-        .take(limit)
+        .take(page_size(body.limit))
         .map(|cron| select.apply(&cron))
         .collect();
     Ok(Json(page))
@@ -317,7 +321,7 @@ async fn checked_payload(
     // The thread is checked when the cron is made; at each fire it must
     // still be there.
     run.if_not_exists = None;
-    run_request::check(state, tenant, thread_id, &run).await?;
+    run_request::check(&state.runs, tenant, thread_id, &run).await?;
     let mut context = Map::new();
     if let Some(Value::Object(configurable)) = run
         .config
@@ -334,6 +338,7 @@ async fn checked_payload(
         None
     } else {
         state
+            .runs
             .life
             .intake()
             .seal_context(&run.assistant_id, Some(&Value::Object(context)))?

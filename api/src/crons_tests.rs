@@ -9,10 +9,10 @@ use deepfleet_proto::{Role, TenantId};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::api::auth::{ApiKeys, key_line};
-use crate::api::test_support::{GRAPH, TestApi, api, api_with, run_body};
-use crate::crons::CronLoop;
-use crate::repo::crons::crons;
+use crate::test_support::{GRAPH, TestApi, api, api_with, run_body};
+use deepfleet_scheduler::crons::CronLoop;
+use deepfleet_scheduler::keys::{ApiKeys, key_line};
+use deepfleet_scheduler::repo::crons::crons;
 
 fn cron_body(schedule: &str) -> Value {
     let mut body = run_body("report");
@@ -267,6 +267,7 @@ async fn searches_filter_sort_page_and_select_counts_filter() {
         )
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(bad.text.contains("sort_by"), "{}", bad.text);
     let count = |body: Value| {
         let api = &api;
         async move {
@@ -334,8 +335,8 @@ async fn two_loops_fire_each_due_time_once() {
     .await;
     let poll = Duration::from_millis(200);
     let loops = [
-        tokio::spawn(CronLoop::new(api.state.clone(), poll).run(std::future::pending())),
-        tokio::spawn(CronLoop::new(api.state.clone(), poll).run(std::future::pending())),
+        tokio::spawn(CronLoop::new(api.state.runs.clone(), poll).run(std::future::pending())),
+        tokio::spawn(CronLoop::new(api.state.runs.clone(), poll).run(std::future::pending())),
     ];
     tokio::time::sleep(Duration::from_millis(3_500)).await;
     let uri = format!("/runs/crons/{}", cron["cron_id"].as_str().unwrap());
@@ -375,7 +376,7 @@ async fn two_loops_fire_each_due_time_once() {
 /// whole second).
 async fn settled_next(api: &TestApi, cron_id: &str) -> Option<DateTime<Utc>> {
     for _ in 0..100 {
-        let next = crate::repo::crons::next_run(api.store.as_ref(), cron_id)
+        let next = deepfleet_scheduler::repo::crons::next_run(api.store.as_ref(), cron_id)
             .await
             .unwrap();
         if next.is_none_or(|at| at.timestamp_subsec_micros() == 0) {
@@ -409,10 +410,10 @@ async fn missed_fires_fire_once_late() {
     .await;
     let cron_id = cron["cron_id"].as_str().unwrap();
     let missed = whole_second_ago(chrono::TimeDelta::minutes(10));
-    crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
+    deepfleet_scheduler::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
         .await
         .unwrap();
-    let scheduler = CronLoop::new(api.state.clone(), Duration::from_secs(1));
+    let scheduler = CronLoop::new(api.state.runs.clone(), Duration::from_secs(1));
     let before = Utc::now();
     scheduler.tick().await.unwrap();
     let next = settled_next(&api, cron_id).await.unwrap();
@@ -445,10 +446,10 @@ async fn an_expired_lease_reschedules_without_firing() {
     let cron_id = cron["cron_id"].as_str().unwrap();
     let lease =
         whole_second_ago(chrono::TimeDelta::seconds(5)) + chrono::TimeDelta::microseconds(1);
-    crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(lease))
+    deepfleet_scheduler::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(lease))
         .await
         .unwrap();
-    CronLoop::new(api.state.clone(), Duration::from_secs(1))
+    CronLoop::new(api.state.runs.clone(), Duration::from_secs(1))
         .tick()
         .await
         .unwrap();
@@ -479,10 +480,10 @@ async fn a_deleted_threads_cron_goes_at_its_next_fire() {
         .await;
     assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.text);
     let missed = whole_second_ago(chrono::TimeDelta::seconds(1));
-    crate::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
+    deepfleet_scheduler::repo::crons::set_next_run(api.store.as_ref(), cron_id, Some(missed))
         .await
         .unwrap();
-    CronLoop::new(api.state.clone(), Duration::from_secs(1))
+    CronLoop::new(api.state.runs.clone(), Duration::from_secs(1))
         .tick()
         .await
         .unwrap();

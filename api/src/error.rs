@@ -14,8 +14,8 @@ use deepfleet_store::StoreError;
 use serde::de::DeserializeOwned;
 use tracing::error;
 
-use crate::error::SchedulerError;
-use crate::state_edit::EditError;
+use deepfleet_scheduler::SchedulerError;
+use deepfleet_scheduler::runs::RunsError;
 
 /// An API failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,35 +182,29 @@ impl From<LimitExceeded> for ApiError {
 
 impl From<SchedulerError> for ApiError {
     fn from(e: SchedulerError) -> Self {
+        RunsError::from(e).into()
+    }
+}
+
+impl From<RunsError> for ApiError {
+    fn from(e: RunsError) -> Self {
         match e {
-            SchedulerError::InvalidTask { reason, .. } => ApiError::unprocessable(reason),
-            SchedulerError::TooLarge { limit, .. } => limit.into(),
-            SchedulerError::Spec(e) => ApiError::new(
+            RunsError::Malformed(detail) => ApiError::bad_request(detail),
+            RunsError::Invalid(detail) => ApiError::unprocessable(detail),
+            RunsError::InvalidSpec(detail) => ApiError::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 ErrorCode::InvalidSpec,
-                e.to_string(),
+                detail,
             ),
-            SchedulerError::UnknownRun(run) => {
-                ApiError::not_found(format!("Run '{run}' not found."))
-            }
-            e @ (SchedulerError::NotInterrupted { .. }
-            | SchedulerError::ThreadBusy
-            | SchedulerError::ThreadContended
-            | SchedulerError::ThreadChanged
-            | SchedulerError::Edit(EditError::WaitsOnTools)) => ApiError::conflict(e.to_string()),
-            e @ SchedulerError::UnknownCheckpoint(_) => ApiError::not_found(e.to_string()),
-            e @ SchedulerError::Edit(EditError::UnknownMessage(_)) => {
-                ApiError::unprocessable(e.to_string())
-            }
-            SchedulerError::RunStillRunning(_) => {
-                ApiError::conflict("Run is still running; cancel it first.")
-            }
-            SchedulerError::InvalidDecisions { reason, .. } => ApiError::unprocessable(reason),
-            SchedulerError::UnknownAgent(name) => {
-                ApiError::not_found(format!("Graph '{name}' not found."))
-            }
-            SchedulerError::Store(e) => e.into(),
-            SchedulerError::Queue(e) => {
+            RunsError::TooLarge(limit) => limit.into(),
+            RunsError::NotFound(detail) => ApiError::not_found(detail),
+            RunsError::Conflict(detail) => ApiError::conflict(detail),
+            RunsError::TooManyRuns {
+                detail,
+                retry_after,
+            } => ApiError::too_many_runs(detail, retry_after),
+            RunsError::Store(e) => e.into(),
+            RunsError::Queue(e) => {
                 error!(error = %e, "queue failure behind an API request");
                 ApiError::new(
                     StatusCode::SERVICE_UNAVAILABLE,

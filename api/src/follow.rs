@@ -11,16 +11,16 @@ use deepfleet_proto::{Caller, Role};
 
 use super::error::{ApiError, Body, QueryString};
 use super::follower::sse_response;
-use super::in_flight;
-use super::modes::Modes;
 use super::routes::{READ, Routes, SUBMIT, require};
-use super::run_create::{create_checked, create_run};
-use super::run_options::OnDisconnect;
-use super::run_request;
-use super::run_resource::load_run;
 use super::runs::flag;
 use super::state::ApiState;
 use super::wait::wait_response;
+use deepfleet_scheduler::runs::create::{create_checked, create_run};
+use deepfleet_scheduler::runs::in_flight;
+use deepfleet_scheduler::runs::load_run;
+use deepfleet_scheduler::runs::modes::Modes;
+use deepfleet_scheduler::runs::options::OnDisconnect;
+use deepfleet_scheduler::runs::request as run_request;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
@@ -42,7 +42,7 @@ async fn create_wait(
     Path(thread_id): Path<String>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, &caller.tenant, Some(&thread_id), &body, None).await?;
+    let meta = create_run(&state.runs, &caller.tenant, Some(&thread_id), &body, None).await?;
     Ok(wait_response(state, meta, "/join").await)
 }
 
@@ -51,7 +51,7 @@ async fn create_wait_stateless(
     Extension(caller): Extension<Caller>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, &caller.tenant, None, &body, None).await?;
+    let meta = create_run(&state.runs, &caller.tenant, None, &body, None).await?;
     Ok(wait_response(state, meta, "/join").await)
 }
 
@@ -60,7 +60,7 @@ async fn join(
     Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
+    let meta = load_run(&state.runs, &caller.tenant, &thread_id, &run_id).await?;
     Ok(wait_response(state, meta, "/join").await)
 }
 
@@ -87,13 +87,13 @@ async fn stream_new_run(
     thread_id: Option<&str>,
     body: &RunCreateParams,
 ) -> Result<Response, ApiError> {
-    let checked = run_request::check(&state, &caller.tenant, thread_id, body).await?;
+    let checked = run_request::check(&state.runs, &caller.tenant, thread_id, body).await?;
     if checked.starts_a_run() {
-        in_flight::check(&state, &caller.tenant, 1).await?;
+        in_flight::check(&state.runs, &caller.tenant, 1).await?;
     }
     let modes = checked.modes;
     let on_disconnect = checked.options.on_disconnect;
-    let meta = create_checked(&state, &caller.tenant, thread_id, body, checked, None).await?;
+    let meta = create_checked(&state.runs, &caller.tenant, thread_id, body, checked, None).await?;
     Ok(sse_response(state, meta, modes, None, on_disconnect))
 }
 
@@ -104,7 +104,7 @@ async fn join_stream(
     headers: HeaderMap,
     QueryString(query): QueryString<RunStreamQuery>,
 ) -> Result<Response, ApiError> {
-    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
+    let meta = load_run(&state.runs, &caller.tenant, &thread_id, &run_id).await?;
     let mode = query.stream_mode.map(StreamMode::One);
     let mut modes = Modes::parse(mode.as_ref())?;
     modes.subgraphs = query

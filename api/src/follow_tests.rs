@@ -9,8 +9,8 @@ use deepfleet_proto::{DeltaSource, RunDelta, RunStatus};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::super::convert::message_id;
 use super::super::test_support::{Answer, TestApi, api, finish, review, run_body};
+use deepfleet_scheduler::convert::message_id;
 
 /// The `(event, data)` pairs of an SSE body.
 fn events(answer: &Answer) -> Vec<(String, Value)> {

@@ -3,13 +3,13 @@
 //!
 //! After each commit a worker appends a [`RunEvent`] (the step and the
 //! range of messages it added) to the run's event stream, and to its
-//! parent's for a subagent (see `worker/src/step/announce.rs`). A
-//! [`Follower`] reads that stream (every [`POLL`] while it is quiet) and
-//! sends each event as events of the requested modes (see
-//! [`super::stream`]), reading only the step's new messages, so any
-//! scheduler instance can serve any stream at a per-step cost that does
-//! not grow with the conversation. Token deltas come from
-//! [`super::partials`].
+//! parent's for a subagent (see `worker/src/step/announce.rs`). The runs
+//! service's follower ([`follow`](deepfleet_scheduler::runs::follow))
+//! reads that stream; a [`Follower`] is its wire: it sends each event as
+//! events of the requested modes (see [`super::stream`]), reading only
+//! the step's new messages, so any scheduler instance can serve any
+//! stream at a per-step cost that does not grow with the conversation.
+//! Token deltas come from [`super::partials`].
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -19,28 +19,28 @@ use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::api::StreamMetadata;
 use deepfleet_proto::{Message, RunEvent, RunStatus};
-use deepfleet_store::Store;
+use deepfleet_scheduler::convert::{thread_values, to_json};
+use deepfleet_scheduler::repo::follow_marks::follow_marks;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::runs::follow::{
+    self, Gone, KEEP_ALIVE, Look, Outbox, START, Stopped, Wire,
+};
+use deepfleet_scheduler::runs::modes::Modes;
+use deepfleet_scheduler::runs::options::OnDisconnect;
+use deepfleet_scheduler::runs::{FinalBody, final_body};
+use deepfleet_store::{Store, StoreError};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tracing::warn;
 
-use super::convert::{thread_values, to_json};
-use super::modes::Modes;
 use super::partials::{Partials, mark_followed};
-use super::run_options::OnDisconnect;
-use super::run_resource::run_headers;
+use super::run_headers::run_headers;
 use super::state::ApiState;
 use super::step_trace::trace_events;
-use super::stream::{START, resume_point, step_events, subgraph_events};
-use super::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
-use crate::repo::follow_marks::follow_marks;
-use crate::repo::runs::RunMeta;
-
-/// Events read from the run's stream per store round trip.
-const EVENTS_PER_READ: usize = 256;
+use super::stream::{resume_point, step_events, subgraph_events};
 
 /// Where an event stream goes.
-pub(super) type Sink = mpsc::Sender<Result<Event, Infallible>>;
+pub(super) type Sink = Outbox<Result<Event, Infallible>>;
 
 /// A `text/event-stream` 200 following the run: `metadata` first, then the
 /// modes' events per committed step, `: heartbeat` comments every 5 s, an
@@ -57,11 +57,11 @@ pub fn sse_response(
     let headers = run_headers(&meta, Some("/stream"));
     let (tx, rx) = mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
-        let followed = follow(&state, &meta, modes, last_event_id.as_deref(), &tx).await;
-        // Gone, not failed: the response's receiver was dropped.
-        if followed.is_err() && tx.is_closed() && on_disconnect == OnDisconnect::Cancel {
+        let mut out = Outbox::new(tx);
+        let stopped = follow(&state, &meta, modes, last_event_id.as_deref(), &mut out).await;
+        if matches!(stopped, Stopped::ClientGone) && on_disconnect == OnDisconnect::Cancel {
             let mut meta = meta.clone();
-            if let Err(e) = state.life.cancel(&mut meta).await {
+            if let Err(e) = state.runs.life.cancel(&mut meta).await {
                 warn!(error = %e, run_id = %meta.run_id, "cancelling a run its client left");
             }
         }
@@ -71,8 +71,8 @@ pub fn sse_response(
         }
         // Streamed to its end: a stateless run's thread goes now (else
         // its expiry takes it).
-        if followed.is_ok()
-            && let Err(e) = state.life.dispose_temporary(&meta).await
+        if matches!(stopped, Stopped::Ended(_))
+            && let Err(e) = state.runs.life.dispose_temporary(&meta).await
         {
             warn!(error = %e, run_id = %meta.run_id, "removing a stateless run's thread");
         }
@@ -82,53 +82,24 @@ pub fn sse_response(
     (headers, Sse::new(events)).into_response()
 }
 
-/// Sends the run's events until it ends or the client goes away (`Err`).
+/// Sends the run's events into `out` until it ends, or why not.
 ///
-/// Driven by the run's event stream, which workers append to after each
-/// commit: a quiet run costs one run-record read and one empty stream read
-/// per [`POLL`]; a step costs reading just its new messages (and, for
-/// `values`, the thread state that mode sends anyway).
+/// A quiet run costs one run-record read and one empty stream read per
+/// [`POLL`](follow::POLL); a step costs reading just its new messages
+/// (and, for `values`, the thread state that mode sends anyway).
 pub(super) async fn follow(
     state: &ApiState,
     meta: &RunMeta,
     modes: Modes,
     last_event_id: Option<&str>,
-    tx: &Sink,
-) -> Result<(), ()> {
-    let mut follower = Follower::start(state, meta, modes, last_event_id, tx).await?;
-    let store = state.store();
-    loop {
-        // A client gone is noticed within a poll, not at the next
-        // heartbeat.
-        if tx.is_closed() {
-            return Err(());
-        }
-        // Status first: a run seen ended has appended all it will, but
-        // its last event may still be on the way, hence the catch-up.
-        let (done, status) = state.life.finished(meta).await.map_err(|_| ())?;
-        let batch = store
-            .run_events(&meta.run_id, Some(&follower.cursor), EVENTS_PER_READ)
-            .await
-            .map_err(|_| ())?;
-        let caught_up = batch.len() < EVENTS_PER_READ;
-        // After the events: every delta of their steps is in by now.
-        if let Some(partials) = &mut follower.partials {
-            partials.read(store).await.map_err(|_| ())?;
-        }
-        for (id, run_event) in batch {
-            follower.on_event(id, &run_event).await?;
-        }
-        follower.in_progress().await?;
-        if done && caught_up {
-            return follower.finish(status).await;
-        }
-        if follower.last_sent.elapsed() >= KEEP_ALIVE {
-            follower.send(Event::default().comment("heartbeat")).await?;
-        }
-        if caught_up {
-            tokio::time::sleep(POLL).await;
-        }
-    }
+    out: &mut Sink,
+) -> Stopped {
+    let mut follower = match Follower::start(state, meta, modes, last_event_id, out).await {
+        Ok(follower) => follower,
+        Err(stopped) => return stopped,
+    };
+    let mut cursor = follower.cursor.clone();
+    follow::follow(&state.runs, meta, &mut cursor, &mut follower).await
 }
 
 /// One follower's position in a run's streams.
@@ -136,14 +107,13 @@ struct Follower<'a> {
     state: &'a ApiState,
     meta: &'a RunMeta,
     modes: Modes,
-    tx: &'a Sink,
+    out: &'a mut Sink,
     /// The event stream position read so far.
     cursor: String,
     /// How many of the thread's messages the client has.
     seen: usize,
     /// Token deltas, when a mode asks for them.
     partials: Option<Partials>,
-    last_sent: Instant,
     last_mark: Instant,
 }
 
@@ -156,8 +126,8 @@ impl<'a> Follower<'a> {
         meta: &'a RunMeta,
         modes: Modes,
         last_event_id: Option<&str>,
-        tx: &'a Sink,
-    ) -> Result<Follower<'a>, ()> {
+        out: &'a mut Sink,
+    ) -> Result<Follower<'a>, Stopped> {
         let head = StreamMetadata {
             run_id: meta.run_id.clone(),
             attempt: 1,
@@ -165,7 +135,7 @@ impl<'a> Follower<'a> {
         let metadata = Event::default()
             .event("metadata")
             .data(to_json(&head).to_string());
-        tx.send(Ok(metadata)).await.map_err(|_| ())?;
+        out.send(Ok(metadata)).await?;
         let (cursor, seen) = match resume_point(last_event_id) {
             Some(point) => point,
             None => (START.to_owned(), base_len(state, meta).await),
@@ -175,30 +145,27 @@ impl<'a> Follower<'a> {
         let mut partials = None;
         if modes.wants_tokens() {
             let store = state.store();
-            mark_followed(store, &meta.run_id).await.map_err(|_| ())?;
-            let at = store.load_thread(&meta.thread_id).await.map_err(|_| ())?;
+            mark_followed(store, &meta.run_id).await?;
+            let at = store.load_thread(&meta.thread_id).await?;
             partials = Partials::new(modes, meta, at.step);
         }
         Ok(Follower {
             state,
             meta,
             modes,
-            tx,
+            out,
             cursor,
             seen,
             partials,
-            last_sent: Instant::now(),
             last_mark: Instant::now(),
         })
     }
 
-    async fn send(&mut self, event: Event) -> Result<(), ()> {
-        self.tx.send(Ok(event)).await.map_err(|_| ())?;
-        self.last_sent = Instant::now();
-        Ok(())
+    async fn send(&mut self, event: Event) -> Result<(), Gone> {
+        self.out.send(Ok(event)).await
     }
 
-    async fn send_all(&mut self, events: Vec<Event>) -> Result<(), ()> {
+    async fn send_all(&mut self, events: Vec<Event>) -> Result<(), Gone> {
         for event in events {
             self.send(event).await?;
         }
@@ -207,7 +174,7 @@ impl<'a> Follower<'a> {
 
     /// One committed step of the run (or, namespaced, of a subagent):
     /// its deltas first, then its messages.
-    async fn on_event(&mut self, id: String, run_event: &RunEvent) -> Result<(), ()> {
+    async fn on_event(&mut self, id: String, run_event: &RunEvent) -> Result<(), Stopped> {
         if run_event.namespace.is_empty() {
             if let Some(partials) = &mut self.partials {
                 let deltas = partials.until(Some(run_event.step));
@@ -227,8 +194,7 @@ impl<'a> Follower<'a> {
             let store = self.state.store();
             let new = store
                 .load_messages(&run_event.thread_id, run_event.from)
-                .await
-                .map_err(|_| ())?;
+                .await?;
             let count =
                 usize::try_from(run_event.to.saturating_sub(run_event.from)).unwrap_or(usize::MAX);
             let new: Vec<Message> = new.into_iter().take(count).map(|m| m.message).collect();
@@ -237,21 +203,19 @@ impl<'a> Follower<'a> {
             self.send_all(events).await?;
         }
         self.cursor = id;
-        self.last_sent = Instant::now();
+        self.out.touch();
         Ok(())
     }
 
     /// The deltas of the step in progress, and the follow mark's renewal.
-    async fn in_progress(&mut self) -> Result<(), ()> {
+    async fn in_progress(&mut self) -> Result<(), Stopped> {
         let Some(partials) = &mut self.partials else {
             return Ok(());
         };
         let deltas = partials.until(None);
         self.send_all(deltas).await?;
         if self.last_mark.elapsed() >= KEEP_ALIVE {
-            mark_followed(self.state.store(), &self.meta.run_id)
-                .await
-                .map_err(|_| ())?;
+            mark_followed(self.state.store(), &self.meta.run_id).await?;
             self.last_mark = Instant::now();
         }
         Ok(())
@@ -259,20 +223,19 @@ impl<'a> Follower<'a> {
 
     /// The run ended and its stream is read: what its last event may not
     /// have carried yet, then the failure if it failed.
-    async fn finish(&mut self, status: Option<RunStatus>) -> Result<(), ()> {
+    async fn finish(&mut self, status: Option<RunStatus>) -> Result<(), Stopped> {
         let len = self
             .state
             .store()
             .load_messages(&self.meta.thread_id, self.seen as u64)
-            .await
-            .map_err(|_| ())?
+            .await?
             .len();
         if len > 0 && status.is_some() {
             let events = self.root_events(self.seen + len).await?;
             self.send_all(events).await?;
         }
         if status == Some(RunStatus::Error) {
-            let body = final_body(self.state, self.meta).await.map_err(|_| ())?;
+            let body = final_body(&self.state.runs, self.meta).await?;
             let data = match &body {
                 FinalBody::Failed(failure) => to_json(failure),
                 FinalBody::Values(_) => Value::Null,
@@ -285,19 +248,18 @@ impl<'a> Follower<'a> {
 
     /// The events for the thread's messages `seen..to`, plus the state
     /// for `values`.
-    async fn root_events(&self, to: usize) -> Result<Vec<Event>, ()> {
+    async fn root_events(&self, to: usize) -> Result<Vec<Event>, StoreError> {
         let store: &dyn Store = self.state.store();
         let thread_id = &self.meta.thread_id;
         let new: Vec<Message> = store
             .load_messages(thread_id, self.seen as u64)
-            .await
-            .map_err(|_| ())?
+            .await?
             .into_iter()
             .take(to.saturating_sub(self.seen))
             .map(|m| m.message)
             .collect();
         let values = if self.modes.values {
-            let checkpoint = store.load_thread(thread_id).await.map_err(|_| ())?;
+            let checkpoint = store.load_thread(thread_id).await?;
             Some(thread_values(thread_id, &checkpoint))
         } else {
             None
@@ -321,14 +283,13 @@ impl Follower<'_> {
     /// of the followed run: its messages, and the checkpoint it made
     /// (checkpoint `step + 1`, see `deepfleet_store::history`) when a mode
     /// shows it and the thread still keeps it.
-    async fn trace_events(&self, run_event: &RunEvent) -> Result<Vec<Event>, ()> {
+    async fn trace_events(&self, run_event: &RunEvent) -> Result<Vec<Event>, StoreError> {
         let store: &dyn Store = self.state.store();
         let thread_id = &self.meta.thread_id;
         let count = usize::try_from(run_event.to.saturating_sub(run_event.from)).unwrap_or(0);
         let messages: Vec<Message> = store
             .load_messages(thread_id, run_event.from)
-            .await
-            .map_err(|_| ())?
+            .await?
             .into_iter()
             .take(count)
             .map(|m| m.message)
@@ -336,8 +297,7 @@ impl Follower<'_> {
         let checkpoint = if self.modes.checkpoints || self.modes.debug {
             store
                 .checkpoint_at(thread_id, run_event.step.saturating_add(1))
-                .await
-                .map_err(|_| ())?
+                .await?
         } else {
             None
         };
@@ -354,10 +314,49 @@ impl Follower<'_> {
     }
 }
 
+impl Wire for Follower<'_> {
+    fn reads_steps(&self) -> bool {
+        true
+    }
+
+    fn gone(&self) -> bool {
+        self.out.is_closed()
+    }
+
+    async fn look(&mut self, look: &Look) -> Result<(), Stopped> {
+        // After the events were read: every delta of their steps is in.
+        if let Some(partials) = &mut self.partials {
+            partials.read(self.state.store()).await?;
+        }
+        for (id, run_event) in &look.steps {
+            self.on_event(id.clone(), run_event).await?;
+        }
+        self.in_progress().await
+    }
+
+    async fn quiet(&mut self) -> Result<(), Gone> {
+        if self.out.keep_alive_due() {
+            self.send(Event::default().comment("heartbeat")).await?;
+        }
+        Ok(())
+    }
+
+    async fn ended(&mut self, status: Option<RunStatus>) -> Result<(), Stopped> {
+        self.finish(status).await
+    }
+}
+
 /// The thread's log length before this run's input: the run's own input
 /// messages are streamed as its first update, as LangGraph does.
 async fn base_len(state: &ApiState, meta: &RunMeta) -> usize {
-    let started = state.life.run_record(meta).await.ok().flatten().is_some();
+    let started = state
+        .runs
+        .life
+        .run_record(meta)
+        .await
+        .ok()
+        .flatten()
+        .is_some();
     let len = state
         .store()
         .load_thread(&meta.thread_id)

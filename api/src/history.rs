@@ -17,13 +17,13 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
-use super::convert::{Waiting, show_waiting, thread_values};
 use super::error::{ApiError, Body};
 use super::routes::{READ, Routes};
 use super::search::DEFAULT_LIMIT;
 use super::select::Select;
 use super::state::ApiState;
 use super::threads::{load, state_select, thread_state, waiting};
+use deepfleet_scheduler::convert::{Waiting, show_waiting, thread_values};
 
 /// The most checkpoints one history page holds: each is the whole
 /// thread as it was then.

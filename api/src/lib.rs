@@ -12,11 +12,13 @@
 //! [`batches`] to follow thousands of runs. Each assistant is also an
 //! A2A agent ([`a2a`], its card [`agent_card`]) and an MCP tool
 //! ([`mcp`], the tools [`mcp_tools`]), both running it as a run any route
-//! could have made. Creating a run is
-//! [`run_request`] (every check, before anything is written), then
-//! [`run_create`]; the Run resource is [`run_resource`], following one
-//! [`wait`] and [`follower`] (its events [`stream`] and [`partials`]).
-//! Every failure is an [`ApiError`]. Each module registers its routes in
+//! could have made.
+//!
+//! This crate is an edge: every handler that makes, renders or follows a
+//! run goes through the runs service ([`deepfleet_scheduler::runs`]) and
+//! maps its refusals to statuses, and nothing below it imports it.
+//! Following one run is [`wait`] and [`follower`] (its events [`stream`]
+//! and [`partials`]). Every failure is an [`ApiError`]. Each module registers its routes in
 //! a [`Routes`] table with the access each needs ([`routes`]). Every route
 //! but the system and description ones passes [`auth`] first, which
 //! resolves the caller's key to its tenant and role, then the route's own
@@ -26,6 +28,7 @@
 //! body limit and [`browser_guard`]'s refusal of bodies a browser sends
 //! without a preflight; without keys, the same guard answers only the
 //! loopback and allowed host names.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod a2a;
 pub mod a2a_stream;
@@ -41,27 +44,20 @@ pub mod batches;
 pub mod browser_guard;
 pub mod bulk_cancel;
 pub mod checkpoint_ref;
-pub mod convert;
 pub mod cors;
 pub mod cron_search;
 pub mod crons;
 pub mod error;
 pub mod follow;
 pub mod follower;
-pub mod graphs;
 pub mod history;
-pub mod in_flight;
 pub mod mcp;
 pub mod mcp_tools;
-pub mod modes;
 pub mod openapi;
 pub mod partials;
 pub mod protocol;
 pub mod routes;
-pub mod run_create;
-pub mod run_options;
-pub mod run_request;
-pub mod run_resource;
+pub mod run_headers;
 pub mod runs;
 pub mod search;
 pub mod select;
@@ -69,7 +65,6 @@ pub mod sort;
 pub mod state;
 pub mod state_notes;
 pub mod state_update;
-pub mod state_values;
 pub mod step_trace;
 pub mod store_items;
 pub mod stream;
@@ -84,6 +79,8 @@ pub mod wait;
 
 #[cfg(test)]
 pub(crate) mod test_support;
+#[cfg(test)]
+mod webhook_delivery_tests;
 
 use std::time::Duration;
 
@@ -96,7 +93,6 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 pub use error::ApiError;
-pub use graphs::Graphs;
 pub use routes::Routes;
 pub use state::{ApiState, MetricsRender};
 

@@ -35,7 +35,7 @@ use super::error::ApiError;
 use super::mcp_tools::{call, describe, run_input, tools_of};
 use super::routes::{READ, Routes, require};
 use super::state::ApiState;
-use super::wait::KEEP_ALIVE;
+use deepfleet_scheduler::runs::follow::KEEP_ALIVE;
 
 const JSON: &str = "application/json";
 const EVENTS: &str = "text/event-stream";

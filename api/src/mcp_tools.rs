@@ -23,13 +23,13 @@ use tracing::warn;
 
 use super::agent_card::about;
 use super::assistant_graph::schemas_of;
-use super::assistants::system;
 use super::error::ApiError;
-use super::run_create::create_run;
 use super::state::ApiState;
-use super::wait::ended_within;
-use crate::lifecycle::status::api_status;
-use crate::repo::assistants::assistants;
+use deepfleet_scheduler::lifecycle::status::api_status;
+use deepfleet_scheduler::repo::assistants::assistants;
+use deepfleet_scheduler::runs::assistants::system;
+use deepfleet_scheduler::runs::create::create_run;
+use deepfleet_scheduler::runs::follow::ended_within;
 
 /// How long a tool call may run before it is cancelled and answered as a
 /// failure.
@@ -105,10 +105,11 @@ pub fn unique_names<'a>(labels: impl IntoIterator<Item = &'a str>) -> Vec<String
 /// `tenant`'s assistants as tools, at most [`MAX_TOOLS`].
 pub async fn tools_of(state: &ApiState, tenant: &TenantId) -> Result<Vec<AssistantTool>, ApiError> {
     let mut offered: Vec<Assistant> = state
+        .runs
         .graphs
         .names()
         .iter()
-        .map(|graph| system(state, graph))
+        .map(|graph| system(&state.runs, graph))
         .collect();
     let repo = assistants(state.store());
     let mut walk = repo
@@ -140,7 +141,7 @@ pub async fn describe(state: &ApiState, tools: &[AssistantTool]) -> Result<Vec<T
     for tool in tools {
         let graph = tool.assistant.graph_id.as_str();
         if !specs.contains_key(graph) {
-            let spec = state.life.intake().spec_for(graph).await?.spec;
+            let spec = state.runs.life.intake().spec_for(graph).await?.spec;
             specs.insert(graph, spec);
         }
         let Some(spec) = specs.get(graph) else {
@@ -208,19 +209,19 @@ pub async fn call(
         "metadata": {"mcp_tool": tool.name},
     }))
     .map_err(|e| ApiError::unprocessable(e.to_string()))?;
-    let mut meta = match create_run(state, tenant, None, &body, None).await {
+    let mut meta = match create_run(&state.runs, tenant, None, &body, None).await {
         Ok(meta) => meta,
-        Err(e) if e.status.is_client_error() => return Ok(failure(e.detail)),
-        Err(e) => return Err(e),
+        Err(e) if !e.is_backend() => return Ok(failure(e.to_string())),
+        Err(e) => return Err(e.into()),
     };
     let ended = tokio::select! {
-        ended = ended_within(state, &meta, CALL_LIMIT) => ended?,
+        ended = ended_within(&state.runs, &meta, CALL_LIMIT) => ended?,
         () = cancelled => false,
     };
-    let record = state.life.run_record(&meta).await?;
+    let record = state.runs.life.run_record(&meta).await?;
     let answer = match record {
         _ if !ended => {
-            state.life.cancel(&mut meta).await?;
+            state.runs.life.cancel(&mut meta).await?;
             failure(format!(
                 "the assistant did not answer within {} s; its run was cancelled",
                 CALL_LIMIT.as_secs()
@@ -242,7 +243,7 @@ pub async fn call(
         }),
         None => failure("the run was cancelled before it started".into()),
     };
-    if let Err(e) = state.life.dispose_temporary(&meta).await {
+    if let Err(e) = state.runs.life.dispose_temporary(&meta).await {
         warn!(error = %e, run_id = %meta.run_id, "removing an MCP call's thread");
     }
     Ok(answer)

@@ -32,10 +32,10 @@ use deepfleet_store::{Store, StoreError};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::convert::{message_id, to_json, tool_call};
-use super::modes::Modes;
-use crate::repo::follow_marks::follow_marks;
-use crate::repo::runs::RunMeta;
+use deepfleet_scheduler::convert::{message_id, to_json, tool_call};
+use deepfleet_scheduler::repo::follow_marks::follow_marks;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::runs::modes::Modes;
 
 /// How long a follow mark holds without a renewal; followers renew it at
 /// every heartbeat (5 s), so a follower that vanished stops streaming
@@ -254,7 +254,7 @@ mod tests {
     use deepfleet_store::prelude::*;
     use pretty_assertions::assert_eq;
 
-    use crate::api::test_support::sample_meta as meta;
+    use crate::test_support::sample_meta as meta;
 
     fn delta(step: u64, source: DeltaSource, text: &str) -> RunDelta {
         RunDelta {

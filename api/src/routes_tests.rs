@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use super::*;
-use crate::api::auth::{ApiKeys, key_line};
-use crate::api::test_support::{TestApi, api_with, finish, mcp_request, run_body};
+use crate::test_support::{TestApi, api_with, finish, mcp_request, run_body};
+use deepfleet_scheduler::keys::{ApiKeys, key_line};
 
 const A_READ: &str = "key-a-read";
 const A_SUBMIT: &str = "key-a-submit";
@@ -49,7 +49,7 @@ struct Records {
 /// and a batch, all of tenant `a` and all marked with [`MARK`].
 async fn records_of_a(api: &TestApi) -> Records {
     let a = Some(A_ADMIN);
-    let ok = |answer: &crate::api::test_support::Answer| {
+    let ok = |answer: &crate::test_support::Answer| {
         assert!(answer.status.is_success(), "{}", answer.text);
     };
     let assistant = json!({"assistant_id": "versions", "graph_id": "agent", "name": MARK});
@@ -181,7 +181,7 @@ async fn text_of(response: axum::response::Response) -> String {
 async fn every_route_answers_each_key_as_its_declared_access_says() {
     let api = fleet().await;
     let records = records_of_a(&api).await;
-    let table = crate::api::route_table();
+    let table = crate::route_table();
     assert!(table.len() > 60, "the table lists every route");
     // Tenant b first, while tenant a's records all exist: whatever it
     // calls, it neither finds nor learns anything of them.
@@ -470,7 +470,13 @@ async fn adoptions_refused(api: &TestApi, key: &str, thread_id: &str) {
 #[tokio::test]
 async fn a_batchs_threads_are_not_another_tenants_to_take() {
     let api = fleet().await;
-    let intake = api.state.life.intake().clone().with_tenant(tenant("a"));
+    let intake = api
+        .state
+        .runs
+        .life
+        .intake()
+        .clone()
+        .with_tenant(tenant("a"));
     let task = TaskLine {
         id: "t1".into(),
         input: MARK.into(),
@@ -488,7 +494,7 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
     // The batch's thread ids are salted with its own random salt: a
     // thread made ahead on what the batch and the task alone would give
     // is not the batch's, and stays empty.
-    let ahead = crate::batch_ids::batch_thread_id("b1", "t2", "");
+    let ahead = deepfleet_scheduler::batch_ids::batch_thread_id("b1", "t2", "");
     api.thread_as(B_ADMIN, &ahead).await;
     let second = intake
         .submit_to_batch(
@@ -506,21 +512,24 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
     assert!(taken.messages.is_empty(), "nothing of the batch reached it");
     // A batch recorded before salts derives its thread ids without one:
     // its task whose thread was made ahead through the API is refused.
-    let legacy = crate::task_batches::TaskBatchHeader {
+    let legacy = deepfleet_scheduler::task_batches::TaskBatchHeader {
         batch_id: "old".into(),
         agent: "agent".into(),
         created_at: chrono::Utc::now(),
         salt: String::new(),
     };
-    crate::repo::Repository::new(
+    deepfleet_scheduler::repo::Repository::new(
         api.store.as_ref(),
         deepfleet_proto::keys::records::TASK_BATCHES,
     )
     .put("old", &legacy)
     .await
     .unwrap();
-    api.thread_as(B_ADMIN, &crate::batch_ids::batch_thread_id("old", "t1", ""))
-        .await;
+    api.thread_as(
+        B_ADMIN,
+        &deepfleet_scheduler::batch_ids::batch_thread_id("old", "t1", ""),
+    )
+    .await;
     let refused = intake.submit_to_batch("agent", &task, "old").await;
     assert!(refused.is_err(), "{refused:?}");
     for key in [B_ADMIN, A_ADMIN] {
@@ -666,7 +675,7 @@ async fn a_batch_retried_with_its_idempotency_key_is_made_once() {
 #[tokio::test]
 async fn ids_a_caller_chooses_are_bounded_and_printable() {
     let api = fleet().await;
-    let long = "x".repeat(crate::ids::MAX_ID_LEN + 1);
+    let long = "x".repeat(deepfleet_scheduler::ids::MAX_ID_LEN + 1);
     for id in ["a\u{0}b", "evil\u{202E}gpj.exe", long.as_str()] {
         let thread = api
             .send_as(

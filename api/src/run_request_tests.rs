@@ -187,7 +187,7 @@ async fn a_context_breaking_the_context_schema_is_refused() {
         "name: {GRAPH}\nmodel: openai:x\ncontext_schema:\n  type: object\n  required: [user_id]\n  properties:\n    user_id: {{type: string}}\n"
     ))
     .unwrap();
-    api.state.life.intake().register(&spec).await.unwrap();
+    api.state.runs.life.intake().register(&spec).await.unwrap();
     let thread = api.thread().await;
     let body = with("context", json!({"user_id": 7}));
     let detail = "context.user_id: 7 is not of type \"string\" (context_schema of agent 'agent')";
@@ -213,10 +213,10 @@ async fn limited_api() -> TestApi {
         max_file_bytes: 8,
         max_files_per_thread: 2,
     };
-    let intake = api.state.life.intake().clone().with_limits(limits);
-    api.state.life = crate::lifecycle::Lifecycle::new(intake);
+    let intake = api.state.runs.life.intake().clone().with_limits(limits);
+    api.state.runs.life = deepfleet_scheduler::lifecycle::Lifecycle::new(intake);
     api.state.max_body_bytes = 4096;
-    api.router = crate::api::router(api.state.clone());
+    api.router = crate::router(api.state.clone());
     api
 }
 

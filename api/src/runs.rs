@@ -1,7 +1,7 @@
 //! Runs: create (stateful on a thread, or stateless on a temporary one),
-//! list, get, delete and cancel. Creating is [`super::run_create`]; the
+//! list, get, delete and cancel. Creating is [`deepfleet_scheduler::runs::create`]; the
 //! lifecycle rules (admission, cancel, rollback) are the
-//! [`Lifecycle`](crate::lifecycle::Lifecycle)'s.
+//! [`Lifecycle`](deepfleet_scheduler::lifecycle::Lifecycle)'s.
 
 use axum::Extension;
 use axum::Json;
@@ -16,14 +16,17 @@ use serde_json::Value;
 
 use super::error::{ApiError, Body, QueryString};
 use super::routes::{READ, Routes, SUBMIT};
-use super::run_create::create_run;
-use super::run_resource::{created_resource, load_run, run_headers, run_resource};
+use super::run_headers::run_headers;
 use super::search::Paging;
 use super::select::{Select, fields_of};
 use super::state::ApiState;
 use super::threads;
 use super::wait::wait_response;
-use crate::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::repo::runs::{RunMeta, runs_of};
+use deepfleet_scheduler::runs::create::create_run;
+use deepfleet_scheduler::runs::created_resource;
+use deepfleet_scheduler::runs::load_run;
+use deepfleet_scheduler::runs::run_resource;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
@@ -41,10 +44,10 @@ async fn create_background(
     Path(thread_id): Path<String>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, &caller.tenant, Some(&thread_id), &body, None).await?;
+    let meta = create_run(&state.runs, &caller.tenant, Some(&thread_id), &body, None).await?;
     // A resume goes on with the interrupted run: answered as it is now.
     if body.command.as_ref().is_some_and(|c| c.resume.is_some()) {
-        let run = run_resource(&state, &meta).await?;
+        let run = run_resource(&state.runs, &meta).await?;
         return Ok((run_headers(&meta, None), Json(run)).into_response());
     }
     Ok(created(&meta))
@@ -55,7 +58,7 @@ async fn create_stateless(
     Extension(caller): Extension<Caller>,
     Body(body): Body<RunCreateParams>,
 ) -> Result<Response, ApiError> {
-    let meta = create_run(&state, &caller.tenant, None, &body, None).await?;
+    let meta = create_run(&state.runs, &caller.tenant, None, &body, None).await?;
     Ok(created(&meta))
 }
 
@@ -78,7 +81,7 @@ async fn list(
         false,
     )?;
     threads::load(&state, &caller.tenant, &thread_id).await?;
-    let mut paging = Paging::new(query.offset, query.limit, query.status.is_some())?;
+    let mut paging = Paging::new(query.offset, query.limit, query.status.is_some());
     let repo = runs_of(state.store(), &thread_id);
     // Newest first (by age, as [`RunMeta::age`] orders).
     let mut walk = repo
@@ -90,7 +93,7 @@ async fn list(
         let Some(meta) = walk.next().await? else {
             break;
         };
-        let run = run_resource(&state, &meta).await?;
+        let run = run_resource(&state.runs, &meta).await?;
         if query
             .status
             .as_ref()
@@ -110,8 +113,8 @@ async fn get_one(
     Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<Json<Run>, ApiError> {
-    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
-    Ok(Json(run_resource(&state, &meta).await?))
+    let meta = load_run(&state.runs, &caller.tenant, &thread_id, &run_id).await?;
+    Ok(Json(run_resource(&state.runs, &meta).await?))
 }
 
 async fn delete(
@@ -119,8 +122,8 @@ async fn delete(
     Extension(caller): Extension<Caller>,
     Path((thread_id, run_id)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
-    let meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
-    state.life.delete_run(&meta).await?;
+    let meta = load_run(&state.runs, &caller.tenant, &thread_id, &run_id).await?;
+    state.runs.life.delete_run(&meta).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -153,16 +156,16 @@ async fn cancel(
     Path((thread_id, run_id)): Path<(String, String)>,
     QueryString(query): QueryString<RunCancelQuery>,
 ) -> Result<Response, ApiError> {
-    let mut meta = load_run(&state, &caller.tenant, &thread_id, &run_id).await?;
+    let mut meta = load_run(&state.runs, &caller.tenant, &thread_id, &run_id).await?;
     let rollback = rolls_back(query.action.as_deref())?;
-    state.life.cancel(&mut meta).await?;
+    state.runs.life.cancel(&mut meta).await?;
     let response = if flag(query.wait.as_deref())? {
         wait_response(state.clone(), meta, "/join").await
     } else {
         StatusCode::ACCEPTED.into_response()
     };
     if rollback {
-        state.life.roll_back(&thread_id, &run_id).await?;
+        state.runs.life.roll_back(&thread_id, &run_id).await?;
     }
     Ok(response)
 }
@@ -181,3 +184,7 @@ mod tests {
 #[cfg(test)]
 #[path = "runs_tests.rs"]
 mod router_tests;
+
+#[cfg(test)]
+#[path = "run_request_tests.rs"]
+mod run_request_tests;

@@ -6,8 +6,8 @@ use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::super::assistants::system_assistant_id;
 use super::super::test_support::{GRAPH, TestApi, api, finish, run_body};
+use deepfleet_scheduler::runs::assistants::system_assistant_id;
 
 fn id(value: &Value) -> String {
     value["run_id"].as_str().unwrap().to_owned()
@@ -170,7 +170,7 @@ async fn reject_refuses_a_busy_thread_and_enqueue_waits_behind() {
     );
     let queued = api.run_on(&thread_id, run_body("two")).await;
     assert_eq!(queued["status"], "pending");
-    assert_eq!(api.state.life.start_queued().await.unwrap(), 0);
+    assert_eq!(api.state.runs.life.start_queued().await.unwrap(), 0);
     finish(
         api.store.as_ref(),
         &thread_id,
@@ -178,7 +178,7 @@ async fn reject_refuses_a_busy_thread_and_enqueue_waits_behind() {
         RunStatus::Success,
     )
     .await;
-    assert_eq!(api.state.life.start_queued().await.unwrap(), 1);
+    assert_eq!(api.state.runs.life.start_queued().await.unwrap(), 1);
     let started = api.store.get_run(&thread_id, &id(&queued)).await.unwrap();
     assert!(started.is_some(), "the queued run started");
 }
@@ -639,15 +639,15 @@ async fn a_delayed_run_waits_in_its_threads_queue_until_its_time() {
         .await;
     assert_eq!(thread.json()["status"], "busy");
     // Not before its time: nothing published, the starter leaves it.
-    assert_eq!(api.state.life.start_queued().await.unwrap(), 0);
+    assert_eq!(api.state.runs.life.start_queued().await.unwrap(), 0);
     assert_eq!(api.queue.depth().await.unwrap(), Some(0));
     // Its time comes (set, rather than waited for).
-    let repo = crate::repo::queued::queued(api.store.as_ref());
+    let repo = deepfleet_scheduler::repo::queued::queued(api.store.as_ref());
     let run_id = run["run_id"].as_str().unwrap();
     let mut meta = repo.get(run_id).await.unwrap().unwrap();
     assert!(meta.not_before.is_some_and(|at| at > chrono::Utc::now()));
     meta.not_before = Some(chrono::Utc::now());
     repo.put(run_id, &meta).await.unwrap();
-    assert_eq!(api.state.life.start_queued().await.unwrap(), 1);
+    assert_eq!(api.state.runs.life.start_queued().await.unwrap(), 1);
     assert_eq!(api.queue.depth().await.unwrap(), Some(1));
 }

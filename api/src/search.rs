@@ -1,28 +1,18 @@
 //! The two rules every search and list route of the Agent Server shares:
 //! a `metadata` filter matches when the record carries each given key
 //! with the given value, and a page is `offset` records skipped, then at
-//! most `limit` (10 when unset). Over an index, [`Paging`] says where the
-//! walk starts.
+//! most `limit` (10 when unset; [`PageLimit`] bounds it as it is read).
+//! Over an index, [`Paging`] says where the walk starts.
 
+use deepfleet_proto::api::PageLimit;
 use serde_json::{Map, Value};
-
-use super::error::ApiError;
 
 /// The page size when a request names none, as the reference's default.
 pub const DEFAULT_LIMIT: usize = 10;
-/// The largest page a search or list answers: a page is held whole (and
-/// each thread of it rendered with its state), so its size bounds what
-/// one request can make the scheduler hold.
-pub const MAX_LIMIT: usize = 1_000;
 
-/// `limit`, or the default; a 422 past [`MAX_LIMIT`].
-pub fn page_limit(limit: Option<usize>) -> Result<usize, ApiError> {
-    match limit {
-        Some(limit) if limit > MAX_LIMIT => Err(ApiError::unprocessable(format!(
-            "limit: at most {MAX_LIMIT} per page, not {limit}; page with offset"
-        ))),
-        limit => Ok(limit.unwrap_or(DEFAULT_LIMIT)),
-    }
+/// A request's page size: its `limit`, or [`DEFAULT_LIMIT`].
+pub fn page_size(limit: Option<PageLimit>) -> usize {
+    limit.map_or(DEFAULT_LIMIT, PageLimit::get)
 }
 
 /// Whether `metadata` holds every key of `filter` with the same value; no
@@ -44,7 +34,7 @@ pub fn values_match(filter: Option<&Map<String, Value>>, values: Option<&Value>)
     })
 }
 
-/// A page read from an index walk (see `crate::repo::walk`): without a
+/// A page read from an index walk (see `deepfleet_scheduler::repo::walk`): without a
 /// filter the index skips `offset` itself, so the page costs its own
 /// size; with one, the walk starts at the first record and the matches
 /// are skipped, so it costs the records up to the page's end.
@@ -60,19 +50,9 @@ pub struct Paging {
 
 impl Paging {
     /// The paging of a request's `offset` and `limit`, with or without a
-    /// filter; a 422 for a `limit` past [`MAX_LIMIT`].
-    pub fn new(
-        offset: Option<usize>,
-        limit: Option<usize>,
-        filtered: bool,
-    ) -> Result<Self, ApiError> {
-        Ok(Paging::unchecked(offset, page_limit(limit)?, filtered))
-    }
-
-    /// The paging of `offset` and a `limit` the server chose (a sorted
-    /// search's walk over every match).
-    pub fn unchecked(offset: Option<usize>, limit: usize, filtered: bool) -> Self {
-        let offset = offset.unwrap_or(0);
+    /// filter.
+    pub fn new(offset: Option<usize>, limit: Option<PageLimit>, filtered: bool) -> Self {
+        let (offset, limit) = (offset.unwrap_or(0), page_size(limit));
         if filtered {
             Paging {
                 from: 0,
@@ -85,6 +65,16 @@ impl Paging {
                 skip: 0,
                 limit,
             }
+        }
+    }
+
+    /// The first `limit` matches, a number the server chose (a sorted
+    /// search's walk over every match).
+    pub fn first(limit: usize) -> Self {
+        Paging {
+            from: 0,
+            skip: 0,
+            limit,
         }
     }
 
@@ -133,16 +123,14 @@ mod tests {
 
     #[test]
     fn an_unfiltered_page_starts_in_the_index_a_filtered_one_skips_matches() {
-        let plain = Paging::new(Some(20), None, false).unwrap();
+        let limit = |size| PageLimit::try_from(size).ok();
+        let plain = Paging::new(Some(20), None, false);
         assert_eq!((plain.from, plain.skip, plain.chunk()), (20, 0, 10));
-        let mut filtered = Paging::new(Some(2), Some(5), true).unwrap();
+        let mut filtered = Paging::new(Some(2), limit(5), true);
         assert_eq!((filtered.from, filtered.chunk()), (0, 7));
-        assert_eq!(Paging::new(None, None, true).unwrap().limit, DEFAULT_LIMIT);
-        assert_eq!(
-            Paging::new(None, Some(MAX_LIMIT), true).unwrap().limit,
-            MAX_LIMIT
-        );
-        assert!(Paging::new(None, Some(MAX_LIMIT + 1), true).is_err());
+        assert_eq!(Paging::new(None, None, true).limit, DEFAULT_LIMIT);
+        let most = Paging::new(None, limit(PageLimit::MAX), true);
+        assert_eq!(most.limit, PageLimit::MAX);
         assert!(filtered.skips() && filtered.skips() && !filtered.skips());
     }
 }

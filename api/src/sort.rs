@@ -1,11 +1,14 @@
 //! A search's `sort_by` and `sort_order`, as the SDKs send them for
-//! threads and assistants: any of the fields a resource sorts by, either
-//! way. A sorted search reads every match first (at most
+//! threads, assistants and crons (read into the typed fields of
+//! `deepfleet_proto::api::search`, so only a field the resource sorts by
+//! gets here). A sorted search reads every match first (at most
 //! [`MAX_SORTED`]), then sorts and pages; an unsorted one pages as it
 //! walks.
 
 use std::cmp::Ordering;
 
+use chrono::{DateTime, Utc};
+use deepfleet_proto::api::SortOrder;
 use serde_json::Value;
 
 use super::error::ApiError;
@@ -14,57 +17,45 @@ use super::error::ApiError;
 /// search never holds a tenant's every record.
 pub const MAX_SORTED: usize = 10_000;
 
-/// A checked sort.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A resource field to sort by, and which way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sort {
-    field: String,
+    field: &'static str,
     descending: bool,
 }
 
 impl Sort {
-    /// `None` when the request names neither; `sort_order` alone sorts by
-    /// `default_field`. A field not in `fields`, or an order other than
-    /// `asc`/`desc`, is a 422.
-    pub fn parse(
-        sort_by: Option<&str>,
-        sort_order: Option<&str>,
-        fields: &[&str],
-        default_field: &str,
-    ) -> Result<Option<Sort>, ApiError> {
-        if sort_by.is_none() && sort_order.is_none() {
-            return Ok(None);
+    /// A sort by `field` (as the resource's JSON names it), descending
+    /// unless `order` is `asc`.
+    pub fn new(field: &'static str, order: Option<SortOrder>) -> Sort {
+        Sort {
+            field,
+            descending: order.unwrap_or_default() == SortOrder::Desc,
         }
-        let field = sort_by.unwrap_or(default_field);
-        if !fields.contains(&field) {
-            return Err(ApiError::unprocessable(format!(
-                "sort_by must be one of {}, not '{field}'",
-                fields.join(", ")
-            )));
+    }
+
+    /// The sort a search asks for: `None` when it names neither a field
+    /// nor an order; an order alone sorts by the field type's default.
+    pub fn asked<F: Default>(
+        field: Option<F>,
+        order: Option<SortOrder>,
+        name: fn(F) -> &'static str,
+    ) -> Option<Sort> {
+        if field.is_none() && order.is_none() {
+            return None;
         }
-        let descending = match sort_order {
-            None | Some("desc") => true,
-            Some("asc") => false,
-            Some(other) => {
-                return Err(ApiError::unprocessable(format!(
-                    "sort_order must be asc or desc, not '{other}'"
-                )));
-            }
-        };
-        Ok(Some(Sort {
-            field: field.to_owned(),
-            descending,
-        }))
+        Some(Sort::new(name(field.unwrap_or_default()), order))
     }
 
     /// The field it sorts by.
-    pub fn field(&self) -> &str {
-        &self.field
+    pub fn field(&self) -> &'static str {
+        self.field
     }
 
     /// Sorts resources (as JSON) by the field; a missing or null one
-    /// sorts last either way. Times sort as their RFC 3339 text does.
+    /// sorts last either way, and ties keep their order.
     pub fn sort(&self, items: &mut [Value]) {
-        items.sort_by(|a, b| match (key(a, &self.field), key(b, &self.field)) {
+        items.sort_by(|a, b| match (key(a, self.field), key(b, self.field)) {
             (Some(x), Some(y)) if self.descending => y.cmp(&x),
             (Some(x), Some(y)) => x.cmp(&y),
             (Some(_), None) => Ordering::Less,
@@ -91,39 +82,80 @@ impl Sort {
     }
 }
 
-/// A field's sort key: its text, or a number's value as sortable text.
-fn key(item: &Value, field: &str) -> Option<String> {
+/// What a field sorts as: every sortable field is a time or text.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Key {
+    /// An RFC 3339 time, compared as the instant it names: its text
+    /// would not sort so (`...00Z` after `...00.5Z`).
+    Time(DateTime<Utc>),
+    /// Any other value, as its text.
+    Text(String),
+}
+
+/// A field's sort key; none when it is missing or null.
+fn key(item: &Value, field: &str) -> Option<Key> {
     match item.get(field)? {
-        Value::String(text) => Some(text.clone()),
-        Value::Number(n) => n.as_f64().map(|n| format!("{n:032.6}")),
         Value::Null => None,
-        other => Some(other.to_string()),
+        Value::String(text) => Some(match DateTime::parse_from_rfc3339(text) {
+            Ok(time) => Key::Time(time.to_utc()),
+            Err(_) => Key::Text(text.clone()),
+        }),
+        other => Some(Key::Text(other.to_string())),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use deepfleet_proto::api::ThreadSortBy;
     use serde_json::json;
 
     #[test]
     fn sorts_either_way_with_missing_fields_last() {
-        let sort = Sort::parse(Some("name"), Some("asc"), &["name"], "name")
-            .unwrap()
-            .unwrap();
+        let sort = Sort::new("name", Some(SortOrder::Asc));
         let items = vec![json!({"name": "b"}), json!({}), json!({"name": "a"})];
         let page = sort.page(items.clone(), 0, 10).unwrap();
         assert_eq!(
             page,
             vec![json!({"name": "a"}), json!({"name": "b"}), json!({})]
         );
-        let down = Sort::parse(None, Some("desc"), &["name"], "name")
-            .unwrap()
-            .unwrap();
+        let down = Sort::new("name", None);
         assert_eq!(down.page(items, 1, 1).unwrap(), vec![json!({"name": "a"})]);
-        assert_eq!(Sort::parse(None, None, &["name"], "name").unwrap(), None);
-        assert!(Sort::parse(Some("secret"), None, &["name"], "name").is_err());
-        assert!(Sort::parse(None, Some("up"), &["name"], "name").is_err());
+    }
+
+    #[test]
+    fn an_order_alone_sorts_by_the_default_field() {
+        let asked = |field, order| Sort::asked(field, order, ThreadSortBy::as_str);
+        assert_eq!(asked(None, None), None);
+        assert_eq!(
+            asked(None, Some(SortOrder::Asc)),
+            Some(Sort::new("created_at", Some(SortOrder::Asc)))
+        );
+        assert_eq!(
+            asked(Some(ThreadSortBy::Status), None),
+            Some(Sort::new("status", Some(SortOrder::Desc)))
+        );
+    }
+
+    #[test]
+    fn times_sort_as_instants_whatever_their_precision() {
+        let at = |t: &str| json!({"at": t});
+        let mut items = vec![
+            at("2024-01-01T00:00:00Z"),
+            at("2024-01-01T00:00:00.500Z"),
+            at("2024-01-01T00:00:00.123456789Z"),
+            at("2024-01-01T01:00:00+02:00"),
+        ];
+        Sort::new("at", Some(SortOrder::Asc)).sort(&mut items);
+        assert_eq!(
+            items,
+            vec![
+                at("2024-01-01T01:00:00+02:00"),
+                at("2024-01-01T00:00:00Z"),
+                at("2024-01-01T00:00:00.123456789Z"),
+                at("2024-01-01T00:00:00.500Z"),
+            ]
+        );
     }
 }
 

@@ -3,7 +3,7 @@
 use axum::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::api::test_support::{GRAPH, api};
+use crate::test_support::{GRAPH, api};
 
 fn field(items: &Value, name: &str) -> Vec<String> {
     items
@@ -36,16 +36,30 @@ async fn thread_searches_sort_and_pick_by_id() {
     assert_eq!(field(&newest, "thread_id"), ["t-a"]);
     let picked = search(json!({"ids": ["t-c", "t-b"]})).await.json();
     assert_eq!(field(&picked, "thread_id"), ["t-c", "t-b"]);
-    for bad in [
-        json!({"sort_by": "values"}),
-        json!({"sort_order": "sideways"}),
-        json!({"extract": {"m": "values.messages"}}),
+    // Each refusal names the field it refuses.
+    for (bad, field) in [
+        (json!({"sort_by": "values"}), "sort_by"),
+        (json!({"sort_order": "sideways"}), "sort_order"),
+        (json!({"limit": 1001}), "limit"),
+        (json!({"extract": {"m": "values.messages"}}), "extract"),
     ] {
-        assert_eq!(
-            search(bad.clone()).await.status,
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "{bad}"
-        );
+        let refused = search(bad.clone()).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        assert!(refused.text.contains(field), "{bad}: {}", refused.text);
+    }
+}
+
+#[tokio::test]
+async fn a_query_strings_limit_is_bounded_as_a_bodys() {
+    let api = api().await;
+    let thread = api.thread().await;
+    let path = format!("/threads/{thread}/runs");
+    let ok = api.send("GET", &format!("{path}?limit=1000"), None).await;
+    assert_eq!(ok.status, StatusCode::OK, "{}", ok.text);
+    for bad in ["limit=1001", "limit=ten"] {
+        let refused = api.send("GET", &format!("{path}?{bad}"), None).await;
+        assert_eq!(refused.status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        assert!(refused.text.contains("limit"), "{bad}: {}", refused.text);
     }
 }
 

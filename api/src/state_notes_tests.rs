@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use deepfleet_proto::RunStatus;
 use serde_json::{Value, json};
 
-use crate::api::test_support::{api, finish, run_body};
+use crate::test_support::{api, finish, run_body};
 
 fn ids(history: &Value) -> Vec<String> {
     history

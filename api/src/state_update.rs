@@ -7,9 +7,7 @@ use axum::extract::{Path, State};
 use axum::{Extension, Json};
 use chrono::Utc;
 use deepfleet_proto::Caller;
-use deepfleet_proto::api::{
-    CheckpointPointer, ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus,
-};
+use deepfleet_proto::api::{ThreadStateUpdate, ThreadStateUpdateResponse, ThreadStatus};
 use serde_json::Value;
 
 use super::assistant_graph::is_node;
@@ -17,9 +15,10 @@ use super::checkpoint_ref::checkpoint_ref;
 use super::error::{ApiError, Body};
 use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
-use super::state_values::state_edit;
 use super::threads::load;
-use crate::repo::threads::threads;
+use deepfleet_scheduler::repo::threads::threads;
+use deepfleet_scheduler::runs::state_values::checkpoint_of;
+use deepfleet_scheduler::runs::state_values::state_edit;
 
 pub(super) fn routes() -> Routes {
     Routes::new().post("/threads/{thread_id}/state", SUBMIT, update_state)
@@ -41,18 +40,19 @@ async fn update_state(
     }
     let from = checkpoint_of(body.checkpoint_id.as_deref(), body.checkpoint.as_ref())?;
     let values = body.values.as_ref().unwrap_or(&Value::Null);
-    let edit = state_edit("values", values, state.life.intake().limits())?;
+    let edit = state_edit("values", values, state.runs.life.intake().limits())?;
     // One change of what the thread runs or holds at a time, as for a
     // run's admission: a run admitted meanwhile waits for this update.
-    let lease = state.life.lease_thread(&record.thread_id).await?;
+    let lease = state.runs.life.lease_thread(&record.thread_id).await?;
     let written = async {
         let mut record = load(&state, &caller.tenant, &id).await?;
-        if state.life.thread_status(&record).await? == ThreadStatus::Busy {
+        if state.runs.life.thread_status(&record).await? == ThreadStatus::Busy {
             return Err(ApiError::conflict(
                 "Thread is busy: update its state once its runs have ended.",
             ));
         }
         let checkpoint = state
+            .runs
             .life
             .update_state(&record.thread_id, from, &edit)
             .await?;
@@ -63,26 +63,10 @@ async fn update_state(
         Ok::<_, ApiError>(checkpoint)
     }
     .await;
-    state.life.release_thread(lease).await;
+    state.runs.life.release_thread(lease).await;
     Ok(Json(ThreadStateUpdateResponse {
         checkpoint: checkpoint_ref(&record.thread_id, written?),
     }))
-}
-
-/// The checkpoint a request names by `checkpoint_id` or `checkpoint`, if
-/// any; a malformed id is a 422.
-pub fn checkpoint_of(
-    id: Option<&str>,
-    pointer: Option<&CheckpointPointer>,
-) -> Result<Option<u64>, ApiError> {
-    id.or_else(|| pointer.and_then(CheckpointPointer::id))
-        .filter(|raw| !raw.is_empty())
-        .map(|raw| {
-            raw.parse().map_err(|_| {
-                ApiError::unprocessable(format!("checkpoint_id: '{raw}' is not a checkpoint id"))
-            })
-        })
-        .transpose()
 }
 
 #[cfg(test)]

@@ -292,7 +292,7 @@ async fn a_rollback_returns_the_thread_to_its_state_before_the_run() {
     let cancelled = api.send("POST", &path, None).await;
     assert_eq!(cancelled.status, StatusCode::ACCEPTED, "{}", cancelled.text);
     // Still running until its worker stops it at a step boundary.
-    api.state.life.settle_rollbacks().await.unwrap();
+    api.state.runs.life.settle_rollbacks().await.unwrap();
     assert_eq!(
         message_texts(&state_of(&api, &thread_id).await),
         ["hi", "done", "again", "done", "undo me"]
@@ -304,7 +304,7 @@ async fn a_rollback_returns_the_thread_to_its_state_before_the_run() {
         RunStatus::Cancelled,
     )
     .await;
-    api.state.life.settle_rollbacks().await.unwrap();
+    api.state.runs.life.settle_rollbacks().await.unwrap();
     let now = state_of(&api, &thread_id).await;
     assert_eq!(now["values"], before["values"]);
     assert_eq!(now["metadata"]["source"], "rollback");
@@ -335,7 +335,7 @@ async fn a_rollback_strategy_starts_the_new_run_from_before_the_old_one() {
         RunStatus::Cancelled,
     )
     .await;
-    assert_eq!(api.state.life.start_queued().await.unwrap(), 1);
+    assert_eq!(api.state.runs.life.start_queued().await.unwrap(), 1);
     assert_eq!(
         message_texts(&state_of(&api, &thread_id).await),
         ["hi", "done", "again", "done", "instead"]

@@ -19,10 +19,10 @@ use deepfleet_store::CheckpointState;
 use serde_json::{Value, json};
 
 use super::checkpoint_ref::{checkpoint_ref, metadata, parent_ref};
-use super::convert::{message_dict, thread_values, to_json};
-use super::modes::Modes;
 use super::stream::{event, node_of};
-use crate::repo::runs::RunMeta;
+use deepfleet_scheduler::convert::{message_dict, thread_values, to_json};
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::runs::modes::Modes;
 
 /// One node's part of a step: its name and the messages it added,
 /// starting at thread index `from`.
@@ -228,7 +228,7 @@ mod tests {
     use deepfleet_store::{Checkpoint, CheckpointSource};
     use pretty_assertions::assert_eq;
 
-    use crate::api::test_support::sample_meta as meta;
+    use crate::test_support::sample_meta as meta;
 
     fn rendered(events: &[Event]) -> Vec<String> {
         events.iter().map(|e| format!("{e:?}")).collect()

@@ -12,7 +12,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use deepfleet_proto::api::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
-    NamespaceListParams, NamespaceListResponse,
+    NamespaceListParams, NamespaceListResponse, PageLimit,
 };
 use deepfleet_proto::item::{ItemSearch, NamespaceQuery, validate_item_address, validate_prefix};
 use deepfleet_proto::tenant::{caller_namespace, store_namespace};
@@ -20,7 +20,6 @@ use deepfleet_proto::{Caller, Item, TenantId};
 
 use super::error::{ApiError, Body, QueryString};
 use super::routes::{READ, Routes, SUBMIT};
-use super::search::page_limit;
 use super::state::ApiState;
 
 pub(super) fn routes() -> Routes {
@@ -42,6 +41,7 @@ async fn put_item(
     // An item is a file of the long-term store: the file limit holds.
     let bytes = serde_json::to_vec(&body.value).map_or(usize::MAX, |v| v.len());
     state
+        .runs
         .life
         .intake()
         .limits()
@@ -108,7 +108,7 @@ async fn search(
     let search = ItemSearch {
         namespace_prefix: store_namespace(&caller.tenant, &body.namespace_prefix),
         filter: body.filter.unwrap_or_default(),
-        limit: page_limit(body.limit.or(Some(defaults.limit)))?,
+        limit: body.limit.map_or(defaults.limit, PageLimit::get),
         offset: body.offset.unwrap_or(defaults.offset),
     };
     let items = state.store().search_items(&search).await?;
@@ -135,7 +135,7 @@ async fn namespaces(
         suffix,
         // The tenant's root label is one more.
         max_depth: body.max_depth.map(|depth| depth.saturating_add(1)),
-        limit: page_limit(body.limit.or(Some(defaults.limit)))?,
+        limit: body.limit.map_or(defaults.limit, PageLimit::get),
         offset: body.offset.unwrap_or(defaults.offset),
     };
     let namespaces = state

@@ -13,9 +13,9 @@ use deepfleet_proto::{Message, RunEvent};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::convert::{message_dict, message_id, to_json};
-use super::modes::Modes;
-use crate::repo::runs::RunMeta;
+use deepfleet_scheduler::convert::{message_dict, message_id, to_json};
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::runs::modes::Modes;
 
 /// The node a message belongs to in deepagents' graph.
 pub(super) fn node_of(message: &Message) -> &'static str {
@@ -159,7 +159,7 @@ mod tests {
     use deepfleet_proto::RunStatus;
     use serde_json::json;
 
-    use crate::api::test_support::sample_meta as meta;
+    use crate::test_support::sample_meta as meta;
 
     #[test]
     fn events_per_mode_with_resumable_ids() {

@@ -32,7 +32,7 @@ async fn info(State(state): State<ApiState>) -> Json<InfoResponse> {
         },
         metadata: InfoMetadata {
             server: "deepfleet".to_owned(),
-            graphs: state.graphs.names(),
+            graphs: state.runs.graphs.names(),
         },
     })
 }

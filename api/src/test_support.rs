@@ -24,14 +24,15 @@ use deepfleet_store::{StepCommit, Store};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::auth::{ApiKeys, key_line};
 use super::browser_guard::AllowedHosts;
 use super::{ApiState, router};
-use crate::intake::Intake;
-use crate::lifecycle::Lifecycle;
-use crate::repo::runs::RunMeta;
-use crate::webhooks::backoff::Backoff;
-use crate::webhooks::{Secret, WebhookConfig};
+use deepfleet_scheduler::Intake;
+use deepfleet_scheduler::keys::{ApiKeys, key_line};
+use deepfleet_scheduler::lifecycle::Lifecycle;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::runs::Runs;
+use deepfleet_scheduler::webhooks::backoff::Backoff;
+use deepfleet_scheduler::webhooks::{Secret, WebhookConfig};
 
 /// The graph the fixture serves.
 pub const GRAPH: &str = "agent";
@@ -115,13 +116,15 @@ pub async fn api_with(keys: ApiKeys, in_flight: Option<u32>) -> TestApi {
     let spec = AgentSpec::from_yaml(&format!("name: {GRAPH}\nmodel: openai:x\n")).unwrap();
     intake.register(&spec).await.unwrap();
     let state = ApiState {
-        life: Lifecycle::new(intake),
-        graphs: crate::api::Graphs::new([GRAPH.to_owned()]),
-        started_at: Utc::now(),
+        runs: Runs {
+            life: Lifecycle::new(intake),
+            graphs: deepfleet_scheduler::runs::Graphs::new([GRAPH.to_owned()]),
+            started_at: Utc::now(),
+            tenant_runs_in_flight: in_flight,
+        },
         metrics: None,
         keys,
-        tenant_runs_in_flight: in_flight,
-        max_body_bytes: crate::api::BODY_LIMIT,
+        max_body_bytes: crate::BODY_LIMIT,
         allowed_hosts: Default::default(),
     };
     TestApi {
@@ -245,6 +248,7 @@ impl TestApi {
             .unwrap()
             .unwrap();
         self.state
+            .runs
             .life
             .intake()
             .open_context(record.context.as_ref().unwrap())

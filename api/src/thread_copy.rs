@@ -11,7 +11,7 @@ use super::error::ApiError;
 use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use super::threads::{load, thread_resource};
-use crate::repo::threads::{ThreadRecord, threads};
+use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
 
 pub(super) fn routes() -> Routes {
     Routes::new().post("/threads/{thread_id}/copy", SUBMIT, copy)

@@ -9,12 +9,12 @@ use deepfleet_proto::api::ThreadCountParams;
 use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_store::Order;
 
-use super::convert::values_if_any;
 use super::error::{ApiError, Body};
 use super::routes::{READ, Routes};
 use super::search::{metadata_matches, values_match};
 use super::state::ApiState;
-use crate::repo::threads::threads;
+use deepfleet_scheduler::convert::values_if_any;
+use deepfleet_scheduler::repo::threads::threads;
 
 pub(super) fn routes() -> Routes {
     Routes::new().post("/threads/count", READ, count)
@@ -39,7 +39,7 @@ async fn count(
             continue;
         }
         if let Some(status) = &body.status
-            && state.life.thread_status(&record).await?.as_str() != status
+            && state.runs.life.thread_status(&record).await?.as_str() != status
         {
             continue;
         }

@@ -12,7 +12,7 @@ use super::error::{ApiError, Body};
 use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
 use super::threads::{load, thread_resource};
-use crate::repo::threads::threads;
+use deepfleet_scheduler::repo::threads::threads;
 
 pub(super) fn routes() -> Routes {
     Routes::new().patch("/threads/{thread_id}", SUBMIT, update)
@@ -38,7 +38,7 @@ async fn update(
     // An unchanged ttl's entry stays: the sweep finds the later
     // `updated_at` and moves it on.
     if ttl_changed {
-        state.life.schedule_ttl(&record).await?;
+        state.runs.life.schedule_ttl(&record).await?;
     }
     Ok(Json(thread_resource(&state, &record).await?))
 }

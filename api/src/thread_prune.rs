@@ -10,7 +10,7 @@ use deepfleet_proto::api::{PruneStrategy, ThreadPruneParams, ThreadPruneResponse
 use super::error::{ApiError, Body};
 use super::routes::{Routes, SUBMIT};
 use super::state::ApiState;
-use crate::repo::threads::threads;
+use deepfleet_scheduler::repo::threads::threads;
 
 /// The most threads one request prunes, so a request's work is bounded.
 pub const MAX_PRUNE: usize = 1000;
@@ -41,7 +41,7 @@ async fn prune(
         };
         let pruned = match body.strategy {
             PruneStrategy::Delete => {
-                state.life.delete_thread(&record).await?;
+                state.runs.life.delete_thread(&record).await?;
                 true
             }
             PruneStrategy::KeepLatest => state.store().keep_latest_checkpoint(id).await?,

@@ -17,20 +17,19 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use deepfleet_proto::Caller;
 use deepfleet_proto::api::{RunStreamQuery, StreamMode};
-use deepfleet_proto::keys::records::thread_runs;
-use deepfleet_store::{Order, StoreError};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::error::{ApiError, QueryString};
 use super::follower::{Sink, follow};
-use super::modes::Modes;
 use super::routes::{READ, Routes};
 use super::state::ApiState;
 use super::threads::load;
-use super::wait::{KEEP_ALIVE, POLL};
-use crate::repo::runs::{RunMeta, runs_of};
-use crate::repo::threads::threads;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::repo::threads::threads;
+use deepfleet_scheduler::runs::follow::{Outbox, POLL, Stopped};
+use deepfleet_scheduler::runs::modes::Modes;
+use deepfleet_scheduler::runs::thread_runs::runs_since;
 
 /// How long one thread stream lasts at most.
 pub const THREAD_STREAM_LIMIT: Duration = Duration::from_secs(3600);
@@ -63,7 +62,7 @@ async fn thread_stream(
         .is_some_and(|v| v == "true" || v == "1");
     // Taken now, not once the follower starts: a run created right after
     // the answer is followed too.
-    let since = match state.life.active_run(&record).await? {
+    let since = match state.runs.life.active_run(&record).await? {
         Some(run) => run.created_at.min(Utc::now()),
         None => Utc::now(),
     };
@@ -71,7 +70,8 @@ async fn thread_stream(
     let thread_id = record.thread_id;
     tokio::spawn(async move {
         let deadline = Instant::now() + THREAD_STREAM_LIMIT;
-        let following = follow_thread(&state, &thread_id, since, modes, &tx);
+        let mut out = Outbox::new(tx);
+        let following = follow_thread(&state, &thread_id, since, modes, &mut out);
         let _ = tokio::time::timeout_at(deadline, following).await;
     });
     let events =
@@ -144,39 +144,29 @@ impl ThreadModes {
 }
 
 /// Follows each run created on `thread_id` since `since` (and the run
-/// occupying it then), oldest first, until the client leaves (`Err`) or
-/// the thread is gone.
+/// occupying it then), oldest first, until the client leaves or the
+/// thread is gone (`Ok`); each run is followed by the runs service's
+/// follower with the run stream's wire.
 async fn follow_thread(
     state: &ApiState,
     thread_id: &str,
     since: DateTime<Utc>,
     modes: ThreadModes,
-    tx: &Sink,
-) -> Result<(), ()> {
+    out: &mut Sink,
+) -> Result<(), Stopped> {
     let store = state.store();
     let mut followed: VecDeque<String> = VecDeque::new();
-    let mut last_sent = Instant::now();
     loop {
-        if tx.is_closed() {
-            return Err(());
+        if out.is_closed() {
+            return Err(Stopped::ClientGone);
         }
-        if threads(store)
-            .get(thread_id)
-            .await
-            .map_err(|_| ())?
-            .is_none()
-        {
+        if threads(store).get(thread_id).await?.is_none() {
             return Ok(());
         }
-        let news = runs_since(state, thread_id, since, &followed)
-            .await
-            .map_err(|_| ())?;
+        let news = runs_since(&state.runs, thread_id, since, &followed).await?;
         if news.is_empty() {
-            if last_sent.elapsed() >= KEEP_ALIVE {
-                tx.send(Ok(Event::default().comment("heartbeat")))
-                    .await
-                    .map_err(|_| ())?;
-                last_sent = Instant::now();
+            if out.keep_alive_due() {
+                out.send(Ok(Event::default().comment("heartbeat"))).await?;
             }
             tokio::time::sleep(POLL).await;
             continue;
@@ -186,48 +176,12 @@ async fn follow_thread(
                 followed.pop_front();
             }
             followed.push_back(meta.run_id.clone());
-            follow(state, &meta, modes.for_run(&meta), None, tx).await?;
-        }
-        last_sent = Instant::now();
-    }
-}
-
-/// The thread's newest run, if it has any.
-pub(super) async fn newest_run(
-    state: &ApiState,
-    thread_id: &str,
-) -> Result<Option<RunMeta>, StoreError> {
-    let repo = runs_of(state.store(), thread_id);
-    let mut walk = repo
-        .walk(thread_runs(thread_id), Order::Descending)
-        .chunk(1);
-    walk.next().await
-}
-
-/// The thread's runs created at or after `since` that are not in
-/// `followed`, oldest first: a walk of its run index from the newest,
-/// stopping at the first older run.
-pub(super) async fn runs_since(
-    state: &ApiState,
-    thread_id: &str,
-    since: DateTime<Utc>,
-    followed: &VecDeque<String>,
-) -> Result<Vec<RunMeta>, StoreError> {
-    let repo = runs_of(state.store(), thread_id);
-    let mut walk = repo
-        .walk(thread_runs(thread_id), Order::Descending)
-        .chunk(16);
-    let mut news = Vec::new();
-    while let Some(meta) = walk.next().await? {
-        if meta.created_at < since {
-            break;
-        }
-        if !followed.contains(&meta.run_id) {
-            news.push(meta);
+            match follow(state, &meta, modes.for_run(&meta), None, out).await {
+                Stopped::Ended(_) | Stopped::Answered => {}
+                stopped => return Err(stopped),
+            }
         }
     }
-    news.reverse();
-    Ok(news)
 }
 
 #[cfg(test)]
@@ -238,7 +192,7 @@ mod tests {
     use serde_json::json;
 
     use super::{Modes, ThreadModes};
-    use crate::api::test_support::sample_meta;
+    use crate::test_support::sample_meta;
 
     #[test]
     fn by_default_each_run_streams_in_its_own_modes() {
@@ -261,7 +215,7 @@ mod tests {
         assert!(ThreadModes::parse(Some(&StreamMode::One("lifecycle".into()))).is_err());
     }
 
-    use crate::api::test_support::{api, run_body};
+    use crate::test_support::{api, run_body};
 
     #[tokio::test]
     async fn a_thread_stream_follows_each_run_on_the_thread_in_turn() {

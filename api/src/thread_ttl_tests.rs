@@ -10,8 +10,8 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::super::test_support::{TestApi, api, finish, run_body};
-use crate::repo::score_at;
-use crate::repo::threads::threads;
+use deepfleet_scheduler::repo::score_at;
+use deepfleet_scheduler::repo::threads::threads;
 
 async fn create(api: &TestApi, body: Value) -> Value {
     let answer = api.send("POST", "/threads", Some(body)).await;
@@ -26,7 +26,7 @@ async fn age(api: &TestApi, thread_id: &str, minutes: i64) {
     let mut record = repo.get(thread_id).await.unwrap().unwrap();
     record.updated_at -= TimeDelta::minutes(minutes);
     repo.put(thread_id, &record).await.unwrap();
-    api.state.life.schedule_ttl(&record).await.unwrap();
+    api.state.runs.life.schedule_ttl(&record).await.unwrap();
 }
 
 async fn exists(api: &TestApi, thread_id: &str) -> bool {
@@ -112,7 +112,7 @@ async fn the_sweep_deletes_idle_threads_whose_ttl_ran_out() {
     for id in ["old", "busy", "kept"] {
         age(&api, id, 10).await;
     }
-    let life = &api.state.life;
+    let life = &api.state.runs.life;
     assert_eq!(life.sweep_thread_ttls().await.unwrap(), 1);
     assert!(!exists(&api, "old").await);
     assert_eq!(due_score(&api, "old").await, None);
@@ -138,7 +138,7 @@ async fn a_touched_thread_is_moved_on_not_deleted() {
         .index_put(THREAD_TTL_DUE, "t1", past)
         .await
         .unwrap();
-    assert_eq!(api.state.life.sweep_thread_ttls().await.unwrap(), 0);
+    assert_eq!(api.state.runs.life.sweep_thread_ttls().await.unwrap(), 0);
     assert!(exists(&api, "t1").await);
     let record = threads(api.store.as_ref())
         .get("t1")
@@ -183,7 +183,7 @@ async fn patching_the_ttl_moves_or_removes_its_deletion() {
     assert_eq!(removed["metadata"], json!({"a": 1, "b": 2}));
     assert_eq!(due_score(&api, "t1").await, None);
     age(&api, "t1", 120).await;
-    assert_eq!(api.state.life.sweep_thread_ttls().await.unwrap(), 0);
+    assert_eq!(api.state.runs.life.sweep_thread_ttls().await.unwrap(), 0);
     assert!(exists(&api, "t1").await);
 }
 
@@ -197,7 +197,7 @@ async fn two_sweeps_at_once_delete_each_thread_once() {
         create(&api, json!({"thread_id": id, "ttl": 1})).await;
         age(&api, &id, 2).await;
     }
-    let (a, b) = (api.state.life.clone(), api.state.life.clone());
+    let (a, b) = (api.state.runs.life.clone(), api.state.runs.life.clone());
     let (a, b) = tokio::join!(a.sweep_thread_ttls(), b.sweep_thread_ttls());
     assert_eq!(a.unwrap() + b.unwrap(), 8);
     let left = api.store.index_count(THREAD_TTL_DUE).await.unwrap();

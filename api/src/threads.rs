@@ -7,7 +7,8 @@ use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, RawQuery, State};
 use deepfleet_proto::api::{
-    Thread, ThreadCreateParams, ThreadSearchParams, ThreadState, ThreadStatus, ThreadSuperstep,
+    Thread, ThreadCreateParams, ThreadSearchParams, ThreadSortBy, ThreadState, ThreadStatus,
+    ThreadSuperstep,
 };
 use deepfleet_proto::keys::records::tenant_threads;
 use deepfleet_proto::{Caller, InputLimits, TenantId};
@@ -16,17 +17,19 @@ use serde_json::{Map, Value, json};
 
 use super::assistant_graph::is_node;
 use super::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
-use super::convert::{self, Waiting, show_waiting, thread_values, to_json, values_if_any};
 use super::error::{ApiError, Body, query_list};
 use super::routes::{READ, Routes, SUBMIT};
-use super::search::{Paging, metadata_matches, page_limit, values_match};
+use super::search::{Paging, metadata_matches, page_size, values_match};
 use super::select::{Select, fields_of};
 use super::sort::{MAX_SORTED, Sort};
 use super::state::ApiState;
-use super::state_values::state_edit;
-use crate::ids::check_id;
-use crate::repo::threads::{ThreadRecord, threads};
-use crate::state_edit::StateEdit;
+use deepfleet_scheduler::convert::{
+    self, Waiting, show_waiting, thread_values, to_json, values_if_any,
+};
+use deepfleet_scheduler::ids::check_id;
+use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
+use deepfleet_scheduler::runs::state_values::state_edit;
+use deepfleet_scheduler::state_edit::StateEdit;
 
 pub(super) fn routes() -> Routes {
     Routes::new()
@@ -47,7 +50,7 @@ async fn create(
     let supersteps = body
         .supersteps
         .as_deref()
-        .map(|steps| superstep_edits(steps, state.life.intake().limits()))
+        .map(|steps| superstep_edits(steps, state.runs.life.intake().limits()))
         .transpose()?
         .unwrap_or_default();
     let id = body
@@ -64,12 +67,12 @@ async fn create(
     };
     // An id the store already holds without a record is someone's (a
     // batch's or a subagent's thread): taken, as an existing thread is.
-    let unowned = state.life.unowned_thread(&id).await?;
+    let unowned = state.runs.life.unowned_thread(&id).await?;
     if !unowned && threads(state.store()).insert(&id, &record).await? {
         for edit in &supersteps {
-            state.life.update_state(&id, None, edit).await?;
+            state.runs.life.update_state(&id, None, edit).await?;
         }
-        state.life.schedule_ttl(&record).await?;
+        state.runs.life.schedule_ttl(&record).await?;
     } else {
         match body.if_exists.as_deref() {
             Some("do_nothing") => {}
@@ -135,34 +138,28 @@ async fn search(
             "extract is not supported: select the values wanted with select: [\"values.<key>\"]",
         ));
     }
-    let sort = Sort::parse(
-        body.sort_by.as_deref(),
-        body.sort_order.as_deref(),
-        &["thread_id", "status", "created_at", "updated_at"],
-        "created_at",
-    )?;
+    let sort = Sort::asked(body.sort_by, body.sort_order, ThreadSortBy::as_str);
     let Some(sort) = sort else {
         let filtered = body.metadata.is_some()
             || body.status.is_some()
             || body.values.is_some()
             || body.ids.is_some();
-        let paging = Paging::new(body.offset, body.limit, filtered)?;
+        let paging = Paging::new(body.offset, body.limit, filtered);
         let found = matching_threads(&state, &caller, &body, paging, |thread| thread).await?;
         return Ok(Json(select.apply_all(&found)));
     };
     // Each match is held as its sort key and id alone, and only the page
     // is rendered again whole: a sorted search over thousands of threads
     // never holds their states at once.
-    let limit = page_limit(body.limit)?;
-    let every = Paging::unchecked(None, MAX_SORTED + 1, true);
-    let field = sort.field().to_owned();
+    let every = Paging::first(MAX_SORTED + 1);
+    let field = sort.field();
     let keys = matching_threads(&state, &caller, &body, every, |thread| {
         let id = thread.thread_id.clone();
-        let key = to_json(&thread).get(&field).cloned().unwrap_or(Value::Null);
-        json!({ field.as_str(): key, "thread_id": id })
+        let key = to_json(&thread).get(field).cloned().unwrap_or(Value::Null);
+        json!({ field: key, "thread_id": id })
     })
     .await?;
-    let page = sort.page(keys, body.offset.unwrap_or(0), limit)?;
+    let page = sort.page(keys, body.offset.unwrap_or(0), page_size(body.limit))?;
     let mut out = Vec::with_capacity(page.len());
     for key in page {
         let Some(id) = key["thread_id"].as_str() else {
@@ -259,7 +256,7 @@ async fn delete(
     Path(id): Path<String>,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
     let record = load(&state, &caller.tenant, &id).await?;
-    state.life.delete_thread(&record).await?;
+    state.runs.life.delete_thread(&record).await?;
     Ok(Json(Map::new()))
 }
 
@@ -309,14 +306,14 @@ fn waiting_in(
 
 /// What `record`'s thread waits on now, if anything.
 pub async fn waiting(state: &ApiState, record: &ThreadRecord) -> Result<Option<Waiting>, ApiError> {
-    let status = state.life.thread_status(record).await?;
+    let status = state.runs.life.thread_status(record).await?;
     let checkpoint = state.store().load_thread(&record.thread_id).await?;
     Ok(waiting_in(status, record, &checkpoint))
 }
 
 /// The Thread resource.
 pub async fn thread_resource(state: &ApiState, record: &ThreadRecord) -> Result<Thread, ApiError> {
-    let status = state.life.thread_status(record).await?;
+    let status = state.runs.life.thread_status(record).await?;
     let checkpoint = state.store().load_thread(&record.thread_id).await?;
     let values = values_if_any(&record.thread_id, &checkpoint);
     let interrupts = waiting_in(status, record, &checkpoint)
@@ -338,7 +335,7 @@ pub async fn thread_state(
     state: &ApiState,
     record: &ThreadRecord,
 ) -> Result<ThreadState, ApiError> {
-    let status = state.life.thread_status(record).await?;
+    let status = state.runs.life.thread_status(record).await?;
     let checkpoint = state.store().load_thread(&record.thread_id).await?;
     let mut current = ThreadState {
         values: thread_values(&record.thread_id, &checkpoint),

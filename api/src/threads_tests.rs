@@ -5,8 +5,8 @@ use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::super::convert::message_id;
 use super::super::test_support::{api, finish, message_texts, review, run_body};
+use deepfleet_scheduler::convert::message_id;
 
 #[tokio::test]
 async fn a_new_thread_is_idle_and_empty() {

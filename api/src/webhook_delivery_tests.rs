@@ -1,5 +1,6 @@
-//! The delivery loop over the embedded store, against a receiver on
-//! 127.0.0.1 whose answer the test sets: a run is sent once it ends,
+//! The webhook delivery loop over the embedded store, for runs created
+//! over the API, against a receiver on 127.0.0.1 whose answer the test
+//! sets: a run is sent once it ends,
 //! retried while refused, recorded, and never sent again once delivered,
 //! however many deliverers run.
 
@@ -14,9 +15,16 @@ use deepfleet_proto::RunStatus;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::*;
-use crate::api::test_support::{TestApi, WEBHOOK_SECRET, api, finish, run_body};
-use crate::webhooks::sign::{Secret, signature};
+use chrono::Utc;
+use deepfleet_fleet::Metrics;
+use deepfleet_proto::keys::records::{WEBHOOK_CLAIMS, WEBHOOKS};
+use deepfleet_scheduler::repo::webhooks::{DeliveryState, WebhookRecord, webhooks};
+use deepfleet_scheduler::webhook_delivery::{PAGE, WebhookDeliverer};
+use deepfleet_store::Order;
+use std::time::Duration;
+
+use crate::test_support::{TestApi, WEBHOOK_SECRET, api, finish, run_body};
+use deepfleet_scheduler::webhooks::sign::{Secret, signature};
 
 /// A receiver answering `status`, keeping what it was sent.
 #[derive(Default)]
@@ -45,7 +53,7 @@ async fn receiver(status: u16) -> (Arc<Receiver>, String) {
 
 fn deliverer(api: &TestApi, metrics: Option<Arc<Metrics>>) -> WebhookDeliverer {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    WebhookDeliverer::new(api.state.clone(), metrics).unwrap()
+    WebhookDeliverer::new(api.state.runs.clone(), metrics).unwrap()
 }
 
 /// A run on a new thread with a webhook to `url`; returns thread and run.
@@ -212,8 +220,7 @@ async fn more_deliveries_than_a_page_are_all_sent_once_over_rounds() {
     let repo = webhooks(api.store.as_ref());
     let count = PAGE + 44;
     for i in 0..count {
-        let mut record =
-            WebhookRecord::waiting(&crate::api::test_support::sample_meta(), url.clone());
+        let mut record = WebhookRecord::waiting(&crate::test_support::sample_meta(), url.clone());
         record.run_id = format!("r{i:04}");
         record.state = DeliveryState::Due;
         record.body = Some("{}".into());

@@ -18,15 +18,16 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use chrono::{TimeZone, Utc};
+use deepfleet_api::{ApiState, router};
 use deepfleet_proto::TenantId;
 use deepfleet_proto::api::MultitaskStrategy;
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
-use deepfleet_scheduler::api::auth::ApiKeys;
-use deepfleet_scheduler::api::{ApiState, Graphs, router};
+use deepfleet_scheduler::keys::ApiKeys;
 use deepfleet_scheduler::repo::queued::queued;
 use deepfleet_scheduler::repo::runs::RunMeta;
 use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
+use deepfleet_scheduler::runs::{Graphs, Runs};
 use deepfleet_scheduler::{Intake, Lifecycle};
 use deepfleet_store::Store;
 use deepfleet_store::redis::RedisStore;
@@ -90,13 +91,15 @@ pub async fn thread_search(plan: &Plan) -> anyhow::Result<Vec<SearchTimes>> {
 async fn measure(store: Arc<dyn Store>, plan: &Plan) -> anyhow::Result<Vec<SearchTimes>> {
     let steps: Arc<dyn Queue> = Arc::new(MemoryQueue::new());
     let state = ApiState {
-        life: Lifecycle::new(Intake::new(Arc::clone(&store), steps)),
-        graphs: Graphs::new(Vec::new()),
-        started_at: Utc::now(),
+        runs: Runs {
+            life: Lifecycle::new(Intake::new(Arc::clone(&store), steps)),
+            graphs: Graphs::new(Vec::new()),
+            started_at: Utc::now(),
+            tenant_runs_in_flight: None,
+        },
         metrics: None,
         keys: ApiKeys::open(),
-        tenant_runs_in_flight: None,
-        max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
+        max_body_bytes: deepfleet_api::BODY_LIMIT,
         allowed_hosts: Default::default(),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;

@@ -12,7 +12,7 @@
 use deepfleet_fleet::tokens::{count_message, logged};
 use deepfleet_fuzz::json::assert_round_trip;
 use deepfleet_proto::{LoggedMessage, Message};
-use deepfleet_scheduler::api::convert::{input_messages, message_dict, to_json};
+use deepfleet_scheduler::convert::{input_messages, message_dict, to_json};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -23,10 +23,9 @@ use deepfleet_proto::keys::records::REPLIES;
 use deepfleet_proto::{AgentSpec, SubmissionRefusal};
 use deepfleet_queue::memory::MemoryQueue;
 use deepfleet_queue::{DeadLetters, Queue, QueueError, Replies, ReplyAddress};
-use deepfleet_scheduler::api::Graphs;
-use deepfleet_scheduler::api::auth::ApiKeys;
-use deepfleet_scheduler::api::state::ApiState;
+use deepfleet_scheduler::keys::ApiKeys;
 use deepfleet_scheduler::repo::replies::ReplyRecord;
+use deepfleet_scheduler::runs::{Graphs, Runs};
 use deepfleet_scheduler::submissions::{Outcome, parse};
 use deepfleet_scheduler::{Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake};
 use deepfleet_store::Store;
@@ -49,19 +48,16 @@ async fn handle(payload: &[u8], parsed: Result<deepfleet_proto::Submission, Stri
     let intake = Intake::new(Arc::clone(&store), steps);
     let spec = AgentSpec::from_yaml("name: helper\nmodel: openai:x\n").expect("spec");
     intake.register(&spec).await.expect("registers");
-    let api = ApiState {
+    let runs = Runs {
         life: Lifecycle::new(intake),
         graphs: Graphs::new(["helper".to_owned()]),
         started_at: chrono::Utc::now(),
-        metrics: None,
-        keys: ApiKeys::open(),
         tenant_runs_in_flight: None,
-        max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
-        allowed_hosts: Default::default(),
     };
     let answers = Arc::new(Answers::default());
     let submissions = SubmissionIntake::new(
-        api,
+        runs,
+        ApiKeys::open(),
         Replier::new(Arc::clone(&store), Arc::clone(&answers) as Arc<dyn Replies>),
         ReservedQueues::new(["deepfleet"]),
     );

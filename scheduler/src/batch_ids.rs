@@ -12,7 +12,7 @@ pub fn batch_run_id(batch_id: &str, task_id: &str) -> String {
 /// (the batch's header keeps it; empty for a batch from before salts):
 /// the run's creation is idempotent on both ids, two intakes creating it
 /// at once agree on its thread, and without the salt nobody can tell it.
-pub(crate) fn batch_thread_id(batch_id: &str, task_id: &str, salt: &str) -> String {
+pub fn batch_thread_id(batch_id: &str, task_id: &str, salt: &str) -> String {
     if salt.is_empty() {
         return batch_scoped("thread", batch_id, task_id);
     }

@@ -60,6 +60,9 @@ pub enum SchedulerError {
     /// A run cannot be deleted while it runs.
     #[error("run '{0}' is still running; cancel it first")]
     RunStillRunning(String),
+    /// The thread is gone (deleted while a request was about it).
+    #[error("Thread '{0}' not found.")]
+    UnknownThread(String),
     /// No spec by that name is registered.
     #[error("unknown agent '{0}'")]
     UnknownAgent(String),

@@ -6,14 +6,15 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod admission;
-pub mod api;
 mod batch;
-mod batch_ids;
+pub mod batch_ids;
+pub mod convert;
 pub mod crons;
 mod custom_state;
 mod error;
-mod ids;
+pub mod ids;
 mod intake;
+pub mod keys;
 pub mod lifecycle;
 mod message_ids;
 mod refusals;
@@ -23,11 +24,13 @@ pub mod reserved;
 pub mod resume;
 pub mod retention;
 pub mod run_bounds;
+pub mod runs;
 mod runtime_context;
 pub mod slot_sweep;
 pub mod state_edit;
 pub mod submissions;
-mod task_batches;
+pub mod task_batches;
+pub mod webhook_delivery;
 pub mod webhooks;
 
 pub use admission::AdmissionSweep;
@@ -45,4 +48,5 @@ pub use run_bounds::RunBounds;
 pub use runtime_context::validate as validate_context;
 pub use submissions::SubmissionIntake;
 pub use task_batches::{TaskBatchCounts, TaskBatchMember, TaskBatches};
-pub use webhooks::{WebhookConfig, WebhookDeliverer};
+pub use webhook_delivery::WebhookDeliverer;
+pub use webhooks::WebhookConfig;

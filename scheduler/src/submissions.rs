@@ -38,13 +38,13 @@ use deepfleet_queue::{Consumer, Delivery, Queue, Replies};
 use serde_json::{Value, json};
 use tracing::{info, warn};
 
-use crate::api::run_create::create_run;
-use crate::api::state::ApiState;
 use crate::error::SchedulerError;
+use crate::keys::ApiKeys;
 use crate::refusals::{CONTEXT_HEADER, Refusal, without_clear_context};
 use crate::replies::Replier;
 use crate::repo::replies::ReplyRecord;
 use crate::reserved::ReservedQueues;
+use crate::runs::{Runs, create_run};
 
 /// How long to wait after a consumer error before reading on.
 const CONSUMER_BACKOFF: std::time::Duration = std::time::Duration::from_secs(1);
@@ -63,7 +63,9 @@ pub enum Outcome {
 /// Consumes the submission queue.
 #[derive(Clone)]
 pub struct SubmissionIntake {
-    api: ApiState,
+    runs: Runs,
+    /// Who may submit, by the key a message carries.
+    keys: ApiKeys,
     replier: Replier,
     /// Answers refusals (the replier's channel).
     replies: Arc<dyn Replies>,
@@ -72,13 +74,14 @@ pub struct SubmissionIntake {
 }
 
 impl SubmissionIntake {
-    /// An intake creating runs through `api`, remembering their reply
-    /// addresses with `replier` and refusing reply addresses in
-    /// `reserved`.
-    pub fn new(api: ApiState, replier: Replier, reserved: ReservedQueues) -> Self {
+    /// An intake creating runs through `runs` for the callers of `keys`,
+    /// remembering their reply addresses with `replier` and refusing
+    /// reply addresses in `reserved`.
+    pub fn new(runs: Runs, keys: ApiKeys, replier: Replier, reserved: ReservedQueues) -> Self {
         let replies = replier.replies();
         SubmissionIntake {
-            api,
+            runs,
+            keys,
             replier,
             replies,
             reserved,
@@ -102,14 +105,14 @@ impl SubmissionIntake {
         };
         let body = run_create(&submission);
         let thread_id = submission.thread_id.as_deref();
-        let meta = match create_run(&self.api, &tenant, thread_id, &body, None).await {
+        let meta = match create_run(&self.runs, &tenant, thread_id, &body, None).await {
             Ok(meta) => meta,
-            Err(e) if e.status.is_client_error() => {
-                let refusal = Refusal::coded(e.code.as_str(), &e.detail);
+            Err(e) if !e.is_backend() => {
+                let refusal = Refusal::coded(e.code().as_str(), &e.to_string());
                 return self.refuse(delivery, refusal).await;
             }
             Err(e) => {
-                warn!(code = e.code.as_str(), detail = %e.detail, "submission failed; requeued");
+                warn!(error = %e, "submission failed; requeued");
                 delivery.requeue().await?;
                 return Ok(Outcome::Requeued);
             }
@@ -134,7 +137,7 @@ impl SubmissionIntake {
     /// refusal without a known key that may submit.
     fn caller(&self, delivery: &dyn Delivery) -> Result<TenantId, Refusal> {
         let key = delivery.header(CREDENTIAL_HEADER);
-        let Some(caller) = self.api.keys.identify(key.as_deref()) else {
+        let Some(caller) = self.keys.identify(key.as_deref()) else {
             return Err(Refusal::coded(
                 "unauthenticated",
                 "a submission needs a known API key in its x-api-key header",
@@ -166,7 +169,6 @@ impl SubmissionIntake {
         }
         let key = delivery.header(CREDENTIAL_HEADER);
         to.tenant = self
-            .api
             .keys
             .identify(key.as_deref())
             .map(|caller| caller.tenant);
@@ -180,7 +182,7 @@ impl SubmissionIntake {
             }
             Err(e) => warn!(error = %e, "encoding a refusal; dead-lettered unanswered"),
         }
-        let intake = self.api.life.intake();
+        let intake = self.runs.life.intake();
         let seal = |context: &Value| intake.seal_context("dead letter", Some(context)).ok()?;
         match without_clear_context(delivery.payload(), seal) {
             Some((body, fate)) => {
@@ -334,13 +336,13 @@ mod tests {
         Arc<dyn Store>,
         Arc<Outbox>,
     ) {
-        fixture_with(crate::api::auth::ApiKeys::open(), None).await
+        fixture_with(crate::keys::ApiKeys::open(), None).await
     }
 
     /// [`fixture`] with API keys, sealing runtime context under
     /// `context_key` when there is one.
     async fn fixture_with(
-        keys: crate::api::auth::ApiKeys,
+        keys: crate::keys::ApiKeys,
         context_key: Option<ContextKey>,
     ) -> (
         SubmissionIntake,
@@ -358,21 +360,17 @@ mod tests {
             .register(&AgentSpec::from_yaml("name: helper\nmodel: openai:x\n").unwrap())
             .await
             .unwrap();
-        let api = ApiState {
+        let runs = Runs {
             life: crate::lifecycle::Lifecycle::new(intake),
-            graphs: crate::api::Graphs::new(["helper".to_owned()]),
+            graphs: crate::runs::Graphs::new(["helper".to_owned()]),
             started_at: chrono::Utc::now(),
-            metrics: None,
-            keys,
             tenant_runs_in_flight: None,
-            max_body_bytes: crate::api::BODY_LIMIT,
-            allowed_hosts: Default::default(),
         };
         let outbox = Arc::new(Outbox::default());
         let replier = Replier::new(Arc::clone(&store), outbox.clone());
         let reserved = ReservedQueues::new(["steps", "subs"]);
         (
-            SubmissionIntake::new(api, replier, reserved),
+            SubmissionIntake::new(runs, keys, replier, reserved),
             Arc::new(MemoryQueue::new()),
             store,
             outbox,
@@ -619,7 +617,7 @@ mod tests {
     #[tokio::test]
     async fn a_refused_submissions_context_is_sealed_in_its_dead_letter() {
         let key = ContextKey::generate();
-        let open = crate::api::auth::ApiKeys::open();
+        let open = crate::keys::ApiKeys::open();
         let (intake, _, _, _) = fixture_with(open, Some(key.clone())).await;
         let unknown = br#"{"id": "j", "assistant_id": "nobody", "input": "hi", "context": {"api_key": "s3cret"}}"#;
         let malformed =
@@ -736,12 +734,11 @@ mod tests {
     async fn with_keys_a_submission_needs_one_that_may_submit() {
         let tenant = TenantId::new("acme").unwrap();
         let lines = [
-            crate::api::auth::key_line("submitter", &tenant, Role::Submit),
-            crate::api::auth::key_line("reader", &tenant, Role::Read),
-            crate::api::auth::key_line("other", &TenantId::new("globex").unwrap(), Role::Submit),
+            crate::keys::key_line("submitter", &tenant, Role::Submit),
+            crate::keys::key_line("reader", &tenant, Role::Read),
+            crate::keys::key_line("other", &TenantId::new("globex").unwrap(), Role::Submit),
         ];
-        let keys =
-            crate::api::auth::ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
+        let keys = crate::keys::ApiKeys::parse(lines.iter().map(|l| ("test", l.as_str()))).unwrap();
         let (intake, _queue, store, outbox) = fixture_with(keys, None).await;
         let payload = br#"{"id": "j", "assistant_id": "helper", "input": "hi", "thread_id": "t1"}"#;
         let keyed = |key: Option<&str>| {

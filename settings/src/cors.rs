@@ -1,6 +1,6 @@
 //! `[api.cors]`: which browser origins may call the HTTP API, as the
 //! Agent Server's `http.cors` configures it. An unset list keeps the
-//! scheduler's default (`deepfleet_scheduler::api::cors`): a UI served
+//! scheduler's default (`deepfleet_api::cors`): a UI served
 //! from localhost or a loopback address, on any port, is let in.
 
 use serde::{Deserialize, Serialize};

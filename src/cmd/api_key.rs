@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use deepfleet_proto::{Role, TenantId};
-use deepfleet_scheduler::api::auth::key_line;
+use deepfleet_scheduler::keys::key_line;
 
 /// What `deepfleet api-key` does.
 #[derive(Subcommand)]
@@ -55,7 +55,7 @@ fn new_key() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use deepfleet_scheduler::api::auth::ApiKeys;
+    use deepfleet_scheduler::keys::ApiKeys;
 
     #[test]
     fn a_new_key_is_admitted_by_its_line() {

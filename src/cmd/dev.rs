@@ -15,12 +15,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use deepfleet_api::browser_guard::AllowedHosts;
+use deepfleet_api::{ApiState, MetricsRender};
 use deepfleet_fleet::Metrics;
 use deepfleet_queue::Queue;
 use deepfleet_queue::lanes::Lanes;
 use deepfleet_queue::memory::MemoryQueue;
-use deepfleet_scheduler::api::browser_guard::AllowedHosts;
-use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
+use deepfleet_scheduler::runs::{Graphs, Runs};
 use deepfleet_scheduler::{CronLoop, Intake, Lifecycle, WebhookDeliverer};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
@@ -109,24 +110,26 @@ pub async fn run(args: DevArgs, settings: Settings) -> anyhow::Result<ExitCode> 
     // Embedded: keys are optional, but served when configured.
     let keys = super::api_keys(&settings)?;
     let state = ApiState {
-        life,
-        graphs,
-        started_at: chrono::Utc::now(),
+        runs: Runs {
+            life,
+            graphs,
+            started_at: chrono::Utc::now(),
+            tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
+        },
         metrics: Some(render),
         keys,
-        tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
         allowed_hosts: AllowedHosts::parse(&settings.api.allowed_hosts)?,
     };
-    let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
+    let deliverer = WebhookDeliverer::new(state.runs.clone(), Some(webhook_metrics))
         .context("starting webhook delivery")?;
     tokio::spawn(deliverer.run(super::scheduler::WEBHOOKS_EVERY));
     tokio::spawn(
-        CronLoop::new(state.clone(), super::scheduler::CRONS_EVERY)
+        CronLoop::new(state.runs.clone(), super::scheduler::CRONS_EVERY)
             .run(shutdown.clone().cancelled_owned()),
     );
     let probes = Probes::new(shutdown.clone()).broker(queue).store(store);
-    let app = api::router(state)
+    let app = deepfleet_api::router(state)
         .layer(super::cors_layer(&settings)?)
         .merge(super::health::routes(probes));
     let listen = args.listen.unwrap_or(settings.scheduler.listen);

@@ -57,9 +57,9 @@ pub fn step_runner(
 
 /// The API keys the settings configure; a bad line is an error naming
 /// where it came from (never a key).
-pub fn api_keys(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::api::auth::ApiKeys> {
+pub fn api_keys(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::keys::ApiKeys> {
     let lines = settings.api.key_lines()?;
-    Ok(deepfleet_scheduler::api::auth::ApiKeys::parse(
+    Ok(deepfleet_scheduler::keys::ApiKeys::parse(
         lines.iter().map(|l| (l.origin.as_str(), l.text.as_str())),
     )?)
 }
@@ -120,7 +120,7 @@ pub fn webhooks(settings: &Settings) -> anyhow::Result<deepfleet_scheduler::Webh
 /// the scheduler's defaults), as a layer; a bad entry is an error naming
 /// its setting.
 pub fn cors_layer(settings: &Settings) -> anyhow::Result<tower_http::cors::CorsLayer> {
-    use deepfleet_scheduler::api::cors::CorsPolicy;
+    use deepfleet_api::cors::CorsPolicy;
     let cors = &settings.api.cors;
     let default = CorsPolicy::default();
     let policy = CorsPolicy {

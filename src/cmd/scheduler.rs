@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
+use deepfleet_api::browser_guard::AllowedHosts;
+use deepfleet_api::{ApiState, MetricsRender};
 use deepfleet_fleet::Metrics;
 use deepfleet_proto::AgentSpec;
 use deepfleet_queue::amqp::AmqpQueue;
-use deepfleet_scheduler::api::browser_guard::AllowedHosts;
-use deepfleet_scheduler::api::{self, ApiState, Graphs, MetricsRender};
+use deepfleet_scheduler::runs::{Graphs, Runs};
 use deepfleet_scheduler::{
     CronLoop, Intake, Lifecycle, Replier, ReservedQueues, SubmissionIntake, WebhookDeliverer,
 };
@@ -96,19 +97,23 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
     let webhook_metrics = Arc::clone(&metrics);
     let render: MetricsRender = Arc::new(move || metrics.render().unwrap_or_default());
     let state = ApiState {
-        life,
-        graphs,
-        started_at: chrono::Utc::now(),
+        runs: Runs {
+            life,
+            graphs,
+            started_at: chrono::Utc::now(),
+            tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
+        },
         metrics: Some(render),
         keys,
-        tenant_runs_in_flight: settings.api.tenant_runs_in_flight,
         max_body_bytes: settings.limits.body_bytes(),
         allowed_hosts: AllowedHosts::parse(&settings.api.allowed_hosts)?,
     };
-    let deliverer = WebhookDeliverer::new(state.clone(), Some(webhook_metrics))
+    let deliverer = WebhookDeliverer::new(state.runs.clone(), Some(webhook_metrics))
         .context("starting webhook delivery")?;
     tokio::spawn(deliverer.run(WEBHOOKS_EVERY));
-    tokio::spawn(CronLoop::new(state.clone(), CRONS_EVERY).run(shutdown.clone().cancelled_owned()));
+    tokio::spawn(
+        CronLoop::new(state.runs.clone(), CRONS_EVERY).run(shutdown.clone().cancelled_owned()),
+    );
     let url = amqp_url.context("no queue URL for the submission queue")?;
     let submissions_name = args
         .submissions
@@ -132,7 +137,7 @@ pub async fn run(args: SchedulerArgs, settings: Settings) -> anyhow::Result<Exit
         .broker(queue)
         .store(store)
         .consumer("submissions", attached);
-    let app = api::router(state)
+    let app = deepfleet_api::router(state)
         .layer(super::cors_layer(&settings)?)
         .merge(health::routes(probes));
     let grace = Duration::from_secs(settings.scheduler.grace_secs);
@@ -202,7 +207,7 @@ async fn start_submissions(
         .context("declaring the submission results queue")?;
     let replier = Replier::new(Arc::clone(store), Arc::new(submissions.clone()));
     tokio::spawn(replier.clone().run(REPLIER_EVERY));
-    let intake = SubmissionIntake::new(state, replier, reserved);
+    let intake = SubmissionIntake::new(state.runs, state.keys, replier, reserved);
     let (consumed, attached) = WatchedQueue::wrap(Arc::new(submissions));
     tokio::spawn(async move {
         if let Err(e) = intake.run(consumed, SUBMISSION_PREFETCH).await {

@@ -13,7 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use deepfleet_proto::AgentSpec;
 use deepfleet_scheduler::Intake;
-use deepfleet_scheduler::api::Graphs;
+use deepfleet_scheduler::runs::Graphs;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 

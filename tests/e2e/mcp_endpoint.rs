@@ -13,7 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use deepfleet_proto::{Role, TenantId};
-use deepfleet_scheduler::api::auth::key_line;
+use deepfleet_scheduler::keys::key_line;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{RoleClient, RunningService};

@@ -15,9 +15,10 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use chrono::Utc;
+use deepfleet_api::{ApiState, router};
 use deepfleet_proto::{AgentSpec, ResultStatus, RunRecord, RunStatus};
-use deepfleet_scheduler::api::auth::ApiKeys;
-use deepfleet_scheduler::api::{ApiState, Graphs, router};
+use deepfleet_scheduler::keys::ApiKeys;
+use deepfleet_scheduler::runs::{Graphs, Runs};
 use deepfleet_scheduler::{BatchFollower, Lifecycle, RetentionPolicy, TaskBatches};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
 use futures::StreamExt;
@@ -170,13 +171,15 @@ async fn api_on(fleet: &Fleet, spec: &AgentSpec, retention: Option<Duration>) ->
         .with_retention(RetentionPolicy::new(retention, BTreeMap::new()));
     intake.register(spec).await.unwrap();
     router(ApiState {
-        life: Lifecycle::new(intake),
-        graphs: Graphs::new([spec.name.clone()]),
-        started_at: Utc::now(),
+        runs: Runs {
+            life: Lifecycle::new(intake),
+            graphs: Graphs::new([spec.name.clone()]),
+            started_at: Utc::now(),
+            tenant_runs_in_flight: None,
+        },
         metrics: None,
         keys: ApiKeys::open(),
-        tenant_runs_in_flight: None,
-        max_body_bytes: deepfleet_scheduler::api::BODY_LIMIT,
+        max_body_bytes: deepfleet_api::BODY_LIMIT,
         allowed_hosts: Default::default(),
     })
 }

@@ -4,7 +4,7 @@
 //! store item and stream answer 404, a wrong key 401, a read key cannot
 //! create runs (403) nor run an assistant called `search` over A2A, and
 //! a batch's thread (made past the API) is taken over by no one. Every route is driven with two tenants' keys in the
-//! scheduler's router tests (`scheduler/src/api/auth_tests.rs`); the
+//! scheduler's router tests (`api/src/auth_tests.rs`); the
 //! embedded `dev` server takes the same keys through the same router.
 //!
 //! Skipped like the Agent Server scenario without PyPI, RabbitMQ or
@@ -14,7 +14,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use deepfleet_proto::{Role, TaskLine, TenantId};
-use deepfleet_scheduler::api::auth::key_line;
+use deepfleet_scheduler::keys::key_line;
 use tokio::process::Command;
 
 use crate::live_scheduler::{

@@ -6,10 +6,10 @@ use serde_json::Value;
 
 use super::links::SUPPLIERS;
 use super::*;
-use crate::api::auth::{ApiKeys, key_line};
-use crate::api::test_support::{api, api_with};
+use crate::test_support::{api, api_with};
 use deepfleet_proto::api::RunListQuery;
 use deepfleet_proto::tenant::{Role, TenantId};
+use deepfleet_scheduler::keys::{ApiKeys, key_line};
 
 /// Methods a route may have (HEAD follows GET in axum).
 const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
@@ -18,7 +18,7 @@ const METHODS: [&str; 5] = ["GET", "POST", "PUT", "PATCH", "DELETE"];
 /// the route table that is not 405 (the parameters filled with `probe`).
 async fn routed() -> BTreeSet<String> {
     let api = api().await;
-    let paths: BTreeSet<&str> = crate::api::route_table().iter().map(|d| d.path).collect();
+    let paths: BTreeSet<&str> = crate::route_table().iter().map(|d| d.path).collect();
     let mut found = BTreeSet::new();
     for path in paths {
         let uri = path
@@ -55,14 +55,14 @@ async fn every_route_is_described_and_every_description_routed() {
     assert!(
         undescribed.is_empty() && unrouted.is_empty(),
         "routes without a description (add each to its resource's list, e.g. \
-         scheduler/src/api/openapi/threads.rs): {undescribed:?}; \
+         api/src/openapi/threads.rs): {undescribed:?}; \
          described but not routed: {unrouted:?}"
     );
 }
 
 #[test]
 fn the_route_table_declares_each_routed_method_once() {
-    let table = crate::api::route_table();
+    let table = crate::route_table();
     let declared: BTreeSet<String> = table
         .iter()
         .map(|d| format!("{} {}", d.method, d.path))
@@ -80,7 +80,7 @@ fn the_route_table_declares_each_routed_method_once() {
         let open = operation.get("security") == Some(&serde_json::json!([]));
         assert_eq!(
             open,
-            route.access == crate::api::routes::Access::Public,
+            route.access == crate::routes::Access::Public,
             "{} {}",
             route.method,
             route.path
@@ -246,4 +246,52 @@ async fn every_example_body_is_accepted() {
         }
     }
     assert!(tried >= 6, "only {tried} examples");
+}
+
+#[test]
+fn search_bodies_describe_their_sort_fields_orders_and_page_bound() {
+    let doc = description();
+    let schemas = &doc["components"]["schemas"];
+    let names = |name: &str| -> Vec<String> {
+        schemas[name]["oneOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is not described: {}", schemas[name]))
+            .iter()
+            .map(|v| v["const"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(names("SortOrder"), ["asc", "desc"]);
+    assert_eq!(
+        names("ThreadSortBy"),
+        ["thread_id", "status", "created_at", "updated_at"]
+    );
+    assert_eq!(
+        names("AssistantSortBy"),
+        [
+            "assistant_id",
+            "graph_id",
+            "name",
+            "created_at",
+            "updated_at"
+        ]
+    );
+    assert_eq!(
+        names("CronSortBy"),
+        [
+            "cron_id",
+            "assistant_id",
+            "thread_id",
+            "created_at",
+            "updated_at",
+            "next_run_date",
+            "end_time"
+        ]
+    );
+    let search = &schemas["ThreadSearchParams"]["properties"];
+    assert_eq!(search["limit"]["maximum"], 1000, "{}", search["limit"]);
+    let sort_by = search["sort_by"].to_string();
+    assert!(
+        sort_by.contains("#/components/schemas/ThreadSortBy"),
+        "{sort_by}"
+    );
 }

@@ -26,18 +26,18 @@ use deepfleet_store::HistoryQuery;
 use serde_json::{Map, Value, json};
 
 use super::wire::{Command, CommandError, ErrorCode, response};
-use crate::api::checkpoint_ref::metadata;
-use crate::api::convert::to_json;
-use crate::api::error::ApiError;
-use crate::api::history::MAX_HISTORY_LIMIT;
-use crate::api::routes::require;
-use crate::api::run_create::create_run;
-use crate::api::run_resource::load_run;
-use crate::api::state::ApiState;
-use crate::api::thread_stream::newest_run;
-use crate::api::threads::{thread_state, waiting};
-use crate::repo::runs::RunMeta;
-use crate::repo::threads::{ThreadRecord, threads};
+use crate::checkpoint_ref::metadata;
+use crate::error::ApiError;
+use crate::history::MAX_HISTORY_LIMIT;
+use crate::routes::require;
+use crate::state::ApiState;
+use crate::threads::{thread_state, waiting};
+use deepfleet_scheduler::convert::to_json;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
+use deepfleet_scheduler::runs::create::create_run;
+use deepfleet_scheduler::runs::load_run;
+use deepfleet_scheduler::runs::thread_runs::newest_run;
 
 /// Checkpoints a `state.listCheckpoints` answers by default.
 const DEFAULT_CHECKPOINTS: usize = 10;
@@ -199,9 +199,14 @@ impl Thread<'_> {
                 format!("no interrupt '{interrupt_id}' is pending on this thread"),
             ));
         };
-        let interrupted = load_run(self.state, &self.caller.tenant, self.id, &waiting.run_id)
-            .await
-            .map_err(from_api)?;
+        let interrupted = load_run(
+            &self.state.runs,
+            &self.caller.tenant,
+            self.id,
+            &waiting.run_id,
+        )
+        .await
+        .map_err(from_api)?;
         let mut command = json!({"resume": answer});
         if let Some(update) = params.get("update").filter(|u| !u.is_null()) {
             command["update"] = update.clone();
@@ -254,7 +259,7 @@ impl Thread<'_> {
             .store()
             .checkpoints(&record.thread_id, &query)
             .await
-            .map_err(|e| from_api(e.into()))?;
+            .map_err(from_api)?;
         let checkpoints: Vec<Value> = found
             .iter()
             .map(|c| {
@@ -280,7 +285,7 @@ impl Thread<'_> {
             .store()
             .checkpoint_at(&record.thread_id, number)
             .await
-            .map_err(|e| from_api(e.into()))?
+            .map_err(from_api)?
             .ok_or_else(|| {
                 CommandError::new(
                     ErrorCode::NoSuchCheckpoint,
@@ -317,7 +322,7 @@ impl Thread<'_> {
 
     async fn tree(&self, params: &Map<String, Value>) -> Result<Value, CommandError> {
         let meta = match params.get("run_id").and_then(Value::as_str) {
-            Some(run_id) => load_run(self.state, &self.caller.tenant, self.id, run_id)
+            Some(run_id) => load_run(&self.state.runs, &self.caller.tenant, self.id, run_id)
                 .await
                 .map_err(|_| {
                     CommandError::new(
@@ -331,17 +336,18 @@ impl Thread<'_> {
         };
         let (_, status) = self
             .state
+            .runs
             .life
             .finished(&meta)
             .await
-            .map_err(|e| from_api(e.into()))?;
+            .map_err(from_api)?;
         let status = agent_status(status);
         let events = self
             .state
             .store()
             .run_events(&meta.run_id, None, MAX_TREE_EVENTS)
             .await
-            .map_err(|e| from_api(e.into()))?;
+            .map_err(from_api)?;
         let mut children: Vec<Vec<String>> = Vec::new();
         for (_, event) in events {
             if !event.namespace.is_empty() && !children.contains(&event.namespace) {
@@ -369,24 +375,30 @@ impl Thread<'_> {
     async fn create(&self, body: Value) -> Result<RunMeta, CommandError> {
         let body: RunCreateParams =
             serde_json::from_value(body).map_err(|e| CommandError::invalid(e.to_string()))?;
-        create_run(self.state, &self.caller.tenant, Some(self.id), &body, None)
-            .await
-            .map_err(from_api)
+        create_run(
+            &self.state.runs,
+            &self.caller.tenant,
+            Some(self.id),
+            &body,
+            None,
+        )
+        .await
+        .map_err(from_api)
     }
 
     async fn run_meta(&self, run_id: &str) -> Option<RunMeta> {
         if run_id.is_empty() {
             return None;
         }
-        load_run(self.state, &self.caller.tenant, self.id, run_id)
+        load_run(&self.state.runs, &self.caller.tenant, self.id, run_id)
             .await
             .ok()
     }
 
     async fn newest_run(&self) -> Result<Option<RunMeta>, CommandError> {
-        newest_run(self.state, self.id)
+        newest_run(&self.state.runs, self.id)
             .await
-            .map_err(|e| from_api(e.into()))
+            .map_err(from_api)
     }
 }
 
@@ -485,7 +497,8 @@ fn split_checkpoint(
 
 /// A failed API call as a command error: the client's mistakes are
 /// `invalid_argument`, the server's `unknown_error`.
-fn from_api(error: ApiError) -> CommandError {
+fn from_api(error: impl Into<ApiError>) -> CommandError {
+    let error = error.into();
     let code = if error.status.is_client_error() {
         ErrorCode::InvalidArgument
     } else {

@@ -41,15 +41,20 @@ use super::filter::Filter;
 use super::tokens::Tokens;
 use super::translate::{Origin, checkpoint_event, lifecycle, message_events, task_events};
 use super::wire::ProtocolEvent;
-use crate::api::convert::{interrupts, thread_values, to_json};
-use crate::api::error::ApiError;
-use crate::api::partials::mark_followed;
-use crate::api::state::ApiState;
-use crate::api::thread_stream::{THREAD_STREAM_LIMIT, newest_run, runs_since};
-use crate::api::wait::{FinalBody, KEEP_ALIVE, POLL, final_body};
-use crate::lifecycle::status::occupies_thread;
-use crate::repo::runs::RunMeta;
-use crate::repo::threads::{ThreadRecord, threads};
+use crate::error::ApiError;
+use crate::partials::mark_followed;
+use crate::state::ApiState;
+use crate::thread_stream::THREAD_STREAM_LIMIT;
+use deepfleet_scheduler::convert::{interrupts, thread_values, to_json};
+use deepfleet_scheduler::lifecycle::status::occupies_thread;
+use deepfleet_scheduler::repo::runs::RunMeta;
+use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
+use deepfleet_scheduler::runs::FinalBody;
+use deepfleet_scheduler::runs::final_body;
+use deepfleet_scheduler::runs::follow::{
+    self, Gone, KEEP_ALIVE, Look, Outbox, POLL, Stopped, Wire,
+};
+use deepfleet_scheduler::runs::thread_runs::{newest_run, runs_since};
 
 /// Room for each run's events in `seq`: a run's events past this many
 /// share the last number (their order on the connection still holds).
@@ -63,13 +68,8 @@ const NEW_THREAD_WAIT: Duration = Duration::from_secs(2);
 /// How long after a run's end a new stream still replays it.
 const REPLAY_GRACE: chrono::TimeDelta = chrono::TimeDelta::seconds(10);
 
-/// Run events read per store round trip.
-const EVENTS_PER_READ: usize = 256;
-
 /// Runs remembered so none is followed twice.
 const REMEMBERED_RUNS: usize = 1024;
-
-type Sink = mpsc::Sender<Result<Event, Infallible>>;
 
 /// The handler: a 422 for a body that is not an event stream request, a
 /// 404 for another tenant's thread, else the stream.
@@ -106,8 +106,7 @@ pub(super) async fn stream_events(
             thread_id: &thread_id,
             tenant_seen: record.is_some(),
             filter,
-            tx: &tx,
-            last_sent: Instant::now(),
+            out: Outbox::new(tx),
         };
         let deadline = Instant::now() + THREAD_STREAM_LIMIT;
         let following = async {
@@ -141,10 +140,10 @@ async fn first_run_followed(
     replay: bool,
 ) -> Result<DateTime<Utc>, ApiError> {
     let now = Utc::now();
-    let Some(newest) = newest_run(state, &record.thread_id).await? else {
+    let Some(newest) = newest_run(&state.runs, &record.thread_id).await? else {
         return Ok(now);
     };
-    let recent = match state.life.run_record(&newest).await? {
+    let recent = match state.runs.life.run_record(&newest).await? {
         Some(run) if occupies_thread(run.status) => true,
         Some(run) => now - run.updated_at < REPLAY_GRACE,
         None => !newest.cancelled,
@@ -164,8 +163,7 @@ struct ThreadEvents<'a> {
     /// the stream).
     tenant_seen: bool,
     filter: Filter,
-    tx: &'a Sink,
-    last_sent: Instant,
+    out: Outbox<Result<Event, Infallible>>,
 }
 
 /// Where the stream is in one run.
@@ -192,7 +190,7 @@ impl RunCursor {
             .then(|| Tokens::new(&meta.run_id));
         RunCursor {
             meta,
-            cursor: crate::api::stream::START.to_owned(),
+            cursor: crate::stream::START.to_owned(),
             count: 0,
             started: HashSet::new(),
             subagent_types: HashMap::new(),
@@ -229,19 +227,15 @@ enum RunEnd {
 impl ThreadEvents<'_> {
     /// Follows the runs created since `since` until the client leaves
     /// (`Err`) or the thread is deleted.
-    async fn follow(&mut self, since: DateTime<Utc>, caller: &Caller) -> Result<(), ()> {
+    async fn follow(&mut self, since: DateTime<Utc>, caller: &Caller) -> Result<(), Stopped> {
         let mut followed: VecDeque<String> = VecDeque::new();
         let mut parked: Option<Box<RunCursor>> = None;
         let opened = Instant::now();
         loop {
-            if self.tx.is_closed() {
-                return Err(());
+            if self.out.is_closed() {
+                return Err(Stopped::ClientGone);
             }
-            match threads(self.state.store())
-                .get(self.thread_id)
-                .await
-                .map_err(|_| ())?
-            {
+            match threads(self.state.store()).get(self.thread_id).await? {
                 Some(record) if record.tenant != caller.tenant => return Ok(()),
                 Some(_) => self.tenant_seen = true,
                 None if self.tenant_seen => return Ok(()),
@@ -251,7 +245,7 @@ impl ThreadEvents<'_> {
             }
             let mut progressed = false;
             if let Some(run) = parked.take() {
-                let (done, status) = self.state.life.finished(&run.meta).await.map_err(|_| ())?;
+                let (done, status) = self.state.runs.life.finished(&run.meta).await?;
                 if done && status == Some(RunStatus::Interrupted) {
                     parked = Some(run);
                 } else {
@@ -263,9 +257,7 @@ impl ThreadEvents<'_> {
                     progressed = true;
                 }
             }
-            let news = runs_since(self.state, self.thread_id, since, &followed)
-                .await
-                .map_err(|_| ())?;
+            let news = runs_since(&self.state.runs, self.thread_id, since, &followed).await?;
             for meta in news {
                 if followed.len() == REMEMBERED_RUNS {
                     followed.pop_front();
@@ -288,53 +280,31 @@ impl ThreadEvents<'_> {
         }
     }
 
-    /// Sends one run's events until it ends; a run that stops for a
-    /// human comes back to be watched.
-    async fn follow_run(&mut self, mut run: RunCursor) -> Result<Option<Box<RunCursor>>, ()> {
-        let store = self.state.store();
-        loop {
-            if self.tx.is_closed() {
-                return Err(());
-            }
-            let (done, status) = self.state.life.finished(&run.meta).await.map_err(|_| ())?;
-            let batch = store
-                .run_events(&run.meta.run_id, Some(&run.cursor), EVENTS_PER_READ)
-                .await
-                .map_err(|_| ())?;
-            let caught_up = batch.len() < EVENTS_PER_READ;
-            // After the events: every delta of their steps is in by now.
-            if let Some(tokens) = &mut run.tokens {
-                if run.marked.is_none_or(|at| at.elapsed() >= KEEP_ALIVE) {
-                    mark_followed(store, &run.meta.run_id)
-                        .await
-                        .map_err(|_| ())?;
-                    run.marked = Some(Instant::now());
-                }
-                tokens.read(store).await.map_err(|_| ())?;
-            }
-            for (id, run_event) in batch {
-                if run_event.namespace.is_empty() {
-                    self.send_tokens(&mut run, Some(run_event.step)).await?;
-                }
-                self.on_step(&mut run, &id, &run_event).await?;
-                run.cursor = id;
-            }
-            self.send_tokens(&mut run, None).await?;
-            if done && caught_up {
-                return match self.on_end(&mut run, status).await? {
-                    RunEnd::Ended => Ok(None),
-                    RunEnd::Interrupted(run) => Ok(Some(run)),
-                };
-            }
-            self.keep_alive().await?;
-            if caught_up {
-                tokio::time::sleep(POLL).await;
-            }
+    /// Sends one run's events until it ends, through the runs service's
+    /// follower; a run that stops for a human comes back to be watched.
+    async fn follow_run(&mut self, run: RunCursor) -> Result<Option<Box<RunCursor>>, Stopped> {
+        let state = self.state;
+        let meta = run.meta.clone();
+        let mut cursor = run.cursor.clone();
+        let mut wire = RunWire {
+            stream: self,
+            run,
+            parked: None,
+        };
+        match follow::follow(&state.runs, &meta, &mut cursor, &mut wire).await {
+            Stopped::Ended(_) => Ok(wire.parked),
+            Stopped::Answered => Ok(None),
+            stopped => Err(stopped),
         }
     }
 
     /// One committed step of the run or of one of its subagents.
-    async fn on_step(&mut self, run: &mut RunCursor, id: &str, step: &RunEvent) -> Result<(), ()> {
+    async fn on_step(
+        &mut self,
+        run: &mut RunCursor,
+        id: &str,
+        step: &RunEvent,
+    ) -> Result<(), Stopped> {
         let store = self.state.store();
         let subagent = !step.namespace.is_empty();
         if subagent && !self.filter.reaches_subagents() {
@@ -343,8 +313,7 @@ impl ThreadEvents<'_> {
         let count = usize::try_from(step.to.saturating_sub(step.from)).unwrap_or(usize::MAX);
         let messages: Vec<Message> = store
             .load_messages(&step.thread_id, step.from)
-            .await
-            .map_err(|_| ())?
+            .await?
             .into_iter()
             .take(count)
             .map(|m| m.message)
@@ -431,7 +400,7 @@ impl ThreadEvents<'_> {
         origin: Origin<'_>,
         messages: &[Message],
         from: usize,
-    ) -> Result<(), ()> {
+    ) -> Result<(), Stopped> {
         let store = self.state.store();
         let seq = run.next_seq();
         if self.filter.wants_any(&["tasks"]) {
@@ -446,8 +415,7 @@ impl ThreadEvents<'_> {
         if self.filter.wants_any(&["checkpoints"])
             && let Some(found) = store
                 .checkpoint_at(&step.thread_id, step.step.saturating_add(1))
-                .await
-                .map_err(|_| ())?
+                .await?
         {
             self.send(
                 &checkpoint_event(&found),
@@ -458,7 +426,7 @@ impl ThreadEvents<'_> {
         }
         let seq = run.next_seq();
         if self.filter.wants_any(&["values"]) {
-            let checkpoint = store.load_thread(&step.thread_id).await.map_err(|_| ())?;
+            let checkpoint = store.load_thread(&step.thread_id).await?;
             let values = ProtocolEvent::root("values", thread_values(&step.thread_id, &checkpoint));
             self.send(&values, seq, &format!("{prefix}/values")).await?;
         }
@@ -467,7 +435,7 @@ impl ThreadEvents<'_> {
 
     /// The token events of the run's buffered deltas up to `step` (all
     /// for `None`).
-    async fn send_tokens(&mut self, run: &mut RunCursor, step: Option<u64>) -> Result<(), ()> {
+    async fn send_tokens(&mut self, run: &mut RunCursor, step: Option<u64>) -> Result<(), Gone> {
         let Some(tokens) = &mut run.tokens else {
             return Ok(());
         };
@@ -518,17 +486,12 @@ impl ThreadEvents<'_> {
         &mut self,
         run: &mut RunCursor,
         status: Option<RunStatus>,
-    ) -> Result<RunEnd, ()> {
+    ) -> Result<RunEnd, Stopped> {
         let prefix = format!("{}/{}/end", run.meta.run_id, run.cursor);
         let ended = match status {
             Some(RunStatus::Success) => lifecycle(&[], "completed", json!({})),
             Some(RunStatus::Interrupted) => {
-                let checkpoint = self
-                    .state
-                    .store()
-                    .load_thread(&run.meta.thread_id)
-                    .await
-                    .map_err(|_| ())?;
+                let checkpoint = self.state.store().load_thread(&run.meta.thread_id).await?;
                 let pending = interrupts(&checkpoint, &run.meta.run_id).unwrap_or_default();
                 for (n, interrupt) in pending.iter().enumerate() {
                     let requested = ProtocolEvent::root(
@@ -559,7 +522,7 @@ impl ThreadEvents<'_> {
                 return Ok(RunEnd::Interrupted(Box::new(watched)));
             }
             Some(RunStatus::Error) => {
-                let error = match final_body(self.state, &run.meta).await.map_err(|_| ())? {
+                let error = match final_body(&self.state.runs, &run.meta).await? {
                     FinalBody::Failed(failure) => failure.message,
                     FinalBody::Values(_) => "the run failed".to_owned(),
                 };
@@ -577,26 +540,74 @@ impl ThreadEvents<'_> {
     }
 
     /// A `: heartbeat` comment when nothing went out for [`KEEP_ALIVE`].
-    async fn keep_alive(&mut self) -> Result<(), ()> {
-        if self.last_sent.elapsed() >= KEEP_ALIVE {
-            self.tx
+    async fn keep_alive(&mut self) -> Result<(), Gone> {
+        if self.out.keep_alive_due() {
+            self.out
                 .send(Ok(Event::default().comment("heartbeat")))
-                .await
-                .map_err(|_| ())?;
-            self.last_sent = Instant::now();
+                .await?;
         }
         Ok(())
     }
 
     /// Sends `event` when the filter wants it and it comes after `since`.
-    async fn send(&mut self, event: &ProtocolEvent, seq: u64, event_id: &str) -> Result<(), ()> {
+    async fn send(&mut self, event: &ProtocolEvent, seq: u64, event_id: &str) -> Result<(), Gone> {
         if !self.filter.matches(event) || self.filter.since.is_some_and(|s| seq <= s) {
             return Ok(());
         }
         let data = event.envelope(seq, event_id, Utc::now().timestamp_millis());
         let sse = Event::default().id(event_id).data(data.to_string());
-        self.tx.send(Ok(sse)).await.map_err(|_| ())?;
-        self.last_sent = Instant::now();
+        self.out.send(Ok(sse)).await
+    }
+}
+
+/// One run of a thread's event stream, as the runs service's follower
+/// sees it.
+struct RunWire<'s, 'a> {
+    stream: &'s mut ThreadEvents<'a>,
+    run: RunCursor,
+    /// The run, when it stopped for a human: watched until answered.
+    parked: Option<Box<RunCursor>>,
+}
+
+impl Wire for RunWire<'_, '_> {
+    fn reads_steps(&self) -> bool {
+        true
+    }
+
+    fn gone(&self) -> bool {
+        self.stream.out.is_closed()
+    }
+
+    async fn look(&mut self, look: &Look) -> Result<(), Stopped> {
+        let store = self.stream.state.store();
+        let run = &mut self.run;
+        // After the events were read: every delta of their steps is in.
+        if let Some(tokens) = &mut run.tokens {
+            if run.marked.is_none_or(|at| at.elapsed() >= KEEP_ALIVE) {
+                mark_followed(store, &run.meta.run_id).await?;
+                run.marked = Some(Instant::now());
+            }
+            tokens.read(store).await?;
+        }
+        for (id, run_event) in &look.steps {
+            if run_event.namespace.is_empty() {
+                self.stream.send_tokens(run, Some(run_event.step)).await?;
+            }
+            self.stream.on_step(run, id, run_event).await?;
+            run.cursor.clone_from(id);
+        }
+        self.stream.send_tokens(run, None).await?;
+        Ok(())
+    }
+
+    async fn quiet(&mut self) -> Result<(), Gone> {
+        self.stream.keep_alive().await
+    }
+
+    async fn ended(&mut self, status: Option<RunStatus>) -> Result<(), Stopped> {
+        if let RunEnd::Interrupted(run) = self.stream.on_end(&mut self.run, status).await? {
+            self.parked = Some(run);
+        }
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use crate::api::test_support::{GRAPH, KEY_A, KEY_B, TestApi, api, two_tenants};
+use crate::test_support::{GRAPH, KEY_A, KEY_B, TestApi, api, two_tenants};
 
 async fn command(api: &TestApi, thread_id: &str, id: u64, method: &str, params: Value) -> Value {
     let body = json!({"id": id, "method": method, "params": params});
@@ -282,7 +282,7 @@ async fn bad_commands_get_the_protocols_errors() {
 async fn a_followed_runs_tokens_stream_before_its_commit_ends_the_message() {
     use deepfleet_proto::{DeltaSource, RunDelta};
 
-    use crate::api::test_support::finish;
+    use crate::test_support::finish;
 
     let api = api().await;
     let thread_id = api.thread().await;

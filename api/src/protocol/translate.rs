@@ -11,9 +11,9 @@ use deepfleet_store::{CheckpointSource, CheckpointState};
 use serde_json::{Value, json};
 
 use super::wire::ProtocolEvent;
-use crate::api::convert::{message_dict, message_id, to_json};
-use crate::api::step_trace::tasks;
-use crate::api::stream::node_of;
+use crate::step_trace::tasks;
+use crate::stream::node_of;
+use deepfleet_scheduler::convert::{message_dict, message_id, to_json};
 
 /// Where a step's messages are: their thread (a subagent's has its own),
 /// the agent's namespace, and the run.

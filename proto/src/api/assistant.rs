@@ -5,6 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::search::{AssistantSortBy, PageLimit, SortOrder};
+
 /// `POST /assistants`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AssistantCreateParams {
@@ -45,7 +47,7 @@ pub struct AssistantSearchParams {
     pub metadata: Option<Map<String, Value>>,
     /// At most this many (default 10).
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,
@@ -55,14 +57,13 @@ pub struct AssistantSearchParams {
     /// Only assistants with this name.
     #[serde(default)]
     pub name: Option<String>,
-    /// Sort by this field: `assistant_id`, `graph_id`, `name`,
-    /// `created_at` or `updated_at` (system assistants first, then the
-    /// created ones oldest first, when neither sort field is set).
+    /// Sort by this field (system assistants first, then the created
+    /// ones oldest first, when neither sort field is set).
     #[serde(default)]
-    pub sort_by: Option<String>,
-    /// `asc` or `desc` (the default when `sort_by` is set).
+    pub sort_by: Option<AssistantSortBy>,
+    /// `asc` or `desc` (the default).
     #[serde(default)]
-    pub sort_order: Option<String>,
+    pub sort_order: Option<SortOrder>,
 }
 
 /// `POST /assistants/count`: the filters of [`AssistantSearchParams`].
@@ -111,7 +112,7 @@ pub struct AssistantVersionsParams {
     pub metadata: Option<Map<String, Value>>,
     /// At most this many (default 10).
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,

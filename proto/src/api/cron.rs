@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
 use super::run::RunCreateParams;
+use super::search::{CronSortBy, PageLimit, SortOrder};
 
 /// `POST /runs/crons` and `POST /threads/{id}/runs/crons`: a schedule and
 /// the run each firing creates.
@@ -87,17 +88,16 @@ pub struct CronSearchParams {
     pub metadata: Option<Map<String, Value>>,
     /// At most this many (default 10).
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,
-    /// `cron_id`, `assistant_id`, `thread_id`, `created_at` (the
-    /// default), `updated_at`, `next_run_date` or `end_time`.
+    /// Sort by this field (`created_at` when absent).
     #[serde(default)]
-    pub sort_by: Option<String>,
+    pub sort_by: Option<CronSortBy>,
     /// `asc` or `desc` (the default).
     #[serde(default)]
-    pub sort_order: Option<String>,
+    pub sort_order: Option<SortOrder>,
     /// Only these fields of each cron.
     #[serde(default)]
     pub select: Option<Vec<String>>,

@@ -16,6 +16,7 @@ pub mod error;
 pub mod graph;
 pub mod message;
 pub mod run;
+pub mod search;
 pub mod store_item;
 pub mod stream;
 pub mod system;
@@ -37,6 +38,7 @@ pub use run::{
     RunCancelQuery, RunCommand, RunCreateParams, RunListQuery, RunStatus, RunStreamQuery,
     RunWebhook, StreamMode,
 };
+pub use search::{AssistantSortBy, CronSortBy, PageLimit, PageTooLarge, SortOrder, ThreadSortBy};
 pub use store_item::{
     ItemDeleteParams, ItemGetQuery, ItemPutParams, ItemSearchParams, ItemSearchResponse,
     NamespaceListParams, NamespaceListResponse,

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::search::PageLimit;
 use crate::hitl::Decision;
 
 /// The body of every run-creating request (`/threads/{id}/runs`, `/runs`,
@@ -218,7 +219,7 @@ pub struct RunWebhook {
 pub struct RunListQuery {
     /// At most this many (default 10).
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,

@@ -5,6 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::search::PageLimit;
 use crate::item::Item;
 
 /// `PUT /store/items`.
@@ -48,7 +49,7 @@ pub struct ItemSearchParams {
     pub filter: Option<Map<String, Value>>,
     /// At most this many.
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,
@@ -79,7 +80,7 @@ pub struct NamespaceListParams {
     pub max_depth: Option<usize>,
     /// At most this many.
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,

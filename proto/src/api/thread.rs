@@ -8,6 +8,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::search::{PageLimit, SortOrder, ThreadSortBy};
 use super::thread_ttl::{ThreadTtl, present, ttl_sent_schema};
 use crate::hitl::Interrupt;
 
@@ -70,7 +71,7 @@ pub struct ThreadSearchParams {
     pub status: Option<String>,
     /// At most this many (default 10).
     #[serde(default)]
-    pub limit: Option<usize>,
+    pub limit: Option<PageLimit>,
     /// Skipped first.
     #[serde(default)]
     pub offset: Option<usize>,
@@ -80,13 +81,13 @@ pub struct ThreadSearchParams {
     /// Only these threads.
     #[serde(default)]
     pub ids: Option<Vec<String>>,
-    /// Sort by this field: `thread_id`, `status`, `created_at` or
-    /// `updated_at` (newest created first when neither sort field is set).
+    /// Sort by this field (newest created first when neither sort field
+    /// is set).
     #[serde(default)]
-    pub sort_by: Option<String>,
-    /// `asc` or `desc` (the default when `sort_by` is set).
+    pub sort_by: Option<ThreadSortBy>,
+    /// `asc` or `desc` (the default).
     #[serde(default)]
-    pub sort_order: Option<String>,
+    pub sort_order: Option<SortOrder>,
     /// Refused when set: values are read whole or narrowed by `select`.
     #[serde(default)]
     pub extract: Option<Value>,

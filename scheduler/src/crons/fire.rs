@@ -23,11 +23,10 @@ use tracing::{debug, warn};
 
 use super::schedule::Schedule;
 use crate::SchedulerError;
-use crate::api::ApiState;
-use crate::api::run_create::create_run;
 use crate::repo::crons::{CronRecord, crons, set_next_run};
 use crate::repo::score_at;
 use crate::repo::threads::threads;
+use crate::runs::{Runs, create_run};
 
 /// Due entries read per pass; more are taken on the next pass at once.
 const PAGE: u64 = 64;
@@ -64,7 +63,7 @@ fn is_lease(score: i64) -> bool {
 /// Fires the fleet's crons from this scheduler, alongside any others.
 #[derive(Clone)]
 pub struct CronLoop {
-    state: ApiState,
+    runs: Runs,
     poll: Duration,
     /// Woken when a fire's cron has its next time, so the loop need not
     /// wait for its poll to see it.
@@ -72,12 +71,12 @@ pub struct CronLoop {
 }
 
 impl CronLoop {
-    /// A loop creating runs through `state`, looking for new or changed
+    /// A loop creating runs through `runs`, looking for new or changed
     /// crons at least every `poll` (it sleeps only until the next known
     /// fire time when that is sooner).
-    pub fn new(state: ApiState, poll: Duration) -> Self {
+    pub fn new(runs: Runs, poll: Duration) -> Self {
         CronLoop {
-            state,
+            runs,
             poll,
             rescheduled: Arc::new(Notify::new()),
         }
@@ -116,7 +115,7 @@ impl CronLoop {
     /// cron not yet due fires, or now when more are due than one pass
     /// reads.
     pub async fn tick(&self) -> Result<Option<DateTime<Utc>>, SchedulerError> {
-        let store = self.state.store();
+        let store = self.runs.store();
         let now = Utc::now();
         let due = store
             .index_page(CRON_DUE, Order::Ascending, 0, PAGE)
@@ -134,7 +133,7 @@ impl CronLoop {
     /// Moves `entry` to a lease; if this scheduler won that move, creates
     /// the run beside the loop.
     async fn claim(&self, entry: &IndexEntry, now: DateTime<Utc>) -> Result<(), SchedulerError> {
-        let store = self.state.store();
+        let store = self.runs.store();
         let cron = crons(store).get(&entry.id).await?;
         let (Some(cron), Some(due)) = (cron, DateTime::from_timestamp_micros(entry.score)) else {
             // Deleted since it was indexed.
@@ -179,7 +178,7 @@ impl CronLoop {
         claimed_at: DateTime<Utc>,
         lease: i64,
     ) -> Result<(), SchedulerError> {
-        let store = self.state.store();
+        let store = self.runs.store();
         if cron.enabled && cron.end_time.is_none_or(|end| due <= end) {
             if let Some(thread_id) = &cron.thread_id
                 && threads(store)
@@ -207,7 +206,7 @@ impl CronLoop {
         score: i64,
         next: Option<DateTime<Utc>>,
     ) -> Result<(), SchedulerError> {
-        let store = self.state.store();
+        let store = self.runs.store();
         match next {
             Some(at) => {
                 store
@@ -234,7 +233,7 @@ impl CronLoop {
             metadata.insert(key.to_owned(), value);
         }
         if let Some(sealed) = &cron.context {
-            match self.state.life.intake().open_context(sealed) {
+            match self.runs.life.intake().open_context(sealed) {
                 Ok(context) => body.context = Some(context),
                 Err(e) => {
                     warn!(cron_id = %cron.cron_id, error = %e, "cannot open the cron's context");
@@ -248,7 +247,7 @@ impl CronLoop {
                 .insert("on_completion".to_owned(), Value::String(keep.to_owned()));
         }
         let created = create_run(
-            &self.state,
+            &self.runs,
             &cron.tenant,
             cron.thread_id.as_deref(),
             &body,
@@ -260,8 +259,8 @@ impl CronLoop {
             Err(e) => warn!(
                 cron_id = %cron.cron_id,
                 %due,
-                status = %e.status,
-                detail = %e.detail,
+                code = e.code().as_str(),
+                error = %e,
                 "a cron's run was refused"
             ),
         }
@@ -270,7 +269,7 @@ impl CronLoop {
 
 /// When `cron` fires after `after`; `None` when it is disabled, its
 /// schedule no longer parses, or it has ended.
-pub(crate) fn following(cron: &CronRecord, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub fn following(cron: &CronRecord, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
     if !cron.enabled {
         return None;
     }

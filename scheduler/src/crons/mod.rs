@@ -26,5 +26,5 @@
 pub(crate) mod fire;
 pub mod schedule;
 
-pub use fire::{CronLoop, fire_metadata};
+pub use fire::{CronLoop, fire_metadata, following};
 pub use schedule::{Schedule, ScheduleError};

@@ -13,6 +13,7 @@
 
 pub mod cancel;
 pub mod multitask;
+pub mod new_run;
 pub mod queue;
 pub mod rewind;
 pub mod status;

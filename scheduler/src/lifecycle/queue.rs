@@ -1,17 +1,20 @@
 //! The per-thread run queue: a run starts at once on a free thread, or
 //! waits in the queue until its thread's active run has ended.
 //!
-//! Each thread's queue is an index ([`thread_queue`]); the threads that
-//! have queued runs are another ([`QUEUED_THREADS`]), which the starter
-//! walks, so a round costs the threads with queued runs, not every queued
-//! run. A thread leaves that index only when the starter finds its queue
-//! empty and the thread was not queued on again since it looked (a
-//! conditional removal), so no queued run is ever left unseen.
+//! Each thread's queue is an index
+//! ([`thread_queue`](deepfleet_proto::keys::records::thread_queue), read
+//! by [`Lifecycle::queued`] and [`Lifecycle::queue_head`] with the other
+//! queries in `status.rs`); the threads that have queued runs are another
+//! ([`QUEUED_THREADS`]), which the starter walks, so a round costs the
+//! threads with queued runs, not every queued run. A thread leaves that
+//! index only when the starter finds its queue empty and the thread was
+//! not queued on again since it looked (a conditional removal), so no
+//! queued run is ever left unseen.
 
 use chrono::Utc;
 use deepfleet_fleet::tokens::logged;
 use deepfleet_proto::RunRecord;
-use deepfleet_proto::keys::records::{QUEUED_THREADS, thread_queue};
+use deepfleet_proto::keys::records::QUEUED_THREADS;
 use deepfleet_store::{IndexEntry, Order, ThreadSeed};
 use serde_json::Map;
 
@@ -24,27 +27,6 @@ use crate::repo::threads::threads;
 use crate::retention::TEMPORARY_THREAD_SECS;
 
 impl Lifecycle {
-    /// The queued runs of `thread_id`, oldest first.
-    pub async fn queued(&self, thread_id: &str) -> Result<Vec<RunMeta>, SchedulerError> {
-        let repo = queued(self.store().as_ref());
-        let mut ahead = repo
-            .walk(thread_queue(thread_id), Order::Ascending)
-            .all()
-            .await?;
-        // The index orders by the microsecond; the age by the nanosecond.
-        ahead.sort_by(|a, b| a.age().cmp(&b.age()));
-        Ok(ahead)
-    }
-
-    /// The oldest queued run of `thread_id`, if it has any.
-    pub async fn queue_head(&self, thread_id: &str) -> Result<Option<RunMeta>, SchedulerError> {
-        let repo = queued(self.store().as_ref());
-        let mut walk = repo
-            .walk(thread_queue(thread_id), Order::Ascending)
-            .chunk(1);
-        Ok(walk.next().await?)
-    }
-
     /// Records `meta` and starts it at once, or queues it behind the
     /// thread's active run when `queue_behind` says so.
     pub async fn submit(&self, meta: &RunMeta, queue_behind: bool) -> Result<(), SchedulerError> {

@@ -1,11 +1,17 @@
-//! Where runs and threads are, as the Agent Server API reports them.
+//! Where runs and threads are, as the Agent Server API reports them, and
+//! what is queued on a thread: the queries, which only read. The files
+//! that change runs and threads (`queue.rs`, `rewind.rs`, `cancel.rs`, ...)
+//! ask here and nowhere else, so their calls go one way.
 
 use chrono::{DateTime, Utc};
 use deepfleet_proto::api::{self, ThreadStatus};
+use deepfleet_proto::keys::records::thread_queue;
 use deepfleet_proto::{RunRecord, RunStatus};
+use deepfleet_store::Order;
 
 use super::Lifecycle;
 use crate::error::SchedulerError;
+use crate::repo::queued::queued;
 use crate::repo::runs::RunMeta;
 use crate::repo::threads::ThreadRecord;
 
@@ -50,6 +56,27 @@ pub fn status_of(meta: &RunMeta, record: Option<&RunRecord>) -> (api::RunStatus,
 }
 
 impl Lifecycle {
+    /// The queued runs of `thread_id`, oldest first.
+    pub async fn queued(&self, thread_id: &str) -> Result<Vec<RunMeta>, SchedulerError> {
+        let repo = queued(self.store().as_ref());
+        let mut ahead = repo
+            .walk(thread_queue(thread_id), Order::Ascending)
+            .all()
+            .await?;
+        // The index orders by the microsecond; the age by the nanosecond.
+        ahead.sort_by(|a, b| a.age().cmp(&b.age()));
+        Ok(ahead)
+    }
+
+    /// The oldest queued run of `thread_id`, if it has any.
+    pub async fn queue_head(&self, thread_id: &str) -> Result<Option<RunMeta>, SchedulerError> {
+        let repo = queued(self.store().as_ref());
+        let mut walk = repo
+            .walk(thread_queue(thread_id), Order::Ascending)
+            .chunk(1);
+        Ok(walk.next().await?)
+    }
+
     /// The run record of `meta`, once it started.
     pub async fn run_record(&self, meta: &RunMeta) -> Result<Option<RunRecord>, SchedulerError> {
         Ok(self.store().get_run(&meta.thread_id, &meta.run_id).await?)

@@ -2,7 +2,7 @@
 
 use deepfleet_proto::api::StreamMode;
 
-use super::error::ApiError;
+use super::error::RunsError;
 
 /// The stream modes a request asked for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,7 +33,7 @@ pub struct Modes {
 
 impl Modes {
     /// Parses `stream_mode` (default `values`).
-    pub fn parse(value: Option<&StreamMode>) -> Result<Modes, ApiError> {
+    pub fn parse(value: Option<&StreamMode>) -> Result<Modes, RunsError> {
         let names = value.map_or_else(|| vec!["values"], StreamMode::names);
         let mut modes = Modes::default();
         for name in names {
@@ -48,9 +48,7 @@ impl Modes {
                 "debug" => modes.debug = true,
                 "events" => modes.events = true,
                 other => {
-                    return Err(ApiError::unprocessable(format!(
-                        "unknown stream_mode '{other}'"
-                    )));
+                    return Err(RunsError::invalid(format!("unknown stream_mode '{other}'")));
                 }
             }
         }

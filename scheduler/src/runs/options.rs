@@ -10,7 +10,7 @@ use std::time::Duration;
 use deepfleet_proto::api::RunCreateParams;
 use serde_json::Value;
 
-use super::error::ApiError;
+use super::error::RunsError;
 
 /// What a follower does when its client goes away.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -46,11 +46,11 @@ fn set(value: Option<&Value>) -> Option<&Value> {
 
 /// Checks the options of `body` this module knows, refusing those this
 /// server has no counterpart for.
-pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
+pub fn check(body: &RunCreateParams) -> Result<RunOptions, RunsError> {
     let rest = &body.rest;
     for key in ["interrupt_before", "interrupt_after"] {
         if set(rest.get(key)).is_some() {
-            return Err(ApiError::unprocessable(format!(
+            return Err(RunsError::invalid(format!(
                 "{key} is not supported: a deep agent's graph has no nodes to pause \
                  at; pause before tools with the assistant's interrupt_on settings"
             )));
@@ -63,7 +63,7 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
                 (secs > 0.0).then(|| Duration::from_secs_f64(secs))
             }
             _ => {
-                return Err(ApiError::unprocessable(format!(
+                return Err(RunsError::invalid(format!(
                     "after_seconds must be a number of seconds from 0 to \
                      {MAX_AFTER_SECONDS}, not {after}; schedule later runs with a cron"
                 )));
@@ -71,13 +71,13 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
         },
     };
     if set(rest.get("langsmith_tracer")).is_some() {
-        return Err(ApiError::unprocessable(
+        return Err(RunsError::invalid(
             "langsmith_tracer is not supported: runs are traced over OpenTelemetry \
              (otlp_endpoint), not to LangSmith",
         ));
     }
     if set(rest.get("feedback_keys")).is_some() {
-        return Err(ApiError::unprocessable(
+        return Err(RunsError::invalid(
             "feedback_keys is not supported: this server keeps no LangSmith feedback",
         ));
     }
@@ -87,7 +87,7 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
         None => {}
         Some(Value::String(d)) if ["sync", "async", "exit"].contains(&d.as_str()) => {}
         Some(other) => {
-            return Err(ApiError::unprocessable(format!(
+            return Err(RunsError::invalid(format!(
                 "durability must be sync, async or exit, not {other}"
             )));
         }
@@ -95,7 +95,7 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
     if let Some(command) = &body.command
         && set(command.goto.as_ref()).is_some()
     {
-        return Err(ApiError::unprocessable(
+        return Err(RunsError::invalid(
             "command.goto is not supported: a deep agent's graph has no nodes to jump to",
         ));
     }
@@ -104,7 +104,7 @@ pub fn check(body: &RunCreateParams) -> Result<RunOptions, ApiError> {
         Some(Value::String(s)) if s == "continue" => OnDisconnect::Continue,
         Some(Value::String(s)) if s == "cancel" => OnDisconnect::Cancel,
         Some(other) => {
-            return Err(ApiError::unprocessable(format!(
+            return Err(RunsError::invalid(format!(
                 "on_disconnect must be cancel or continue, not {other}"
             )));
         }

@@ -1,9 +1,9 @@
 //! A run request checked whole before anything is written: every field a
 //! create route reads (stream modes, the run options of
-//! [`super::run_options`], `if_not_exists`, a resume command's
+//! [`super::options`], `if_not_exists`, a resume command's
 //! decisions, the input, the assistant, the runtime context, sealed) is
-//! checked here, so a request refused with 4xx has created no thread, no
-//! run and no queued step. What remains for [`super::run_create`] can only
+//! checked here, so a refused request has created no thread, no
+//! run and no queued step. What remains for [`super::create`] can only
 //! fail on the state of the thread (busy, missing) or of the back ends.
 
 use std::collections::BTreeMap;
@@ -14,14 +14,13 @@ use deepfleet_proto::{Decision, FileData, InputLimits, Message, SealedContext, T
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::Runs;
 use super::assistants::{self, Given};
-use super::convert::{input_files, input_messages};
-use super::error::ApiError;
+use super::error::RunsError;
 use super::modes::Modes;
-use super::run_options::{self, RunOptions};
-use super::state::ApiState;
-use super::state_update::checkpoint_of;
-use super::state_values::state_edit;
+use super::options::{self as run_options, RunOptions};
+use super::state_values::{checkpoint_of, state_edit};
+use crate::convert::{input_files, input_messages};
 use crate::state_edit::{Rewind, StateEdit};
 
 /// A request that passed every check.
@@ -83,11 +82,11 @@ pub struct NewRun {
 /// Checks `tenant`'s `body` (for `thread_id`, or stateless) without
 /// writing anything.
 pub async fn check(
-    state: &ApiState,
+    runs: &Runs,
     tenant: &TenantId,
     thread_id: Option<&str>,
     body: &RunCreateParams,
-) -> Result<CheckedRun, ApiError> {
+) -> Result<CheckedRun, RunsError> {
     let mut modes = Modes::parse(body.stream_mode.as_ref())?;
     modes.subgraphs = body.stream_subgraphs.unwrap_or(false);
     let options = run_options::check(body)?;
@@ -95,12 +94,12 @@ pub async fn check(
         None | Some("reject") => false,
         Some("create") => true,
         Some(other) => {
-            return Err(ApiError::unprocessable(format!(
+            return Err(RunsError::invalid(format!(
                 "if_not_exists must be create or reject; got '{other}'"
             )));
         }
     };
-    let limits = state.life.intake().limits();
+    let limits = runs.life.intake().limits();
     let from = checkpoint_of(
         checkpoint_id_of(body.rest.get("checkpoint_id"))?,
         pointer_of(body.rest.get("checkpoint"))?.as_ref(),
@@ -111,16 +110,16 @@ pub async fn check(
     };
     if let Some(resume) = body.command.as_ref().and_then(|c| c.resume.as_ref()) {
         if thread_id.is_none() {
-            return Err(ApiError::bad_request(
+            return Err(RunsError::malformed(
                 "You must provide a thread_id when resuming.",
             ));
         }
         // UIs name the newest checkpoint they read, the one the run waits
         // at; any other is refused.
         if let (Some(id), Some(thread_id)) = (from, thread_id)
-            && state.store().load_thread(thread_id).await?.step != id
+            && runs.store().load_thread(thread_id).await?.step != id
         {
-            return Err(ApiError::unprocessable(
+            return Err(RunsError::invalid(
                 "a resume answers the thread's pending interrupt: it cannot start from \
                  an earlier checkpoint",
             ));
@@ -142,12 +141,12 @@ pub async fn check(
         });
     }
     if body.command.is_some() && update.is_none() {
-        return Err(ApiError::unprocessable(
+        return Err(RunsError::invalid(
             "command must carry `resume` or `update`",
         ));
     }
     if (from.is_some() || update.is_some()) && thread_id.is_none() {
-        return Err(ApiError::unprocessable(
+        return Err(RunsError::invalid(
             "a stateless run has no checkpoint to start from or update: name a thread",
         ));
     }
@@ -161,10 +160,10 @@ pub async fn check(
     } else {
         run_input(body, limits)?
     };
-    let webhook = webhook_of(state, tenant, body)?;
-    let (assistant, given) = assistants::find_for_run(state, tenant, &body.assistant_id).await?;
+    let webhook = webhook_of(runs, tenant, body)?;
+    let (assistant, given) = assistants::find_for_run(runs, tenant, &body.assistant_id).await?;
     let context = merged_context(&given, body);
-    let intake = state.life.intake();
+    let intake = runs.life.intake();
     intake
         .check_context(&assistant.graph_id, &body.assistant_id, context.as_ref())
         .await?;
@@ -189,20 +188,20 @@ pub async fn check(
 fn run_input(
     body: &RunCreateParams,
     limits: &InputLimits,
-) -> Result<(Vec<Message>, BTreeMap<String, FileData>), ApiError> {
+) -> Result<(Vec<Message>, BTreeMap<String, FileData>), RunsError> {
     let configurable = body.config.as_ref().and_then(|c| c.get("configurable"));
     if body.context.is_some()
         && configurable.is_some_and(|c| c.as_object().is_some_and(|o| !o.is_empty()))
     {
-        return Err(ApiError::bad_request(
+        return Err(RunsError::malformed(
             "Cannot specify both configurable and context. Prefer setting context alone.",
         ));
     }
     let Some(input) = &body.input else {
-        return Err(ApiError::unprocessable("input is required"));
+        return Err(RunsError::invalid("input is required"));
     };
-    let messages = input_messages(input).map_err(|e| ApiError::unprocessable(e.0))?;
-    let files = input_files(input, Utc::now()).map_err(|e| ApiError::unprocessable(e.0))?;
+    let messages = input_messages(input).map_err(|e| RunsError::invalid(e.0))?;
+    let files = input_files(input, Utc::now()).map_err(|e| RunsError::invalid(e.0))?;
     for (index, message) in messages.iter().enumerate() {
         // The content as sent (text and any image or file blocks).
         let bytes = serde_json::to_vec(message.content()).map_or(usize::MAX, |m| m.len());
@@ -218,23 +217,23 @@ fn run_input(
 /// The request's `webhook`, checked: a URL a delivery can go to and a
 /// secret for `tenant` to sign it with.
 fn webhook_of(
-    state: &ApiState,
+    runs: &Runs,
     tenant: &TenantId,
     body: &RunCreateParams,
-) -> Result<Option<String>, ApiError> {
+) -> Result<Option<String>, RunsError> {
     let url = match body.rest.get("webhook") {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::String(url)) => url,
         Some(other) => {
-            return Err(ApiError::unprocessable(format!(
+            return Err(RunsError::invalid(format!(
                 "webhook must be a URL string, not {other}"
             )));
         }
     };
-    let webhooks = state.life.intake().webhooks();
+    let webhooks = runs.life.intake().webhooks();
     let url = webhooks
         .check(tenant, url)
-        .map_err(|e| ApiError::unprocessable(e.to_string()))?;
+        .map_err(|e| RunsError::invalid(e.to_string()))?;
     Ok(Some(url))
 }
 
@@ -256,32 +255,32 @@ fn merged_context(given: &Given, body: &RunCreateParams) -> Option<Value> {
 }
 
 /// A run's `checkpoint_id` option, which must be a string, if set.
-fn checkpoint_id_of(value: Option<&Value>) -> Result<Option<&str>, ApiError> {
+fn checkpoint_id_of(value: Option<&Value>) -> Result<Option<&str>, RunsError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(text)) => Ok(Some(text)),
-        Some(other) => Err(ApiError::unprocessable(format!(
+        Some(other) => Err(RunsError::invalid(format!(
             "checkpoint_id must be a string, not {other}"
         ))),
     }
 }
 
 /// A run's `checkpoint` option (an address, or an id), if set.
-fn pointer_of(value: Option<&Value>) -> Result<Option<CheckpointPointer>, ApiError> {
+fn pointer_of(value: Option<&Value>) -> Result<Option<CheckpointPointer>, RunsError> {
     match value {
         None | Some(Value::Null) => Ok(None),
         Some(value) => CheckpointPointer::deserialize(value)
             .map(Some)
-            .map_err(|e| ApiError::unprocessable(format!("checkpoint: {e}"))),
+            .map_err(|e| RunsError::invalid(format!("checkpoint: {e}"))),
     }
 }
 
 /// The request's `strict_resume` (false when unset).
-fn strict_resume(body: &RunCreateParams) -> Result<bool, ApiError> {
+fn strict_resume(body: &RunCreateParams) -> Result<bool, RunsError> {
     match body.rest.get("strict_resume") {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(strict)) => Ok(*strict),
-        Some(other) => Err(ApiError::unprocessable(format!(
+        Some(other) => Err(RunsError::invalid(format!(
             "strict_resume must be a boolean, not {other}"
         ))),
     }
@@ -298,22 +297,20 @@ fn named_interrupts(resume: &Value) -> Vec<String> {
 
 /// The decisions of a resume value: `{"decisions": [...]}`, or a map of
 /// interrupt id to that (one interrupt is pending at a time).
-pub fn decisions_of(resume: &Value) -> Result<Vec<Decision>, ApiError> {
+pub fn decisions_of(resume: &Value) -> Result<Vec<Decision>, RunsError> {
     let value = if resume.get("decisions").is_some() {
         resume
     } else {
         match resume.as_object().and_then(|m| m.values().next()) {
             Some(inner) if inner.get("decisions").is_some() => inner,
             _ => {
-                return Err(ApiError::unprocessable(
-                    "resume must be {\"decisions\": [...]}",
-                ));
+                return Err(RunsError::invalid("resume must be {\"decisions\": [...]}"));
             }
         }
     };
     ResumeDecisions::deserialize(value)
         .map(|r| r.decisions)
-        .map_err(|e| ApiError::unprocessable(format!("decisions: {e}")))
+        .map_err(|e| RunsError::invalid(format!("decisions: {e}")))
 }
 
 #[cfg(test)]
@@ -333,7 +330,3 @@ mod tests {
         assert!(named_interrupts(&plain).is_empty());
     }
 }
-
-#[cfg(test)]
-#[path = "run_request_tests.rs"]
-mod router_tests;

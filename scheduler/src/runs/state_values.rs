@@ -6,13 +6,14 @@
 //! the custom state.
 
 use chrono::Utc;
+use deepfleet_proto::api::CheckpointPointer;
 use deepfleet_proto::{
     AssistantMessage, ContentBlock, InputLimits, Message, ToolCall, ToolMessage, ToolStatus,
 };
 use serde_json::Value;
 
-use super::convert::{content_text, input_file, input_message};
-use super::error::ApiError;
+use super::RunsError;
+use crate::convert::{content_text, input_file, input_message};
 use crate::state_edit::{EditedMessage, StateEdit};
 
 /// Reads `values` (`field` names it in errors), checked against `limits`.
@@ -20,8 +21,8 @@ pub fn state_edit(
     field: &str,
     values: &Value,
     limits: &InputLimits,
-) -> Result<StateEdit, ApiError> {
-    let invalid = |reason: String| ApiError::unprocessable(format!("{field}: {reason}"));
+) -> Result<StateEdit, RunsError> {
+    let invalid = |reason: String| RunsError::invalid(format!("{field}: {reason}"));
     let values = match values {
         Value::Null => return Ok(StateEdit::default()),
         Value::Object(values) => values,
@@ -64,7 +65,7 @@ pub fn state_edit(
                     } else {
                         let (path, file) =
                             input_file(&format!("{field}.files"), path, file, Utc::now())
-                                .map_err(|e| ApiError::unprocessable(e.0))?;
+                                .map_err(|e| RunsError::invalid(e.0))?;
                         limits.check_file(&path, file.content.len())?;
                         (path, Some(file))
                     };
@@ -168,13 +169,29 @@ fn tool_calls(item: &Value) -> Result<Vec<ToolCall>, String> {
         .collect()
 }
 
+/// The checkpoint a request names by `checkpoint_id` or `checkpoint`, if
+/// any; a malformed id is a 422.
+pub fn checkpoint_of(
+    id: Option<&str>,
+    pointer: Option<&CheckpointPointer>,
+) -> Result<Option<u64>, RunsError> {
+    id.or_else(|| pointer.and_then(CheckpointPointer::id))
+        .filter(|raw| !raw.is_empty())
+        .map(|raw| {
+            raw.parse().map_err(|_| {
+                RunsError::invalid(format!("checkpoint_id: '{raw}' is not a checkpoint id"))
+            })
+        })
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
-    fn edit(values: Value) -> Result<StateEdit, ApiError> {
+    fn edit(values: Value) -> Result<StateEdit, RunsError> {
         state_edit("values", &values, &InputLimits::default())
     }
 
@@ -232,12 +249,8 @@ mod tests {
             let Err(e) = edit(values.clone()) else {
                 panic!("{values} is refused");
             };
-            assert_eq!(
-                e.status,
-                axum::http::StatusCode::UNPROCESSABLE_ENTITY,
-                "{values}"
-            );
-            assert!(e.detail.contains(says), "{values}: {}", e.detail);
+            assert!(matches!(e, RunsError::Invalid(_)), "{values}: {e:?}");
+            assert!(e.to_string().contains(says), "{values}: {e}");
         }
     }
 }

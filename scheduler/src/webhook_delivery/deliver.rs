@@ -28,19 +28,19 @@ use futures::StreamExt;
 use serde_json::json;
 use tracing::{info, warn};
 
-use super::config::WebhookConfig;
 use super::payload;
-use super::send::{Answer, Sender};
-use crate::api::state::ApiState;
 use crate::error::SchedulerError;
 use crate::repo::runs::runs_of;
 use crate::repo::webhooks::{AttemptRecord, DeliveryState, WebhookRecord, webhooks};
+use crate::runs::Runs;
+use crate::webhooks::WebhookConfig;
+use crate::webhooks::send::{Answer, Sender};
 
 /// Deliveries handled at once by one instance: a receiver that hangs
 /// until the timeout holds one slot, not the whole loop.
 const CONCURRENCY: usize = 16;
 /// Pending deliveries read from the store at once.
-const PAGE: usize = 256;
+pub const PAGE: usize = 256;
 /// How long a lease outlives the longest attempt: reading the run and
 /// recording the outcome fit in it many times over.
 const LEASE_MARGIN: Duration = Duration::from_secs(60);
@@ -55,7 +55,7 @@ const KEEP_FINISHED: Duration = Duration::from_secs(7 * 24 * 3600);
 /// Sends the webhooks of ended runs.
 #[derive(Clone)]
 pub struct WebhookDeliverer {
-    state: ApiState,
+    runs: Runs,
     sender: Sender,
     metrics: Option<Arc<Metrics>>,
     /// Who holds a lease taken by this instance, as the lease records it.
@@ -63,18 +63,18 @@ pub struct WebhookDeliverer {
 }
 
 impl WebhookDeliverer {
-    /// A deliverer over `state`'s store, with its intake's webhook
+    /// A deliverer over `runs`' store, with its intake's webhook
     /// configuration, counting outcomes into `metrics`.
     pub fn new(
-        state: ApiState,
+        runs: Runs,
         metrics: Option<Arc<Metrics>>,
-    ) -> Result<Self, super::error::WebhookError> {
+    ) -> Result<Self, crate::webhooks::WebhookError> {
         let sender = Sender::new(
-            state.life.intake().webhooks().timeout,
-            state.life.intake().webhooks().allow_private,
+            runs.life.intake().webhooks().timeout,
+            runs.life.intake().webhooks().allow_private,
         )?;
         Ok(WebhookDeliverer {
-            state,
+            runs,
             sender,
             metrics,
             holder: uuid::Uuid::now_v7().to_string(),
@@ -82,11 +82,11 @@ impl WebhookDeliverer {
     }
 
     fn config(&self) -> &WebhookConfig {
-        self.state.life.intake().webhooks()
+        self.runs.life.intake().webhooks()
     }
 
     fn store(&self) -> &dyn Store {
-        self.state.store()
+        self.runs.store()
     }
 
     /// Goes through the pending deliveries once: fixes the body of those whose
@@ -177,7 +177,7 @@ impl WebhookDeliverer {
                     .get(&record.run_id)
                     .await?;
                 Ok(match meta {
-                    Some(meta) => self.state.life.finished(&meta).await?.0,
+                    Some(meta) => self.runs.life.finished(&meta).await?.0,
                     None => older_than(record.created_at, now, ORPHAN_AFTER),
                 })
             }
@@ -204,7 +204,7 @@ impl WebhookDeliverer {
                 self.give_up(record, why).await?;
                 return Ok(false);
             };
-            match payload::body(&self.state, &meta).await {
+            match payload::body(&self.runs, &meta).await {
                 Ok(body) => record.body = Some(body),
                 Err(e) => {
                     warn!(error = %e, %run_id, "making a webhook body; will retry");
@@ -310,7 +310,7 @@ impl WebhookDeliverer {
         if finished {
             store.index_remove(WEBHOOKS, &record.run_id).await?;
             let keep = self
-                .state
+                .runs
                 .life
                 .intake()
                 .retention()
@@ -328,7 +328,3 @@ fn older_than(at: DateTime<Utc>, now: DateTime<Utc>, age: Duration) -> bool {
         .to_std()
         .is_ok_and(|elapsed| elapsed > age)
 }
-
-#[cfg(test)]
-#[path = "deliver_tests.rs"]
-mod tests;

@@ -4,22 +4,19 @@
 
 use deepfleet_proto::api::RunWebhook;
 
-use super::error::WebhookError;
-use crate::api::error::ApiError;
-use crate::api::run_resource::run_resource;
-use crate::api::state::ApiState;
-use crate::api::wait::{FinalBody, final_body};
 use crate::repo::runs::RunMeta;
+use crate::runs::{FinalBody, Runs, RunsError, final_body, run_resource};
+use crate::webhooks::WebhookError;
 
 /// The largest `values` sent: past it (a thread with big files) the
 /// receiver gets the run without them and reads the state from the API.
 const MAX_VALUES_BYTES: usize = 1 << 20;
 
 /// The JSON body announcing that the run of `meta` ended.
-pub async fn body(state: &ApiState, meta: &RunMeta) -> Result<String, WebhookError> {
-    let unreadable = |e: ApiError| WebhookError::Payload(e.detail);
-    let run = run_resource(state, meta).await.map_err(unreadable)?;
-    let (values, error) = match final_body(state, meta).await.map_err(unreadable)? {
+pub async fn body(runs: &Runs, meta: &RunMeta) -> Result<String, WebhookError> {
+    let unreadable = |e: RunsError| WebhookError::Payload(e.to_string());
+    let run = run_resource(runs, meta).await.map_err(unreadable)?;
+    let (values, error) = match final_body(runs, meta).await.map_err(unreadable)? {
         FinalBody::Values(values) => (Some(values), None),
         FinalBody::Failed(failure) => (None, Some(failure)),
     };
