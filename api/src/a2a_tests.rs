@@ -300,7 +300,7 @@ async fn a_task_waiting_for_a_decision_goes_on_when_a_message_answers_it() {
     let api = api().await;
     let (asked, _) = tokio::join!(
         api.a2a(None, "message/send", message("hi", None)),
-        api.work_one(RunStatus::Interrupted)
+        api.work_one(RunStatus::AwaitingHuman)
     );
     let task = &asked["result"];
     assert_eq!(task["status"]["state"], "input-required", "{asked}");
@@ -357,7 +357,7 @@ async fn a_task_waiting_for_a_decision_cannot_be_cancelled() {
     let api = api().await;
     let (asked, _) = tokio::join!(
         api.a2a(None, "message/send", message("hi", None)),
-        api.work_one(RunStatus::Interrupted)
+        api.work_one(RunStatus::AwaitingHuman)
     );
     let id = asked["result"]["id"].clone();
     let refused = api.a2a(None, "tasks/cancel", json!({"id": id})).await;

@@ -295,7 +295,7 @@ impl TaskState {
             None if cancelled => TaskState::Canceled,
             None | Some(RunStatus::Pending) => TaskState::Submitted,
             Some(RunStatus::Running | RunStatus::Waiting) => TaskState::Working,
-            Some(RunStatus::Interrupted) => TaskState::InputRequired,
+            Some(RunStatus::AwaitingHuman) => TaskState::InputRequired,
             Some(RunStatus::Success) => TaskState::Completed,
             Some(RunStatus::Cancelled) => TaskState::Canceled,
             Some(RunStatus::Error | RunStatus::Timeout) => TaskState::Failed,

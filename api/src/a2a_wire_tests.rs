@@ -159,7 +159,12 @@ fn run_statuses_map_to_task_states() {
         (Some(RunStatus::Pending), false, "submitted", false),
         (Some(RunStatus::Running), false, "working", false),
         (Some(RunStatus::Waiting), false, "working", false),
-        (Some(RunStatus::Interrupted), false, "input-required", true),
+        (
+            Some(RunStatus::AwaitingHuman),
+            false,
+            "input-required",
+            true,
+        ),
         (Some(RunStatus::Success), false, "completed", true),
         (Some(RunStatus::Cancelled), false, "canceled", true),
         (Some(RunStatus::Error), false, "failed", true),

@@ -79,7 +79,7 @@ async fn a_stateless_wait_answers_a_failure_as_error() {
 #[tokio::test]
 async fn a_join_of_an_interrupted_run_carries_the_pending_review() {
     let api = api().await;
-    let (thread_id, run_id) = api.ended_run(RunStatus::Interrupted).await;
+    let (thread_id, run_id) = api.ended_run(RunStatus::AwaitingHuman).await;
     let run_id = run_id.as_str();
     let joined = api
         .send(

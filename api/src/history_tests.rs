@@ -177,7 +177,7 @@ async fn the_checkpoint_a_run_waits_at_shows_its_interrupt_as_a_task() {
         api.store.as_ref(),
         &thread_id,
         parked,
-        RunStatus::Interrupted,
+        RunStatus::AwaitingHuman,
     )
     .await;
 

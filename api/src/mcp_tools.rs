@@ -232,7 +232,7 @@ pub async fn call(
         }
         // Nobody can answer its question over MCP; its temporary thread
         // expires with it.
-        Some(run) if run.status == RunStatus::Interrupted => failure(
+        Some(run) if run.status == RunStatus::AwaitingHuman => failure(
             "the assistant asked for a human decision on a tool call, which a tool call \
              cannot give"
                 .into(),

@@ -169,7 +169,7 @@ async fn a_failed_or_interrupted_run_and_bad_arguments_are_tool_errors() {
     let params = json!({"name": "agent", "arguments": {"input": "x"}});
     let (asked, _) = tokio::join!(
         api.mcp(KEY_A, "tools/call", params),
-        api.work_one(RunStatus::Interrupted)
+        api.work_one(RunStatus::AwaitingHuman)
     );
     assert_eq!(asked["result"]["isError"], true, "{asked}");
     let text = asked["result"]["content"][0]["text"].as_str().unwrap();

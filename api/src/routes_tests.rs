@@ -384,7 +384,7 @@ async fn a_read_key_cannot_cancel_a_run_by_leaving_its_stream() {
     let (status, text) = call(&api, Some(A_READ), "GET", &uri).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{text}");
     let meta = api.store.get_run("t", &run_id).await.unwrap().unwrap();
-    assert_ne!(meta.status, RunStatus::Interrupted);
+    assert_ne!(meta.status, RunStatus::AwaitingHuman);
     assert!(!api.store.cancel_requested("t", &run_id).await.unwrap());
 }
 

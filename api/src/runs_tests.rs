@@ -485,7 +485,7 @@ async fn a_resume_answers_the_interrupted_run() {
         api.store.as_ref(),
         &thread_id,
         &id(&run),
-        RunStatus::Interrupted,
+        RunStatus::AwaitingHuman,
     )
     .await;
     let wrong = api

@@ -231,7 +231,7 @@ async fn command_update_is_written_before_the_run_or_the_resume() {
         api.store.as_ref(),
         &thread_id,
         &run_id,
-        RunStatus::Interrupted,
+        RunStatus::AwaitingHuman,
     )
     .await;
     // A resume may name the checkpoint it waits at, as UIs do; no other.
@@ -263,7 +263,7 @@ async fn command_update_is_written_before_the_run_or_the_resume() {
         json!("step 1")
     );
     // Messages cannot change under the calls a review waits on.
-    let (thread_id, run_id) = api.ended_run(RunStatus::Interrupted).await;
+    let (thread_id, run_id) = api.ended_run(RunStatus::AwaitingHuman).await;
     let resume = json!({
         "assistant_id": "agent",
         "command": {"resume": {"decisions": [{"type": "approve"}]},
@@ -278,7 +278,7 @@ async fn command_update_is_written_before_the_run_or_the_resume() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(run.status, RunStatus::Interrupted);
+    assert_eq!(run.status, RunStatus::AwaitingHuman);
 }
 
 #[tokio::test]

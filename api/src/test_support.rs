@@ -344,7 +344,7 @@ pub async fn finish(store: &dyn Store, thread_id: &str, run_id: &str, status: Ru
         code: deepfleet_proto::ErrorCode::ModelUnavailable,
         message: "the model is down".into(),
     });
-    let pending = (status == RunStatus::Interrupted).then(|| PendingTools {
+    let pending = (status == RunStatus::AwaitingHuman).then(|| PendingTools {
         calls: Vec::new(),
         children: Vec::new(),
         interrupt: Some(review()),

@@ -174,7 +174,7 @@ async fn state_and_history_show_the_current_checkpoint() {
 #[tokio::test]
 async fn an_interrupted_thread_shows_its_pending_review() {
     let api = api().await;
-    let (thread_id, run_id) = api.ended_run(RunStatus::Interrupted).await;
+    let (thread_id, run_id) = api.ended_run(RunStatus::AwaitingHuman).await;
     let run_id = run_id.as_str();
     let thread = api
         .send("GET", &format!("/threads/{thread_id}"), None)

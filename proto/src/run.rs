@@ -50,7 +50,11 @@ pub enum RunStatus {
     /// Parked until its subagent runs finish; holds no worker.
     Waiting,
     /// Parked until a human decides on its pending tool calls.
-    Interrupted,
+    // Stored and sent as `interrupted`, LangGraph's word for it; the Agent
+    // Server's run status means a cancelled run by that word
+    // (`api::RunStatus::Interrupted`), hence the distinct name in Rust.
+    #[serde(rename = "interrupted")]
+    AwaitingHuman,
     /// Finished with a final answer.
     Success,
     /// Finished with an error.
@@ -72,7 +76,7 @@ impl RunStatus {
             RunStatus::Pending
             | RunStatus::Running
             | RunStatus::Waiting
-            | RunStatus::Interrupted => false,
+            | RunStatus::AwaitingHuman => false,
         }
     }
 }

@@ -90,10 +90,9 @@ impl AdmissionSweep {
         let state = store.admission_state(batch).await?;
         let mut start = Vec::new();
         for run_id in &state.admitted {
-            let ended = store
-                .find_run(run_id)
-                .await?
-                .is_none_or(|run| run.status.is_terminal() || run.status == RunStatus::Interrupted);
+            let ended = store.find_run(run_id).await?.is_none_or(|run| {
+                run.status.is_terminal() || run.status == RunStatus::AwaitingHuman
+            });
             if ended && let Some(next) = store.admit_after(batch, run_id).await? {
                 start.push(next);
             }

@@ -114,7 +114,7 @@ impl BatchFollower {
             let Some(run) = self.store.get_run(&thread_id, &run_id).await? else {
                 continue;
             };
-            if run.status.is_terminal() || run.status == RunStatus::Interrupted {
+            if run.status.is_terminal() || run.status == RunStatus::AwaitingHuman {
                 self.waiting.remove(&run_id);
                 lines.push(self.line_of(&run).await?);
             }
@@ -126,7 +126,7 @@ impl BatchFollower {
     async fn line_of(&self, run: &RunRecord) -> Result<ResultLine, SchedulerError> {
         let thread = self.store.load_thread(&run.thread_id).await?;
         let mut line = result_line(run, &thread.files);
-        if run.status == RunStatus::Interrupted {
+        if run.status == RunStatus::AwaitingHuman {
             line.review = review_of(run, &thread);
         }
         Ok(line)
@@ -141,7 +141,7 @@ impl BatchFollower {
         let Some(child) = self.store.find_run(run_id).await? else {
             return Ok(None);
         };
-        if child.status != RunStatus::Interrupted {
+        if child.status != RunStatus::AwaitingHuman {
             return Ok(None);
         }
         let Some(root) = crate::resume::root_of(self.store.as_ref(), &child).await? else {
@@ -181,7 +181,7 @@ pub fn result_line(
 ) -> ResultLine {
     let status = match run.status {
         RunStatus::Success => ResultStatus::Success,
-        RunStatus::Interrupted => ResultStatus::Interrupted,
+        RunStatus::AwaitingHuman => ResultStatus::Interrupted,
         RunStatus::Timeout => ResultStatus::Timeout,
         RunStatus::Error
             if run

@@ -34,7 +34,7 @@ pub async fn resume(
         status,
     };
     let mut pending = match (&run.status, checkpoint.pending) {
-        (RunStatus::Interrupted, Some(p)) if p.interrupt.is_some() => p,
+        (RunStatus::AwaitingHuman, Some(p)) if p.interrupt.is_some() => p,
         _ => return Err(not_interrupted(run.status)),
     };
     let Some(interrupt) = pending.interrupt.as_mut() else {

@@ -58,7 +58,7 @@ mod tests {
         for (id, status) in [
             ("running", RunStatus::Running),
             ("ended", RunStatus::Success),
-            ("parked", RunStatus::Interrupted),
+            ("parked", RunStatus::AwaitingHuman),
         ] {
             let run = RunRecord {
                 status,

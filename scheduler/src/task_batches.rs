@@ -195,7 +195,7 @@ impl TaskBatches {
         };
         let mut asked = 0;
         for run in runs.iter().filter_map(|(_, run)| run.as_ref()) {
-            if run.status.is_terminal() || run.status == RunStatus::Interrupted {
+            if run.status.is_terminal() || run.status == RunStatus::AwaitingHuman {
                 continue;
             }
             self.store
@@ -213,7 +213,7 @@ fn status_name(status: RunStatus) -> &'static str {
         RunStatus::Pending => "pending",
         RunStatus::Running => "running",
         RunStatus::Waiting => "waiting",
-        RunStatus::Interrupted => "interrupted",
+        RunStatus::AwaitingHuman => "interrupted",
         RunStatus::Success => "success",
         RunStatus::Error => "error",
         RunStatus::Cancelled => "cancelled",

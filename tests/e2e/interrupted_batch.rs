@@ -248,7 +248,7 @@ pub(crate) async fn fleet_runs(fleet: &Fleet) -> Vec<RunRecord> {
 /// Whether a run has ended as a batch sees it (a run parked on a human
 /// decision has its line too).
 fn finished(status: RunStatus) -> bool {
-    status.is_terminal() || status == RunStatus::Interrupted
+    status.is_terminal() || status == RunStatus::AwaitingHuman
 }
 
 /// The store's runs agree with the results file: each task has at most

@@ -410,7 +410,7 @@ fn agent_status(status: Option<RunStatus>) -> &'static str {
     match status {
         None | Some(RunStatus::Pending) => "started",
         Some(RunStatus::Running | RunStatus::Waiting) => "running",
-        Some(RunStatus::Interrupted) => "interrupted",
+        Some(RunStatus::AwaitingHuman) => "interrupted",
         Some(RunStatus::Success) => "completed",
         Some(RunStatus::Error | RunStatus::Cancelled | RunStatus::Timeout) => "failed",
     }

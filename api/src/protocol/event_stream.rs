@@ -246,7 +246,7 @@ impl ThreadEvents<'_> {
             let mut progressed = false;
             if let Some(run) = parked.take() {
                 let (done, status) = self.state.runs.life.finished(&run.meta).await?;
-                if done && status == Some(RunStatus::Interrupted) {
+                if done && status == Some(RunStatus::AwaitingHuman) {
                     parked = Some(run);
                 } else {
                     let resumed = lifecycle(&[], "running", json!({}));
@@ -490,7 +490,7 @@ impl ThreadEvents<'_> {
         let prefix = format!("{}/{}/end", run.meta.run_id, run.cursor);
         let ended = match status {
             Some(RunStatus::Success) => lifecycle(&[], "completed", json!({})),
-            Some(RunStatus::Interrupted) => {
+            Some(RunStatus::AwaitingHuman) => {
                 let checkpoint = self.state.store().load_thread(&run.meta.thread_id).await?;
                 let pending = interrupts(&checkpoint, &run.meta.run_id).unwrap_or_default();
                 for (n, interrupt) in pending.iter().enumerate() {

@@ -192,7 +192,7 @@ async fn an_interrupt_is_requested_then_answered_by_its_id() {
         json!({"assistant_id": GRAPH, "input": user_input("write it")}),
     )
     .await;
-    api.work_one(RunStatus::Interrupted).await;
+    api.work_one(RunStatus::AwaitingHuman).await;
     let seen = events.until(|e| is_lifecycle(e, "interrupted")).await;
     let requested = seen
         .iter()

@@ -167,7 +167,7 @@ fn status_label(status: RunStatus) -> &'static str {
         RunStatus::Pending => "pending",
         RunStatus::Running => "running",
         RunStatus::Waiting => "waiting",
-        RunStatus::Interrupted => "interrupted",
+        RunStatus::AwaitingHuman => "interrupted",
         RunStatus::Success => "success",
         RunStatus::Error => "error",
         RunStatus::Cancelled => "cancelled",

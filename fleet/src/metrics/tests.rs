@@ -52,8 +52,8 @@ fn runs_count_by_agent_caller_and_status() {
     let m = Metrics::new().unwrap();
     let took = Duration::from_secs(3);
     m.run_finished("a", Caller::Main, RunStatus::Success, took);
-    m.run_finished("a", Caller::Subagent, RunStatus::Interrupted, took);
-    m.run_finished("a", Caller::Subagent, RunStatus::Interrupted, took);
+    m.run_finished("a", Caller::Subagent, RunStatus::AwaitingHuman, took);
+    m.run_finished("a", Caller::Subagent, RunStatus::AwaitingHuman, took);
     assert_eq!(
         m.samples("deepfleet_runs_finished_total").unwrap(),
         vec![

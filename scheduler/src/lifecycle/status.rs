@@ -22,7 +22,7 @@ pub fn api_status(status: RunStatus) -> api::RunStatus {
         RunStatus::Running | RunStatus::Waiting => api::RunStatus::Running,
         // A run parked on a human decision ends `success`; its thread shows
         // `interrupted` (reference §1.4).
-        RunStatus::Success | RunStatus::Interrupted => api::RunStatus::Success,
+        RunStatus::Success | RunStatus::AwaitingHuman => api::RunStatus::Success,
         RunStatus::Error => api::RunStatus::Error,
         // A user cancel is `interrupted` on the API.
         RunStatus::Cancelled => api::RunStatus::Interrupted,
@@ -36,7 +36,7 @@ pub fn api_status(status: RunStatus) -> api::RunStatus {
 pub fn occupies_thread(status: RunStatus) -> bool {
     match status {
         RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => true,
-        RunStatus::Interrupted
+        RunStatus::AwaitingHuman
         | RunStatus::Success
         | RunStatus::Error
         | RunStatus::Cancelled
@@ -136,7 +136,7 @@ impl Lifecycle {
             return Ok(ThreadStatus::Busy);
         }
         Ok(match status {
-            Some(RunStatus::Interrupted) => ThreadStatus::Interrupted,
+            Some(RunStatus::AwaitingHuman) => ThreadStatus::Interrupted,
             Some(RunStatus::Error) => ThreadStatus::Error,
             _ => ThreadStatus::Idle,
         })
@@ -150,12 +150,15 @@ mod tests {
     #[test]
     fn statuses_follow_the_reference() {
         assert_eq!(api_status(RunStatus::Waiting), api::RunStatus::Running);
-        assert_eq!(api_status(RunStatus::Interrupted), api::RunStatus::Success);
+        assert_eq!(
+            api_status(RunStatus::AwaitingHuman),
+            api::RunStatus::Success
+        );
         assert_eq!(
             api_status(RunStatus::Cancelled),
             api::RunStatus::Interrupted
         );
         assert!(occupies_thread(RunStatus::Waiting));
-        assert!(!occupies_thread(RunStatus::Interrupted));
+        assert!(!occupies_thread(RunStatus::AwaitingHuman));
     }
 }

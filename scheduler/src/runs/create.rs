@@ -227,7 +227,7 @@ async fn resume_run(
     }
     if let Some(edit) = update {
         let waiting = runs.store().get_run(thread_id, &run_id).await?;
-        if waiting.is_none_or(|run| run.status != RunStatus::Interrupted) {
+        if waiting.is_none_or(|run| run.status != RunStatus::AwaitingHuman) {
             return Err(RunsError::conflict(
                 "Thread has no interrupted run to resume.",
             ));

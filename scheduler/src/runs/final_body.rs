@@ -49,7 +49,7 @@ pub async fn final_body(runs: &Runs, meta: &RunMeta) -> Result<FinalBody, RunsEr
     }
     let checkpoint = runs.store().load_thread(&meta.thread_id).await?;
     let mut values = thread_values(&meta.thread_id, &checkpoint);
-    if run.is_some_and(|r| r.status == RunStatus::Interrupted)
+    if run.is_some_and(|r| r.status == RunStatus::AwaitingHuman)
         && let Some(pending) = interrupts(&checkpoint, &meta.run_id)
         && let Some(map) = values.as_object_mut()
     {

@@ -42,7 +42,7 @@ impl TaskStatus {
     pub fn of(status: RunStatus) -> Self {
         match status {
             RunStatus::Pending | RunStatus::Running | RunStatus::Waiting => TaskStatus::Running,
-            RunStatus::Interrupted => TaskStatus::Waiting,
+            RunStatus::AwaitingHuman => TaskStatus::Waiting,
             RunStatus::Success => TaskStatus::Success,
             // A task past its deadline failed, as far as its model knows.
             RunStatus::Error | RunStatus::Timeout => TaskStatus::Error,

@@ -60,7 +60,7 @@ pub fn decide(
         }
         // A cancel ends a run waiting for its human; its deadline and
         // budgets wait with it (no step, no spend) until the human answers.
-        RunStatus::Interrupted => match halt {
+        RunStatus::AwaitingHuman => match halt {
             Some(Halt::Cancelled) => Decision::Halt(Halt::Cancelled),
             _ => Decision::Skip("run waits for a human decision"),
         },
@@ -147,7 +147,7 @@ pub fn follow_ups(run: &RunRecord, step: u64, pending: Option<&PendingTools>) ->
         // reports it on the top-level run's line), and a parked top-level
         // run, which waits for a human, gives its place in the admission
         // window to the next run; nothing else moves.
-        RunStatus::Interrupted => {
+        RunStatus::AwaitingHuman => {
             let mut out: Vec<FollowUp> = run
                 .batch_id
                 .iter()
@@ -307,7 +307,7 @@ mod tests {
             ]
         );
         let mut parked = top.clone();
-        parked.status = RunStatus::Interrupted;
+        parked.status = RunStatus::AwaitingHuman;
         assert_eq!(
             follow_ups(&parked, 4, None),
             vec![FollowUp::BatchDone("b".into()), FollowUp::Admit("b".into())],
@@ -338,7 +338,7 @@ mod tests {
             FollowUp::Admit("b".into()),
         ];
         assert_eq!(follow_ups(&limited, 4, None), released);
-        limited.status = RunStatus::Interrupted;
+        limited.status = RunStatus::AwaitingHuman;
         assert_eq!(
             follow_ups(&limited, 4, None),
             vec![
@@ -358,7 +358,7 @@ mod tests {
     #[test]
     fn interrupted_runs_tell_their_batch_and_admit_the_next() {
         assert_eq!(
-            follow_ups(&run(RunStatus::Interrupted), 4, None),
+            follow_ups(&run(RunStatus::AwaitingHuman), 4, None),
             vec![FollowUp::BatchDone("b".into()), FollowUp::Admit("b".into())]
         );
         let mut child = run(RunStatus::Success);
@@ -372,13 +372,13 @@ mod tests {
             vec![FollowUp::Report(child.parent.clone().unwrap())]
         );
         assert_eq!(
-            decide(&job(4), &run(RunStatus::Interrupted), 4, 4, None),
+            decide(&job(4), &run(RunStatus::AwaitingHuman), 4, 4, None),
             Decision::Skip("run waits for a human decision")
         );
         assert_eq!(
             decide(
                 &job(4),
-                &run(RunStatus::Interrupted),
+                &run(RunStatus::AwaitingHuman),
                 4,
                 4,
                 Some(Halt::Timeout)
@@ -388,7 +388,7 @@ mod tests {
         assert_eq!(
             decide(
                 &job(4),
-                &run(RunStatus::Interrupted),
+                &run(RunStatus::AwaitingHuman),
                 4,
                 4,
                 Some(Halt::Cancelled)

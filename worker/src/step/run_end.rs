@@ -94,7 +94,7 @@ async fn wake_if_interrupted(io: &Io, thread_id: &str, run_id: &str) -> Result<(
     let Some(child) = io.store.get_run(thread_id, run_id).await? else {
         return Ok(());
     };
-    if child.status != RunStatus::Interrupted {
+    if child.status != RunStatus::AwaitingHuman {
         return Ok(());
     }
     let step = io.store.load_thread(thread_id).await?.step;

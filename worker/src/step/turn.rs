@@ -200,7 +200,7 @@ impl End {
         match self {
             End::Park(pending) => {
                 if pending.interrupt.is_some() {
-                    run.status = RunStatus::Interrupted;
+                    run.status = RunStatus::AwaitingHuman;
                 } else {
                     run.status = RunStatus::Waiting;
                     settled.fan_in_expected =

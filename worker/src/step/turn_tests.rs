@@ -217,7 +217,7 @@ fn settling_sets_the_run_status() {
 
     let mut interrupted = run();
     let settled = End::Park(pending(Some(interrupt()))).settle(&mut interrupted);
-    assert_eq!(interrupted.status, RunStatus::Interrupted);
+    assert_eq!(interrupted.status, RunStatus::AwaitingHuman);
     assert_eq!(settled.fan_in_expected, None);
     assert!(settled.pending.is_some());
 
