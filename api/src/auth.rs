@@ -1,9 +1,10 @@
 //! Authentication: the caller's API key becomes its tenant and role, and
-//! travels to the route's access check ([`super::routes`]) and the
-//! handlers as a [`Caller`] request extension.
+//! travels to the route's access check ([`crate::routes`]) and the
+//! handlers as a [`Caller`](deepfleet_proto::Caller) request extension.
 //!
-//! [`ApiKeys`] knows keys by their hashes only. The key comes as `x-api-key` (what
-//! `langgraph-sdk` sends for `api_key`) or `Authorization: Bearer`.
+//! [`ApiKeys`] knows keys by their hashes only. The key comes as
+//! `x-api-key` (what `langgraph-sdk` sends for `api_key`) or
+//! `Authorization: Bearer`.
 //! Without any configured key the API is open: every caller is
 //! [`Caller::open`](deepfleet_proto::Caller::open), the default tenant's
 //! admin.
@@ -14,7 +15,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::tenant::CREDENTIAL_HEADER;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 use deepfleet_scheduler::keys::ApiKeys;
 
 /// The key a request presents: `x-api-key`, else `Authorization: Bearer`.
@@ -30,8 +31,8 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
 }
 
 /// The middleware: answers 401 without a known key; otherwise hands the
-/// request on with its [`Caller`]. What the caller may do is each route's
-/// own declaration ([`super::routes`]), checked after this.
+/// request on with its [`Caller`](deepfleet_proto::Caller). What the caller may do is each route's
+/// own declaration ([`crate::routes`]), checked after this.
 pub async fn authenticate(
     State(keys): State<ApiKeys>,
     mut request: Request,

@@ -29,7 +29,7 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use super::error::ApiError;
+use crate::error::ApiError;
 
 /// The body types a browser sends cross-site without a preflight.
 const SIMPLE_TYPES: [&str; 3] = [

@@ -1,25 +1,22 @@
 //! The HTTP API, compatible with the LangGraph Agent Server protocol that
 //! `langgraph-sdk` clients and UIs speak (reference `agent-server.md` §1).
 //!
-//! Routes are split by resource: [`assistants`] (with [`assistant_count`]
-//! and [`assistant_versions`]),
-//! [`threads`] (with [`thread_patch`], [`thread_count`], [`thread_copy`]
-//! and [`thread_prune`]), [`runs`] (creation, listing, cancel; many at
-//! once: [`bulk_cancel`]), [`follow`] (wait, join, streaming) and
-//! [`system`] (`/ok`, `/info`, `/metrics`), [`openapi`] (`/openapi.json`,
-//! `/docs`: the description of all of them), [`store_items`] (the long-term
-//! store), [`crons`] (schedules; [`cron_search`] their search), plus
-//! [`batches`] to follow thousands of runs. Each assistant is also an
-//! A2A agent ([`a2a`], its card [`agent_card`]) and an MCP tool
-//! ([`mcp`], the tools [`mcp_tools`]), both running it as a run any route
-//! could have made.
+//! Routes are in a folder per resource: [`assistants`] (with their
+//! count, graph and versions), [`threads`] (with patch, count, copy,
+//! prune, history, state and the thread stream), [`runs`] (creation,
+//! listing, cancel, batches, waits and streams), [`crons`], and
+//! [`store_items`] (the long-term store), plus [`system`] (`/ok`,
+//! `/info`, `/metrics`) and [`openapi`] (`/openapi.json`, `/docs`: the
+//! description of all of them). Each assistant is also an A2A agent
+//! ([`a2a`], with its card) and an MCP tool ([`mcp`]), both running it as
+//! a run any route could have made; [`protocol`] is the thread protocol's
+//! commands and event stream.
 //!
 //! This crate is an edge: every handler that makes, renders or follows a
 //! run goes through the runs service ([`deepfleet_scheduler::runs`]) and
-//! maps its refusals to statuses, and nothing below it imports it.
-//! Following one run is [`wait`] and [`follower`] (its events [`stream`]
-//! and [`partials`]). Every failure is an [`ApiError`]. Each module registers its routes in
-//! a [`Routes`] table with the access each needs ([`routes`]). Every route
+//! maps its refusals to statuses, and nothing below it imports it. Every
+//! failure is an [`ApiError`]. Each module registers its routes in a
+//! [`Routes`] table with the access each needs ([`routes`]). Every route
 //! but the system and description ones passes [`auth`] first, which
 //! resolves the caller's key to its tenant and role, then the route's own
 //! access check; handlers take the [`Caller`](deepfleet_proto::Caller) as
@@ -31,51 +28,24 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod a2a;
-pub mod a2a_stream;
-pub mod a2a_task;
-pub mod a2a_wire;
-pub mod agent_card;
-pub mod assistant_count;
-pub mod assistant_graph;
-pub mod assistant_versions;
 pub mod assistants;
 pub mod auth;
-pub mod batches;
 pub mod browser_guard;
-pub mod bulk_cancel;
-pub mod checkpoint_ref;
 pub mod cors;
-pub mod cron_search;
 pub mod crons;
 pub mod error;
-pub mod follow;
-pub mod follower;
-pub mod history;
 pub mod mcp;
-pub mod mcp_tools;
 pub mod openapi;
-pub mod partials;
 pub mod protocol;
 pub mod routes;
-pub mod run_headers;
 pub mod runs;
 pub mod search;
 pub mod select;
 pub mod sort;
 pub mod state;
-pub mod state_notes;
-pub mod state_update;
-pub mod step_trace;
 pub mod store_items;
-pub mod stream;
 pub mod system;
-pub mod thread_copy;
-pub mod thread_count;
-pub mod thread_patch;
-pub mod thread_prune;
-pub mod thread_stream;
 pub mod threads;
-pub mod wait;
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -111,27 +81,27 @@ fn public_routes() -> Routes {
 /// The routes that need a key, each with the role it declares.
 fn tenanted_routes() -> Routes {
     assistants::routes()
-        .merge(assistant_count::routes())
-        .merge(assistant_graph::routes())
-        .merge(assistant_versions::routes())
+        .merge(assistants::count::routes())
+        .merge(assistants::graph::routes())
+        .merge(assistants::versions::routes())
         .merge(threads::routes())
-        .merge(thread_patch::routes())
-        .merge(thread_count::routes())
-        .merge(thread_copy::routes())
-        .merge(thread_prune::routes())
-        .merge(history::routes())
-        .merge(state_update::routes())
-        .merge(state_notes::routes())
-        .merge(thread_stream::routes())
+        .merge(threads::patch::routes())
+        .merge(threads::count::routes())
+        .merge(threads::copy::routes())
+        .merge(threads::prune::routes())
+        .merge(threads::history::routes())
+        .merge(threads::state_update::routes())
+        .merge(threads::state_notes::routes())
+        .merge(threads::stream::routes())
         .merge(protocol::routes())
         .merge(runs::routes())
-        .merge(bulk_cancel::routes())
-        .merge(follow::routes())
-        .merge(batches::routes())
+        .merge(runs::bulk_cancel::routes())
+        .merge(runs::follow::routes())
+        .merge(runs::batches::routes())
         .merge(crons::routes())
         .merge(store_items::routes())
         .merge(a2a::routes())
-        .merge(agent_card::routes())
+        .merge(a2a::card::routes())
         .merge(mcp::routes())
 }
 

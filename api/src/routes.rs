@@ -17,8 +17,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodFilter, on};
 use deepfleet_proto::{Caller, Role};
 
-use super::error::ApiError;
-use super::state::ApiState;
+use crate::error::ApiError;
+use crate::state::ApiState;
 
 /// Who may use a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

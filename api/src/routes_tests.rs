@@ -595,7 +595,7 @@ async fn a_page_is_bounded_and_a_sorted_search_still_pages() {
 #[tokio::test]
 async fn a_batch_past_its_size_creates_nothing() {
     let api = fleet().await;
-    let runs: Vec<Value> = (0..=super::super::batches::MAX_BATCH_RUNS)
+    let runs: Vec<Value> = (0..=crate::runs::batches::MAX_BATCH_RUNS)
         .map(|i| run_body(&i.to_string()))
         .collect();
     let answer = api

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::error::{ApiError, query_list};
+use crate::error::{ApiError, query_list};
 
 /// A checked `select`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use deepfleet_proto::api::SortOrder;
 use serde_json::Value;
 
-use super::error::ApiError;
+use crate::error::ApiError;
 
 /// The most matches a sorted search sorts; past them it is refused, so a
 /// search never holds a tenant's every record.

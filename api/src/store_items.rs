@@ -18,11 +18,11 @@ use deepfleet_proto::item::{ItemSearch, NamespaceQuery, validate_item_address, v
 use deepfleet_proto::tenant::{caller_namespace, store_namespace};
 use deepfleet_proto::{Caller, Item, TenantId};
 
-use super::error::{ApiError, Body, QueryString};
-use super::routes::{READ, Routes, SUBMIT};
-use super::state::ApiState;
+use crate::error::{ApiError, Body, QueryString};
+use crate::routes::{READ, Routes, SUBMIT};
+use crate::state::ApiState;
 
-pub(super) fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .put("/store/items", SUBMIT, put_item)
         .get("/store/items", READ, get_item)

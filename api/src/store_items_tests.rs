@@ -4,7 +4,7 @@ use axum::http::StatusCode;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::super::test_support::api;
+use crate::test_support::api;
 
 #[tokio::test]
 async fn items_are_put_read_searched_and_deleted() {

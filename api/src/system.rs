@@ -6,10 +6,10 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use deepfleet_proto::api::{InfoFlags, InfoMetadata, InfoResponse, OkResponse};
 
-use super::routes::{PUBLIC, Routes};
-use super::state::ApiState;
+use crate::routes::{PUBLIC, Routes};
+use crate::state::ApiState;
 
-pub(super) fn routes() -> Routes {
+pub(crate) fn routes() -> Routes {
     Routes::new()
         .get("/ok", PUBLIC, ok)
         .get("/info", PUBLIC, info)

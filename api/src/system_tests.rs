@@ -6,8 +6,8 @@ use axum::http::{StatusCode, header};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::super::router;
-use super::super::test_support::{GRAPH, api};
+use crate::router;
+use crate::test_support::{GRAPH, api};
 
 #[tokio::test]
 async fn ok_and_info_describe_the_server() {

@@ -24,8 +24,8 @@ use deepfleet_store::{StepCommit, Store};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use super::browser_guard::AllowedHosts;
-use super::{ApiState, router};
+use crate::browser_guard::AllowedHosts;
+use crate::{ApiState, router};
 use deepfleet_scheduler::Intake;
 use deepfleet_scheduler::keys::{ApiKeys, key_line};
 use deepfleet_scheduler::lifecycle::Lifecycle;

@@ -42,9 +42,9 @@ use super::tokens::Tokens;
 use super::translate::{Origin, checkpoint_event, lifecycle, message_events, task_events};
 use super::wire::ProtocolEvent;
 use crate::error::ApiError;
-use crate::partials::mark_followed;
+use crate::runs::partials::mark_followed;
 use crate::state::ApiState;
-use crate::thread_stream::THREAD_STREAM_LIMIT;
+use crate::threads::stream::THREAD_STREAM_LIMIT;
 use deepfleet_scheduler::convert::{interrupts, thread_values, to_json};
 use deepfleet_scheduler::lifecycle::status::occupies_thread;
 use deepfleet_scheduler::repo::runs::RunMeta;
@@ -190,7 +190,7 @@ impl RunCursor {
             .then(|| Tokens::new(&meta.run_id));
         RunCursor {
             meta,
-            cursor: crate::stream::START.to_owned(),
+            cursor: crate::runs::stream::START.to_owned(),
             count: 0,
             started: HashSet::new(),
             subagent_types: HashMap::new(),

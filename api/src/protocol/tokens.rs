@@ -1,7 +1,7 @@
 //! Token streaming on the `messages` channel. While a stream that wants
 //! messages follows a run, the run is marked followed, so workers append
 //! each model call's tokens to the run's delta stream (see
-//! [`crate::partials`]). Each delta becomes protocol deltas of the
+//! [`crate::runs::partials`]). Each delta becomes protocol deltas of the
 //! message it will be (the same id as when committed): `message-start`
 //! on its first, a block started whenever the kind of content changes
 //! (text, or another tool call: blocks never interleave), a
@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 
 use super::translate::{Origin, finished_call};
 use super::wire::ProtocolEvent;
-use crate::partials::new_deltas;
+use crate::runs::partials::new_deltas;
 use deepfleet_scheduler::convert::message_id;
 
 /// The block a streaming message has open.

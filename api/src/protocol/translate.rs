@@ -11,8 +11,8 @@ use deepfleet_store::{CheckpointSource, CheckpointState};
 use serde_json::{Value, json};
 
 use super::wire::ProtocolEvent;
-use crate::step_trace::tasks;
-use crate::stream::node_of;
+use crate::runs::step_trace::tasks;
+use crate::runs::stream::node_of;
 use deepfleet_scheduler::convert::{message_dict, message_id, to_json};
 
 /// Where a step's messages are: their thread (a subagent's has its own),

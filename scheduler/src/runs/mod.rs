@@ -9,7 +9,7 @@
 //! written: [`options`], [`modes`], [`state_values`], the assistant from
 //! [`assistants`]), then [`create`] (the thread, one admission through
 //! the lifecycle, the tenant's [`in_flight`] count); [`resource`] renders
-//! a run, [`final_body`] what an ended one answers, and [`follow`] is the
+//! a run, [`final_body()`] what an ended one answers, and [`follow`] is the
 //! one loop that follows a run for every edge.
 
 pub mod assistants;
