@@ -555,6 +555,15 @@ class Baseline(CrateTest):
         self.assertIn("not in scripts/import-loops.baseline", out)
         self.assertIn("no such loop any more", out)
 
+    def test_a_baseline_of_comments_only_is_empty(self):
+        # Once the last loop is broken, the file keeps its header.
+        self.baseline("# Import loops that remain for now.\n# None do.\n")
+        self.assert_clean({"lib.rs": "mod a;\n", "a.rs": "pub struct A;\n"})
+        rc, out = self.crate(self.TWO)
+        self.assertEqual(rc, 1)
+        self.assertIn("not in scripts/import-loops.baseline: break it", out)
+        self.assertIn("0 baseline entries matching no loop, 0 error(s)", out)
+
     def test_entries_say_why_and_are_well_formed(self):
         self.baseline("""\
             # a and b: why.

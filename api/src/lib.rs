@@ -31,6 +31,7 @@ pub mod a2a;
 pub mod assistants;
 pub mod auth;
 pub mod browser_guard;
+pub mod checkpoint_ref;
 pub mod cors;
 pub mod crons;
 pub mod error;
@@ -92,7 +93,7 @@ fn tenanted_routes() -> Routes {
         .merge(threads::history::routes())
         .merge(threads::state_update::routes())
         .merge(threads::state_notes::routes())
-        .merge(threads::stream::routes())
+        .merge(runs::thread_stream::routes())
         .merge(protocol::routes())
         .merge(runs::routes())
         .merge(runs::bulk_cancel::routes())

@@ -101,7 +101,7 @@ async fn a_redelivered_step_starts_its_background_tasks() {
     use deepfleet_store::prelude::*;
     use deepfleet_store::{StepCommit, ThreadSeed};
     use deepfleet_testkit::runner::replay_runner;
-    use deepfleet_worker::step::background::{record_started, spawned_child};
+    use deepfleet_worker::background::{record_started, spawned_child};
     use tokio_util::sync::CancellationToken;
 
     let queue = Arc::new(MemoryQueue::new());

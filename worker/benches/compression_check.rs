@@ -20,9 +20,9 @@ use deepfleet_proto::{
 use deepfleet_worker::backend::StateBackend;
 use deepfleet_worker::compress::budget::Policy;
 use deepfleet_worker::compress::engine::Compressor;
-use deepfleet_worker::compress::history::StepCompaction;
 use deepfleet_worker::compress::summarize::Summarizer;
 use deepfleet_worker::context::StepContext;
+use deepfleet_worker::context::compaction::StepCompaction;
 use deepfleet_worker::events::NoopSink;
 
 const ITERATIONS: u32 = 200_000;

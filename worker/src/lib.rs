@@ -9,10 +9,12 @@
 
 pub mod agent;
 pub mod backend;
+pub mod background;
 pub mod compress;
 pub mod context;
 mod error;
 pub mod events;
+pub mod gates;
 pub mod mcp;
 mod metrics;
 pub mod middleware;
@@ -21,6 +23,7 @@ pub mod prompt;
 pub mod runtime;
 pub mod sandbox;
 pub mod step;
+pub mod time_limits;
 pub mod tool_id;
 pub mod tool_names;
 pub mod tools;
@@ -30,4 +33,5 @@ pub use context::StepContext;
 pub use error::StepError;
 pub use metrics::LimiterMetrics;
 pub use runtime::Worker;
-pub use step::{RetryConfig, StepRunner, StepRunnerBuilder, TimeLimits};
+pub use step::{RetryConfig, StepRunner, StepRunnerBuilder};
+pub use time_limits::TimeLimits;

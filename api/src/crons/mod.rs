@@ -23,12 +23,12 @@ use crate::search::page_size;
 use crate::select::{Select, fields_of};
 use crate::sort::Sort;
 use crate::state::ApiState;
-use crate::threads;
 use deepfleet_scheduler::convert::to_json;
 use deepfleet_scheduler::crons::Schedule;
 use deepfleet_scheduler::crons::following;
 use deepfleet_scheduler::repo::crons::{CronRecord, crons, next_run, set_next_run};
 use deepfleet_scheduler::runs::request as run_request;
+use deepfleet_scheduler::runs::threads as owned_threads;
 
 pub(crate) fn routes() -> Routes {
     Routes::new()
@@ -55,7 +55,7 @@ async fn create_for_thread(
     Path(thread_id): Path<String>,
     Body(body): Body<CronCreateParams>,
 ) -> Result<Json<Cron>, ApiError> {
-    threads::load(&state, &caller.tenant, &thread_id).await?;
+    owned_threads::load(&state.runs, &caller.tenant, &thread_id).await?;
     create(&state, &caller.tenant, Some(thread_id), body).await
 }
 

@@ -26,10 +26,10 @@ use deepfleet_store::HistoryQuery;
 use serde_json::{Map, Value, json};
 
 use super::wire::{Command, CommandError, ErrorCode, response};
+use crate::checkpoint_ref::metadata;
 use crate::error::ApiError;
 use crate::routes::require;
 use crate::state::ApiState;
-use crate::threads::checkpoint_ref::metadata;
 use crate::threads::history::MAX_HISTORY_LIMIT;
 use crate::threads::{thread_state, waiting};
 use deepfleet_scheduler::convert::to_json;

@@ -43,8 +43,8 @@ use super::translate::{Origin, checkpoint_event, lifecycle, message_events, task
 use super::wire::ProtocolEvent;
 use crate::error::ApiError;
 use crate::runs::partials::mark_followed;
+use crate::runs::thread_stream::THREAD_STREAM_LIMIT;
 use crate::state::ApiState;
-use crate::threads::stream::THREAD_STREAM_LIMIT;
 use deepfleet_scheduler::convert::{interrupts, thread_values, to_json};
 use deepfleet_scheduler::lifecycle::status::occupies_thread;
 use deepfleet_scheduler::repo::runs::RunMeta;

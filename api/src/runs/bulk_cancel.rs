@@ -13,10 +13,10 @@ use crate::error::{ApiError, Body, QueryString};
 use crate::routes::{Routes, SUBMIT};
 use crate::runs::rolls_back;
 use crate::state::ApiState;
-use crate::threads;
 use deepfleet_scheduler::repo::queued::queued;
 use deepfleet_scheduler::repo::runs::{RunMeta, runs_of};
 use deepfleet_scheduler::repo::threads::threads as thread_records;
+use deepfleet_scheduler::runs::threads as owned_threads;
 
 /// The most run ids one request names, so a request's work is bounded.
 pub const MAX_RUN_IDS: usize = 1000;
@@ -55,7 +55,7 @@ async fn cancel_many(
             }
         }
         (Some(thread_id), None) => {
-            threads::load(&state, &caller.tenant, thread_id).await?;
+            owned_threads::load(&state.runs, &caller.tenant, thread_id).await?;
             cancel.thread(thread_id).await?;
         }
         (None, None) if body.status.is_some() => {
@@ -133,7 +133,7 @@ async fn named(
     ids: &[String],
 ) -> Result<Vec<RunMeta>, ApiError> {
     if let Some(thread_id) = thread_id {
-        threads::load(state, tenant, thread_id).await?;
+        owned_threads::load(&state.runs, tenant, thread_id).await?;
     }
     let mut out = Vec::with_capacity(ids.len());
     for id in ids {

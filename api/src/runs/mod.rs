@@ -11,6 +11,7 @@ pub mod headers;
 pub mod partials;
 pub mod step_trace;
 pub mod stream;
+pub mod thread_stream;
 pub mod wait;
 
 use axum::Extension;
@@ -31,12 +32,12 @@ use crate::runs::wait::wait_response;
 use crate::search::Paging;
 use crate::select::{Select, fields_of};
 use crate::state::ApiState;
-use crate::threads;
 use deepfleet_scheduler::repo::runs::{RunMeta, runs_of};
 use deepfleet_scheduler::runs::create::create_run;
 use deepfleet_scheduler::runs::created_resource;
 use deepfleet_scheduler::runs::load_run;
 use deepfleet_scheduler::runs::run_resource;
+use deepfleet_scheduler::runs::threads as owned_threads;
 
 pub(crate) fn routes() -> Routes {
     Routes::new()
@@ -90,7 +91,7 @@ async fn list(
         "a run",
         false,
     )?;
-    threads::load(&state, &caller.tenant, &thread_id).await?;
+    owned_threads::load(&state.runs, &caller.tenant, &thread_id).await?;
     let mut paging = Paging::new(query.offset, query.limit, query.status.is_some());
     let repo = runs_of(state.store(), &thread_id);
     // Newest first (by age, as [`RunMeta::age`] orders).

@@ -18,8 +18,8 @@ use deepfleet_proto::Message;
 use deepfleet_store::CheckpointState;
 use serde_json::{Value, json};
 
+use crate::checkpoint_ref::{checkpoint_ref, metadata, parent_ref};
 use crate::runs::stream::{event, node_of};
-use crate::threads::checkpoint_ref::{checkpoint_ref, metadata, parent_ref};
 use deepfleet_scheduler::convert::{message_dict, thread_values, to_json};
 use deepfleet_scheduler::repo::runs::RunMeta;
 use deepfleet_scheduler::runs::modes::Modes;

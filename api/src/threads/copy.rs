@@ -10,8 +10,9 @@ use deepfleet_proto::api::Thread;
 use crate::error::ApiError;
 use crate::routes::{Routes, SUBMIT};
 use crate::state::ApiState;
-use crate::threads::{load, thread_resource};
+use crate::threads::thread_resource;
 use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
+use deepfleet_scheduler::runs::threads::load;
 
 pub(crate) fn routes() -> Routes {
     Routes::new().post("/threads/{thread_id}/copy", SUBMIT, copy)
@@ -25,7 +26,7 @@ async fn copy(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Thread>, ApiError> {
-    let original = load(&state, &caller.tenant, &id).await?;
+    let original = load(&state.runs, &caller.tenant, &id).await?;
     let copy_id = uuid::Uuid::new_v4().to_string();
     let conflict = || ApiError::conflict(format!("Thread '{copy_id}' already exists."));
     if !state.store().copy_thread(&id, &copy_id).await? {

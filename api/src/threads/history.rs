@@ -16,14 +16,15 @@ use deepfleet_store::{CheckpointState, HistoryQuery};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
 use crate::error::{ApiError, Body};
 use crate::routes::{READ, Routes};
 use crate::search::DEFAULT_LIMIT;
 use crate::select::Select;
 use crate::state::ApiState;
-use crate::threads::checkpoint_ref::{checkpoint_ref, metadata, parent_ref, source_named};
-use crate::threads::{load, state_select, thread_state, waiting};
+use crate::threads::{state_select, thread_state, waiting};
 use deepfleet_scheduler::convert::{Waiting, show_waiting, thread_values};
+use deepfleet_scheduler::runs::threads::load;
 
 /// The most checkpoints one history page holds: each is the whole
 /// thread as it was then.
@@ -90,7 +91,7 @@ async fn history(
     params: &ThreadHistoryParams,
 ) -> Result<Json<Vec<Value>>, ApiError> {
     let select = state_select(params.select.as_deref())?;
-    let record = load(state, &caller.tenant, id).await?;
+    let record = load(&state.runs, &caller.tenant, id).await?;
     let Some((mut query, notes)) = history_query(params)? else {
         return Ok(Json(Vec::new()));
     };
@@ -148,7 +149,7 @@ async fn state_at(
     select: Option<&[String]>,
 ) -> Result<Json<Value>, ApiError> {
     let select = state_select(select)?;
-    let record = load(state, &caller.tenant, id).await?;
+    let record = load(&state.runs, &caller.tenant, id).await?;
     let Some(checkpoint_id) = checkpoint_id else {
         return Ok(Json(select.apply(&thread_state(state, &record).await?)));
     };

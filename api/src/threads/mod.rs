@@ -1,7 +1,6 @@
 //! Threads: create, get, search, delete and the current state (history
 //! and earlier states: `history.rs`; updates: `state_update.rs`).
 
-pub mod checkpoint_ref;
 pub mod copy;
 pub mod count;
 pub mod history;
@@ -9,7 +8,6 @@ pub mod patch;
 pub mod prune;
 pub mod state_notes;
 pub mod state_update;
-pub mod stream;
 
 use std::collections::BTreeMap;
 
@@ -21,24 +19,25 @@ use deepfleet_proto::api::{
     ThreadSuperstep,
 };
 use deepfleet_proto::keys::records::tenant_threads;
-use deepfleet_proto::{Caller, InputLimits, TenantId};
+use deepfleet_proto::{Caller, InputLimits};
 use deepfleet_store::{Checkpoint, Order};
 use serde_json::{Map, Value, json};
 
 use crate::assistants::graph::is_node;
+use crate::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
 use crate::error::{ApiError, Body, query_list};
 use crate::routes::{READ, Routes, SUBMIT};
 use crate::search::{Paging, metadata_matches, page_size, values_match};
 use crate::select::{Select, fields_of};
 use crate::sort::{MAX_SORTED, Sort};
 use crate::state::ApiState;
-use crate::threads::checkpoint_ref::{checkpoint_ref, current_metadata, current_parent_ref};
 use deepfleet_scheduler::convert::{
     self, Waiting, show_waiting, thread_values, to_json, values_if_any,
 };
 use deepfleet_scheduler::ids::check_id;
 use deepfleet_scheduler::repo::threads::{ThreadRecord, threads};
 use deepfleet_scheduler::runs::state_values::state_edit;
+use deepfleet_scheduler::runs::threads::load;
 use deepfleet_scheduler::state_edit::StateEdit;
 
 pub(crate) fn routes() -> Routes {
@@ -89,7 +88,7 @@ async fn create(
             _ => return Err(ApiError::conflict(format!("Thread '{id}' already exists."))),
         }
     }
-    let record = load(&state, &caller.tenant, &id).await?;
+    let record = load(&state.runs, &caller.tenant, &id).await?;
     Ok(Json(thread_resource(&state, &record).await?))
 }
 
@@ -243,7 +242,7 @@ async fn get_one(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Thread>, ApiError> {
     check_include(query.as_deref())?;
-    let record = load(&state, &caller.tenant, &id).await?;
+    let record = load(&state.runs, &caller.tenant, &id).await?;
     Ok(Json(thread_resource(&state, &record).await?))
 }
 
@@ -265,7 +264,7 @@ async fn delete(
     Extension(caller): Extension<Caller>,
     Path(id): Path<String>,
 ) -> Result<Json<Map<String, Value>>, ApiError> {
-    let record = load(&state, &caller.tenant, &id).await?;
+    let record = load(&state.runs, &caller.tenant, &id).await?;
     state.runs.life.delete_thread(&record).await?;
     Ok(Json(Map::new()))
 }
@@ -277,7 +276,7 @@ async fn state_of(
     RawQuery(query): RawQuery,
 ) -> Result<Json<Value>, ApiError> {
     let select = state_select(Select::from_query(query.as_deref()).as_deref())?;
-    let record = load(&state, &caller.tenant, &id).await?;
+    let record = load(&state.runs, &caller.tenant, &id).await?;
     Ok(Json(select.apply(&thread_state(&state, &record).await?)))
 }
 
@@ -285,15 +284,6 @@ async fn state_of(
 /// values).
 pub fn state_select(select: Option<&[String]>) -> Result<Select, ApiError> {
     Select::parse(select, &fields_of::<ThreadState>(), "a thread state", true)
-}
-
-/// Loads `tenant`'s thread record or answers 404 (another tenant's
-/// thread is not found, as an unknown one is not).
-pub async fn load(state: &ApiState, tenant: &TenantId, id: &str) -> Result<ThreadRecord, ApiError> {
-    threads(state.store())
-        .get_owned(id, tenant)
-        .await?
-        .ok_or_else(|| ApiError::not_found(format!("Thread '{id}' not found.")))
 }
 
 /// What `record`'s thread waits on while it is `interrupted`.

@@ -11,8 +11,9 @@ use deepfleet_proto::api::{Thread, ThreadPatchParams};
 use crate::error::{ApiError, Body};
 use crate::routes::{Routes, SUBMIT};
 use crate::state::ApiState;
-use crate::threads::{load, thread_resource};
+use crate::threads::thread_resource;
 use deepfleet_scheduler::repo::threads::threads;
+use deepfleet_scheduler::runs::threads::load;
 
 pub(crate) fn routes() -> Routes {
     Routes::new().patch("/threads/{thread_id}", SUBMIT, update)
@@ -27,7 +28,7 @@ async fn update(
     Path(id): Path<String>,
     Body(body): Body<ThreadPatchParams>,
 ) -> Result<Json<Thread>, ApiError> {
-    let mut record = load(&state, &caller.tenant, &id).await?;
+    let mut record = load(&state.runs, &caller.tenant, &id).await?;
     record.metadata.extend(body.metadata.unwrap_or_default());
     record.updated_at = Utc::now();
     let ttl_changed = body.ttl.is_some();

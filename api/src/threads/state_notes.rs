@@ -15,7 +15,7 @@ use deepfleet_proto::api::{MADE_BY_KEYS, ThreadStatePatch};
 use crate::error::{ApiError, Body};
 use crate::routes::{Routes, SUBMIT};
 use crate::state::ApiState;
-use crate::threads::load;
+use deepfleet_scheduler::runs::threads::load;
 
 /// The most bytes one patch's metadata may take (as JSON).
 pub const MAX_NOTE_BYTES: usize = 64 * 1024;
@@ -33,7 +33,7 @@ async fn patch_state(
     Path(id): Path<String>,
     Body(body): Body<ThreadStatePatch>,
 ) -> Result<StatusCode, ApiError> {
-    let record = load(&state, &caller.tenant, &id).await?;
+    let record = load(&state.runs, &caller.tenant, &id).await?;
     if let Some(key) = body
         .metadata
         .keys()

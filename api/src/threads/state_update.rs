@@ -11,14 +11,14 @@ use deepfleet_proto::api::{ThreadStateUpdate, ThreadStateUpdateResponse, ThreadS
 use serde_json::Value;
 
 use crate::assistants::graph::is_node;
+use crate::checkpoint_ref::checkpoint_ref;
 use crate::error::{ApiError, Body};
 use crate::routes::{Routes, SUBMIT};
 use crate::state::ApiState;
-use crate::threads::checkpoint_ref::checkpoint_ref;
-use crate::threads::load;
 use deepfleet_scheduler::repo::threads::threads;
 use deepfleet_scheduler::runs::state_values::checkpoint_of;
 use deepfleet_scheduler::runs::state_values::state_edit;
+use deepfleet_scheduler::runs::threads::load;
 
 pub(crate) fn routes() -> Routes {
     Routes::new().post("/threads/{thread_id}/state", SUBMIT, update_state)
@@ -30,7 +30,7 @@ async fn update_state(
     Path(id): Path<String>,
     Body(body): Body<ThreadStateUpdate>,
 ) -> Result<Json<ThreadStateUpdateResponse>, ApiError> {
-    let record = load(&state, &caller.tenant, &id).await?;
+    let record = load(&state.runs, &caller.tenant, &id).await?;
     // Whichever node an update is written as, the next run goes on from
     // the model's turn: the name is checked, not kept.
     if let Some(node) = body.as_node.as_deref().filter(|node| !is_node(node)) {
@@ -45,7 +45,7 @@ async fn update_state(
     // run's admission: a run admitted meanwhile waits for this update.
     let lease = state.runs.life.lease_thread(&record.thread_id).await?;
     let written = async {
-        let mut record = load(&state, &caller.tenant, &id).await?;
+        let mut record = load(&state.runs, &caller.tenant, &id).await?;
         if state.runs.life.thread_status(&record).await? == ThreadStatus::Busy {
             return Err(ApiError::conflict(
                 "Thread is busy: update its state once its runs have ended.",

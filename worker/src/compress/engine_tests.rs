@@ -1,7 +1,7 @@
 use super::*;
 use crate::compress::budget::{Keep, Trigger};
+use crate::compress::compact_conversation::{CompactConversation, NOTHING_TO_COMPACT};
 use crate::compress::testing::{FakeModel, compressor, cx};
-use crate::tools::compact_conversation::{CompactConversation, NOTHING_TO_COMPACT};
 use crate::tools::{Tool, ToolOutput};
 use deepfleet_proto::{AssistantMessage, LoggedMessage, SummaryEvent, Usage};
 use pretty_assertions::assert_eq;

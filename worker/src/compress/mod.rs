@@ -11,16 +11,20 @@
 //!   results.
 //! - [`summarize`]: the summary itself (a model call), the history file
 //!   and the summary message.
-//! - [`history`]: the thread's compression cursor during a step and the
-//!   view `[summary, log[cutoff..]]` the model gets.
+//! - [`history`]: the view `[summary, log[cutoff..]]` the model gets.
 //! - [`engine`]: the above put together for one agent, shared by the
-//!   middleware and the `compact_conversation` tool.
+//!   middleware and the [`compact_conversation`] tool.
+//! - [`compact_conversation`]: the tool the model summarizes with on
+//!   request.
 //!
-//! The middleware that applies them is
+//! The thread's compression cursor during a step lives in the step's
+//! context ([`crate::context::compaction`]), which compression reads and
+//! changes. The middleware that applies them is
 //! [`crate::middleware::summarization`]; tool-result offloading runs in
 //! the filesystem middleware's `wrap_tool`.
 
 pub mod budget;
+pub mod compact_conversation;
 pub mod cutoff;
 pub mod engine;
 pub mod history;

@@ -16,9 +16,9 @@ use deepfleet_proto::{
 
 use crate::compress::budget::Policy;
 use crate::compress::engine::Compressor;
-use crate::compress::history::StepCompaction;
 use crate::compress::summarize::Summarizer;
 use crate::context::StepContext;
+use crate::context::compaction::StepCompaction;
 use crate::events::RecordingSink;
 
 /// The text every summary call returns.

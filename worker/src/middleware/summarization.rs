@@ -23,15 +23,16 @@ use async_trait::async_trait;
 use deepfleet_model::{ErrorKind, ModelError, ModelRequest, ModelResponse};
 use deepfleet_proto::{ContextCursor, Message};
 
+use crate::compress::compact_conversation::CompactConversation;
 use crate::compress::engine::Compressor;
-use crate::compress::history::{StepCompaction, View};
+use crate::compress::history::View;
 use crate::context::StepContext;
 use crate::context::ThreadView;
+use crate::context::compaction::StepCompaction;
 use crate::error::StepError;
 use crate::events::{CompactionKind, Event};
 use crate::middleware::{Middleware, ModelNext};
 use crate::tools::DynTool;
-use crate::tools::compact_conversation::CompactConversation;
 
 /// Summarizes, truncates and evicts so that requests fit the window.
 pub struct Summarization {

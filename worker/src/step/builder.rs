@@ -20,7 +20,7 @@ use crate::step::io::Io;
 use crate::step::prepare::Preparer;
 use crate::step::retry::RetryConfig;
 use crate::step::spec_versions::SpecVersions;
-use crate::step::time_limits::TimeLimits;
+use crate::time_limits::TimeLimits;
 
 impl StepRunner {
     /// A runner over a queue, a store and model providers, with default
@@ -66,7 +66,7 @@ impl StepRunnerBuilder {
     }
 
     /// Runs steps and their tool calls under `limits` (see
-    /// [`crate::step::time_limits`]).
+    /// [`crate::time_limits`]).
     pub fn time_limits(mut self, limits: TimeLimits) -> Self {
         self.limits = limits;
         self

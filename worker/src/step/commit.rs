@@ -9,9 +9,9 @@ use deepfleet_store::StepCommit;
 use serde_json::{Map, Value};
 
 use crate::backend::StateBackend;
+use crate::background::record_started;
 use crate::context::StepContext;
 use crate::events::Event;
-use crate::step::background::record_started;
 use crate::step::follow_up::inherited_state;
 use crate::step::turn::{End, Settled};
 
@@ -108,7 +108,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::step::background::{STATE_KEY, spawned_child};
+    use crate::background::{STATE_KEY, spawned_child};
     use deepfleet_fleet::tokens::logged;
     use deepfleet_proto::{AgentSpec, Message, RunRecord, RunStatus, Usage};
     use pretty_assertions::assert_eq;

@@ -10,10 +10,10 @@ use deepfleet_store::{Checkpoint, CommitOutcome};
 use serde_json::{Map, Value};
 use tracing::{debug, info};
 
+use crate::background::started_at;
 use crate::error::StepError;
 use crate::events::{Event, EventScope, EventSink};
 use crate::step::announce::Announcement;
-use crate::step::background::started_at;
 use crate::step::commit::Executed;
 use crate::step::decide::{FollowUp, follow_ups, kept_step};
 use crate::step::follow_up::{self, Outgoing, inherited_state};

@@ -6,8 +6,8 @@
 
 use deepfleet_proto::{ChildRun, ContentBlock, PendingCall, ToolCall, ToolMessage, ToolStatus};
 
+use crate::background::spawned_child;
 use crate::error::StepError;
-use crate::step::background::spawned_child;
 use crate::tools::{ToolError, ToolOutput, ToolResult};
 
 /// A tool call's result with the trace context of its span (the parent of

@@ -24,7 +24,7 @@ use crate::step::prepare::Preparer;
 use crate::step::retry::RetryConfig;
 use crate::step::run_step;
 use crate::step::settle::{Settlement, settle};
-use crate::step::time_limits::TimeLimits;
+use crate::time_limits::TimeLimits;
 
 /// Executes step messages. Holds no run state: every message is handled
 /// from what the store says. Built once by [`StepRunner::builder`].

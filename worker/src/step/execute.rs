@@ -12,8 +12,8 @@ use deepfleet_store::{Checkpoint, Store};
 
 use crate::agent::Agent;
 use crate::backend::{StateBackend, routes};
-use crate::compress::history::StepCompaction;
 use crate::context::StepContext;
+use crate::context::compaction::StepCompaction;
 use crate::error::StepError;
 use crate::events::EventSink;
 use crate::step::commit::{self, Executed, Loaded};

@@ -8,58 +8,20 @@
 //! becomes (approved calls as written, edited calls as the reviewer wrote
 //! them, rejected and answered calls not at all, ungated calls as usual),
 //! the driver runs the [`runnable`] ones, and [`decided`] puts the turn
-//! back together in the model's order. All pure.
-//!
-//! Gates hold tools, not names: [`Gates`] resolves each `interrupt_on`
-//! key to the tools it names and each call to the tool it runs, so an MCP
-//! tool is held whether the model calls it by its offered name or by its
-//! `SERVER__TOOL` alias, whichever spelling the key used.
+//! back together in the model's order. All pure, by the role's [`Gates`]
+//! (which tools are held, whatever name a call uses).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use deepfleet_proto::{
-    ActionRequest, ContentBlock, Decision, DecisionType, Interrupt, InterruptOn, PendingCall,
-    PendingTools, ReviewConfig, ToolCall, ToolMessage, ToolStatus,
+    ActionRequest, ContentBlock, Decision, Interrupt, PendingCall, PendingTools, ReviewConfig,
+    ToolCall, ToolMessage, ToolStatus,
 };
 use serde_json::Value;
 
 use crate::error::StepError;
+use crate::gates::Gates;
 use crate::step::delegation::ToolRun;
-use crate::tool_id::ToolId;
-use crate::tool_names::ToolNames;
-
-/// A role's `interrupt_on`, resolved to the tools its keys name, and the
-/// names the role's calls may use: the data [`gate`] and [`plan`] decide
-/// by, built where the tools are known (`Agent::gates`).
-pub struct Gates<'a> {
-    names: ToolNames<'a>,
-    by_tool: BTreeMap<ToolId, &'a InterruptOn>,
-}
-
-impl<'a> Gates<'a> {
-    /// `interrupt_on` over `names`. A tool several keys name (`read_text`
-    /// and `fs__read_text`) is gated when any of them gates it, as the
-    /// first such key (in key order) says.
-    pub fn new(interrupt_on: &'a BTreeMap<String, InterruptOn>, names: ToolNames<'a>) -> Self {
-        let mut by_tool: BTreeMap<ToolId, &'a InterruptOn> = BTreeMap::new();
-        for (key, gate) in interrupt_on {
-            for tool in names.named_by(key) {
-                let held = by_tool.entry(tool).or_insert(gate);
-                if matches!(held, InterruptOn::Enabled(false)) {
-                    *held = gate;
-                }
-            }
-        }
-        Gates { names, by_tool }
-    }
-
-    /// The decisions a call named `name` allows, or `None` when the tool
-    /// it runs is not gated (or it runs none).
-    fn allowed(&self, name: &str) -> Option<(&'a InterruptOn, Vec<DecisionType>)> {
-        let gate = *self.by_tool.get(&self.names.resolve(name)?)?;
-        Some((gate, gate.allowed()?))
-    }
-}
 
 /// The interrupt for `calls` under `gates`, or `None` when no call is
 /// gated. The reviewer sees each call under the name the model used.
@@ -284,10 +246,13 @@ pub fn decided(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::mcp::naming::testing::{routes, servers};
-    use deepfleet_proto::EditedAction;
+    use crate::tool_names::ToolNames;
     use deepfleet_proto::mcp::McpServer;
+    use deepfleet_proto::{DecisionType, EditedAction, InterruptOn};
     use pretty_assertions::assert_eq;
     use serde_json::json;
 

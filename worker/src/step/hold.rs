@@ -13,7 +13,7 @@ use deepfleet_queue::Delivery;
 use tokio_util::sync::CancellationToken;
 
 /// The delivery a step runs under. It gives its runs back to the queue
-/// once it has been held for `keep_run` ([`crate::step::time_limits`]:
+/// once it has been held for `keep_run` ([`crate::time_limits`]:
 /// runs queued behind take turns, and the broker's `consumer_timeout`
 /// stays far), as soon as an interactive message waits for its slot
 /// ([`Delivery::outranked`]), and when the worker drains.

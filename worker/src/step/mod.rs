@@ -8,7 +8,6 @@
 //! last, once, by `settle`.
 //!
 //! - [`announce`]: run events for streaming followers, after each commit;
-//! - [`background`]: the ledger of background tasks (async subagents);
 //! - `builder`: building a [`StepRunner`], its agent cache once;
 //! - [`call_ids`]: tool-call ids made unique as a model turn comes in;
 //! - [`commit`]: the commit of a finished step (pure);
@@ -44,12 +43,10 @@
 //! - [`spend`]: what a run spends from its budgets' accounts;
 //! - `throttle`: which failures defer a step (the rate limiter has no
 //!   capacity for it, or its concurrency pool is full), and how long (pure);
-//! - [`time_limits`]: how long a step and a tool call may take;
 //! - [`tool_calls`]: running a turn's tool calls through the middleware;
 //! - [`turn`]: the turn machine's states and transitions (pure).
 
 pub mod announce;
-pub mod background;
 mod builder;
 pub mod call_ids;
 pub mod commit;
@@ -81,11 +78,9 @@ pub mod spans;
 mod spec_versions;
 pub mod spend;
 mod throttle;
-pub mod time_limits;
 pub mod tool_calls;
 pub mod turn;
 
 pub use builder::StepRunnerBuilder;
 pub use driver::StepRunner;
 pub use retry::RetryConfig;
-pub use time_limits::TimeLimits;

@@ -13,8 +13,9 @@ use deepfleet_proto::{
     RunRecord, RunStatus, ToolCall,
 };
 
+use crate::gates::Gates;
 use crate::step::delegation::ToolRun;
-use crate::step::hitl::{self, Gates};
+use crate::step::hitl;
 use deepfleet_fleet::tokens::logged;
 
 /// What the step does next.

@@ -8,7 +8,7 @@ use deepfleet_proto::{
 };
 use pretty_assertions::assert_eq;
 
-use crate::step::background::spawned_child;
+use crate::background::spawned_child;
 use crate::tool_names::ToolNames;
 
 const BUDGET: Budget = Budget {

@@ -5,7 +5,7 @@
 //! write to the store or the queue, so `start_async_task` only returns
 //! [`ToolOutput::Spawn`]; the step turns it into a child run and records
 //! the task in the thread's custom state (the ledger of
-//! [`crate::step::background`]), and the driver creates the run after the
+//! [`crate::background`]), and the driver creates the run after the
 //! commit. The other tools read the child's run record through
 //! [`ToolView::fleet_store`].
 
@@ -17,8 +17,8 @@ use deepfleet_store::Store;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
+use crate::background::{AsyncTask, TaskStatus, tasks_of, write_tasks};
 use crate::context::ToolView;
-use crate::step::background::{AsyncTask, TaskStatus, tasks_of, write_tasks};
 use crate::tools::{Tool, ToolError, ToolOutput, ToolResult};
 
 /// How much of a finished task's output `check_async_task` returns.

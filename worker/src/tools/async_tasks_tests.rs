@@ -1,6 +1,6 @@
 use super::*;
+use crate::background::{record_started, spawned_child};
 use crate::context::StepContext;
-use crate::step::background::{record_started, spawned_child};
 use crate::tools::DynTool;
 use crate::tools::tests::ctx;
 use chrono::Utc;

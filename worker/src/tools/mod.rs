@@ -8,7 +8,6 @@
 //! queue retries it.
 
 pub mod async_tasks;
-pub mod compact_conversation;
 pub mod delete;
 pub mod edit_file;
 pub mod execute;

@@ -9,9 +9,12 @@
 //! `attempts_exhausted` naming the limit. Either way no step holds a
 //! worker's slot forever.
 //!
-//! A delivery that runs its run's next steps itself (`hold::Hold`)
+//! A delivery that runs its run's next steps itself (`step::hold::Hold`)
 //! hands the run back to the queue once it has been held for
 //! [`TimeLimits::keep_run`], so it is held at most that plus one step.
+//!
+//! Agents take their tool-call limit's default from here and the step
+//! runner its limits, so this lies below both.
 
 use std::time::Duration;
 

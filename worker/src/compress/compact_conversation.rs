@@ -1,5 +1,8 @@
 //! `compact_conversation`: the model asks for older messages to be
 //! summarized now (deepagents' opt-in summarization tool).
+//!
+//! A tool that drives the [`Compressor`], so it lives with compression
+//! rather than in `crate::tools`, which compression builds on.
 
 use std::sync::Arc;
 

@@ -5,9 +5,11 @@
 //! sees it whole (mutably in `before_model`), a tool call sees a
 //! [`ToolView`] of it (the same files, state and log, plus its call id),
 //! and context compression a [`ThreadView`] (the log, the compression
-//! state, the files and where events go). Views borrow: nothing is copied
+//! state of [`compaction`], the files and where events go). Views borrow: nothing is copied
 //! per call, and what a tool or a summary changes (state, files, the
 //! compression cursor) is what the step commits.
+
+pub mod compaction;
 
 use std::sync::{Arc, Mutex};
 
@@ -17,7 +19,7 @@ use deepfleet_store::Store;
 use serde_json::{Map, Value};
 
 use crate::backend::{Backend, StateBackend, StoreBackend};
-use crate::compress::history::StepCompaction;
+use crate::context::compaction::StepCompaction;
 use crate::events::{Event, EventScope, EventSink};
 
 /// Everything one step of a run works on; what middleware sees.

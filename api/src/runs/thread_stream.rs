@@ -24,12 +24,12 @@ use crate::error::{ApiError, QueryString};
 use crate::routes::{READ, Routes};
 use crate::runs::follower::{Sink, follow};
 use crate::state::ApiState;
-use crate::threads::load;
 use deepfleet_scheduler::repo::runs::RunMeta;
 use deepfleet_scheduler::repo::threads::threads;
 use deepfleet_scheduler::runs::follow::{Outbox, POLL, Stopped};
 use deepfleet_scheduler::runs::modes::Modes;
 use deepfleet_scheduler::runs::thread_runs::runs_since;
+use deepfleet_scheduler::runs::threads::load;
 
 /// How long one thread stream lasts at most.
 pub const THREAD_STREAM_LIMIT: Duration = Duration::from_secs(3600);
@@ -49,7 +49,7 @@ async fn thread_stream(
     Path(thread_id): Path<String>,
     QueryString(query): QueryString<RunStreamQuery>,
 ) -> Result<Response, ApiError> {
-    let record = load(&state, &caller.tenant, &thread_id).await?;
+    let record = load(&state.runs, &caller.tenant, &thread_id).await?;
     let mode = query.stream_mode.map(StreamMode::One);
     if query.cancel_on_disconnect.is_some() {
         return Err(ApiError::unprocessable(

@@ -8,7 +8,7 @@
 //! step redelivered after its commit rebuilds the children from there
 //! ([`started_at`]) and creates them again with the run's follow-ups. The
 //! async task tools (`tools/async_tasks.rs`) read and update the same
-//! ledger.
+//! ledger, so it lies below both.
 
 use std::sync::Mutex;
 
