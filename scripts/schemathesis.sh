@@ -50,7 +50,7 @@ if ! "$VENV/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VER
 fi
 
 $CARGO build --quiet --bin deepfleet
-BIN=$PWD/target/debug/deepfleet
+BIN=${CARGO_TARGET_DIR:-$PWD/target}/debug/deepfleet
 
 # A free port, a key, and a working directory of its own (the dev
 # server's state stays there).

@@ -1,8 +1,12 @@
 //! The scheduler: takes runs in, follows them to the end.
 //!
-//! [`Intake`] validates a request, writes the run record and publishes its
-//! first step; [`BatchFollower`] turns finished runs into result lines.
-//! Both work the same over the embedded and the distributed backends.
+//! [`runs`] is the runs service, the application layer every entry that
+//! makes or follows runs goes through (the HTTP API crate, A2A and MCP
+//! over it, the [`submissions`] queue and [`crons`]); [`lifecycle`] is the
+//! run lifecycle under it. A task batch goes through [`Intake`], which
+//! validates a task, writes the run record and publishes its first step;
+//! [`BatchFollower`] turns finished runs into result lines. All of it
+//! works the same over the embedded and the distributed backends.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod admission;
