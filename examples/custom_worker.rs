@@ -245,7 +245,9 @@ mod tests {
             state: None,
             timeout_secs: None,
         };
-        let run = intake.submit(&spec.name, &task, None).await.unwrap();
+        let run = deepfleet_scheduler::submit_task(&intake, &spec.name, &task, None)
+            .await
+            .unwrap();
 
         let settings = Settings::default();
         let runner = fleet::step_runner_builder(

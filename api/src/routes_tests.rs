@@ -12,6 +12,7 @@ use tower::ServiceExt;
 use super::*;
 use crate::test_support::{TestApi, api_with, finish, mcp_request, run_body};
 use deepfleet_scheduler::keys::{ApiKeys, key_line};
+use deepfleet_scheduler::submit_task;
 
 const A_READ: &str = "key-a-read";
 const A_SUBMIT: &str = "key-a-submit";
@@ -485,8 +486,12 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
         state: None,
         timeout_secs: None,
     };
-    let run = intake.submit_to_batch("agent", &task, "b1").await.unwrap();
-    let found = intake.submit_to_batch("agent", &task, "b1").await.unwrap();
+    let run = submit_task(&intake, "agent", &task, Some("b1"))
+        .await
+        .unwrap();
+    let found = submit_task(&intake, "agent", &task, Some("b1"))
+        .await
+        .unwrap();
     assert_eq!(
         found.thread_id, run.thread_id,
         "a batch submitted again finds its thread"
@@ -496,17 +501,17 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
     // is not the batch's, and stays empty.
     let ahead = deepfleet_scheduler::batch_ids::batch_thread_id("b1", "t2", "");
     api.thread_as(B_ADMIN, &ahead).await;
-    let second = intake
-        .submit_to_batch(
-            "agent",
-            &TaskLine {
-                id: "t2".into(),
-                ..task.clone()
-            },
-            "b1",
-        )
-        .await
-        .unwrap();
+    let second = submit_task(
+        &intake,
+        "agent",
+        &TaskLine {
+            id: "t2".into(),
+            ..task.clone()
+        },
+        Some("b1"),
+    )
+    .await
+    .unwrap();
     assert_ne!(second.thread_id, ahead);
     let taken = api.store.load_thread(&ahead).await.unwrap();
     assert!(taken.messages.is_empty(), "nothing of the batch reached it");
@@ -530,7 +535,7 @@ async fn a_batchs_threads_are_not_another_tenants_to_take() {
         &deepfleet_scheduler::batch_ids::batch_thread_id("old", "t1", ""),
     )
     .await;
-    let refused = intake.submit_to_batch("agent", &task, "old").await;
+    let refused = submit_task(&intake, "agent", &task, Some("old")).await;
     assert!(refused.is_err(), "{refused:?}");
     for key in [B_ADMIN, A_ADMIN] {
         adoptions_refused(&api, key, &run.thread_id).await;

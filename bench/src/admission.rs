@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, ensure};
 use deepfleet_proto::{AgentSpec, Priority, TaskLine, TenantId};
 use deepfleet_replay::{ReplayEngine, Script};
-use deepfleet_scheduler::{BatchFollower, Intake, RunBounds};
+use deepfleet_scheduler::{BatchFollower, Intake, RunBounds, submit_task};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::fleet::{Fleet, task};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
@@ -204,9 +204,13 @@ async fn interactive(runs: usize, tries: usize) -> anyhow::Result<(Vec<Duration>
         tokio::time::sleep(Duration::from_millis(300)).await;
         let input = format!("Now {i}");
         let at = Instant::now();
-        let run = intake
-            .submit(&spec.name, &task(&format!("i{i}"), &input), Some(&own))
-            .await?;
+        let run = submit_task(
+            &intake,
+            &spec.name,
+            &task(&format!("i{i}"), &input),
+            Some(&own),
+        )
+        .await?;
         interactive.track(&run);
         submitted.push((input, at));
     }
@@ -283,7 +287,7 @@ async fn submit_together(
         for (k, list) in lists.iter().enumerate() {
             if let Some(task) = list.get(i) {
                 let batch = followers[k].batch_id().to_owned();
-                let run = intakes[k].submit_to_batch(&spec.name, task, &batch).await?;
+                let run = submit_task(&intakes[k], &spec.name, task, Some(&batch)).await?;
                 followers[k].track(&run);
             }
         }

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, ensure};
 use deepfleet_proto::TaskLine;
-use deepfleet_scheduler::{BatchFollower, RetentionPolicy};
+use deepfleet_scheduler::{BatchFollower, RetentionPolicy, submit_task};
 use deepfleet_testkit::fleet::{Fleet, REDIS_URL};
 
 use crate::fleet::{builder, check};
@@ -84,9 +84,7 @@ async fn measure(fleet: &mut Fleet, runs: usize, retention: Duration) -> anyhow:
     let mut follower = BatchFollower::new(fleet.store.clone(), batch_id());
     let tasks: Vec<TaskLine> = (0..runs).map(scenario_task).collect();
     for task in &tasks {
-        let run = intake
-            .submit(&spec.name, task, Some(follower.batch_id()))
-            .await?;
+        let run = submit_task(&intake, &spec.name, task, Some(follower.batch_id())).await?;
         follower.track(&run);
     }
     let results = fleet.follow(follower).await?;

@@ -19,7 +19,7 @@ use deepfleet_fuzz::runtime::block_on;
 use deepfleet_proto::{AgentSpec, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
-use deepfleet_scheduler::{Intake, SchedulerError, validate_seed, validate_task};
+use deepfleet_scheduler::{Intake, SchedulerError, submit_task, validate_seed, validate_task};
 use deepfleet_store::Store;
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::sealed::ContextKey;
@@ -57,11 +57,14 @@ async fn submit_all(tasks: &[TaskLine]) {
     let intake = Intake::new(Arc::clone(&store), Arc::clone(&queue) as Arc<dyn Queue>)
         .with_context_key(key.clone());
     intake.register(&spec).await.expect("registers");
-    for task in tasks {
+    // A batch per line: a task id the input repeats is a new run each
+    // time, not the one its batch has already.
+    for (line, task) in tasks.iter().enumerate() {
+        let batch = format!("b{line}");
         let expected = validate_task(task)
             .and_then(|files| validate_seed(&spec, &task.id, task.state.as_ref()).map(|_| files));
         let before = queue.depth().await.expect("depth");
-        match (intake.submit("a", task, Some("b")).await, expected) {
+        match (submit_task(&intake, "a", task, Some(&batch)).await, expected) {
             (Ok(run), Ok(files)) => {
                 let thread = store.load_thread(&run.thread_id).await.expect("thread");
                 let stored: Vec<(&String, &String)> =

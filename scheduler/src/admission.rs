@@ -126,7 +126,7 @@ mod tests {
     use deepfleet_store::embedded::EmbeddedStore;
 
     use super::*;
-    use crate::Intake;
+    use crate::{Intake, submit_task};
 
     fn task(id: &str) -> TaskLine {
         TaskLine {
@@ -150,7 +150,11 @@ mod tests {
             .unwrap();
         let mut runs = Vec::new();
         for id in ["t1", "t2", "t3", "t4"] {
-            runs.push(intake.submit_to_batch("a", &task(id), "b1").await.unwrap());
+            runs.push(
+                submit_task(&intake, "a", &task(id), Some("b1"))
+                    .await
+                    .unwrap(),
+            );
         }
         assert_eq!(
             queue.depth().await.unwrap(),

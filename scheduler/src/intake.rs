@@ -1,30 +1,24 @@
-//! Accepting runs: validate, record, publish the first step.
+//! The scheduler's run settings: the store and queue new runs go to, the
+//! specs they start with (served, or pinned by a batch that brought its
+//! own), how their runtime context is sealed, their limits, bounds,
+//! retention and webhooks. Runs themselves are made by
+//! [`make_run`](crate::make_run::make_run).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::Utc;
-use deepfleet_fleet::admission::start_admitted;
-use deepfleet_fleet::publish_step;
-use deepfleet_fleet::tokens::logged;
-use deepfleet_proto::{
-    AgentSpec, FileData, InputLimits, Message, Priority, RunRecord, RunStatus, ServedSpec, StepJob,
-    TaskLine,
-};
-use deepfleet_proto::{Budget, SealedContext, TenantId};
+use deepfleet_proto::{AgentSpec, InputLimits, Priority, ServedSpec};
+use deepfleet_proto::{SealedContext, TenantId};
 use deepfleet_queue::Queue;
+use deepfleet_store::Store;
 use deepfleet_store::sealed::ContextKey;
-use deepfleet_store::{Entered, Store, ThreadSeed};
 
-use crate::batch_ids::{batch_run_id, batch_thread_id};
 use crate::error::SchedulerError;
-use crate::repo::threads::threads;
 use crate::retention::RetentionPolicy;
 use crate::run_bounds::RunBounds;
-use crate::task_batches::TaskBatches;
 use crate::webhooks::config::WebhookConfig;
 
-/// Takes runs in.
+/// The settings and back ends every new run is made with.
 #[derive(Clone)]
 pub struct Intake {
     store: Arc<dyn Store>,
@@ -248,170 +242,24 @@ impl Intake {
             .ok_or_else(|| SchedulerError::UnknownAgent(agent.to_owned()))
     }
 
-    /// Starts a run of `agent` for `task`, part of `batch_id` if given.
-    /// The input message is stored with its token count, so no step ever
-    /// counts it again.
-    pub async fn submit(
-        &self,
-        agent: &str,
-        task: &TaskLine,
-        batch_id: Option<&str>,
-    ) -> Result<RunRecord, SchedulerError> {
-        let ids = (
-            uuid::Uuid::now_v7().to_string(),
-            uuid::Uuid::new_v4().to_string(),
-        );
-        let (run, seed) = self.prepare(agent, task, batch_id, ids).await?;
-        self.start(&run, &seed).await?;
-        Ok(run)
+    /// The admission window of each task batch ([`Intake::with_admission_window`]).
+    pub fn admission_window(&self) -> Option<u32> {
+        self.window
     }
 
-    /// Starts `task`'s run in batch `batch_id` unless it exists already,
-    /// and returns it. The run's ids are derived from the batch and the
-    /// task ([`batch_run_id`]), so submitting a batch again after an
-    /// interruption starts only the tasks that never started and finds
-    /// the runs of the others.
-    pub async fn submit_to_batch(
-        &self,
-        agent: &str,
-        task: &TaskLine,
-        batch_id: &str,
-    ) -> Result<RunRecord, SchedulerError> {
-        let run_id = batch_run_id(batch_id, &task.id);
-        if let Some(run) = self.store.find_run(&run_id).await? {
-            if run.status == RunStatus::Pending {
-                // Entered before (held: the intake that entered it, or the
-                // sweep, starts it), or created by an intake that stopped
-                // before it could enter it (entered and started now).
-                self.enter(&run, batch_id).await?;
-            }
-            return Ok(run);
-        }
-        // Derived, so that two intakes creating the run at once agree on
-        // its thread (the run's record lives in its thread's slot), and
-        // salted with the batch's own random salt, so that no one can
-        // name the thread before the batch makes it.
-        let salt = TaskBatches::new(Arc::clone(&self.store))
-            .salt(batch_id, agent)
-            .await?;
-        let thread_id = batch_thread_id(batch_id, &task.id, &salt);
-        // A batch from before salts derives its ids from what others know:
-        // it never runs on a thread an API record owns. A salted id cannot
-        // have been made ahead, so it needs no such read.
-        if salt.is_empty()
-            && threads(self.store.as_ref())
-                .get(&thread_id)
-                .await?
-                .is_some()
-        {
-            return Err(SchedulerError::InvalidTask {
-                id: task.id.clone(),
-                reason: format!(
-                    "its thread id {thread_id} is taken by a thread made through the API; \
-                     submit the batch under another --batch-key"
-                ),
-            });
-        }
-        let (run, seed) = self
-            .prepare(agent, task, Some(batch_id), (run_id, thread_id))
-            .await?;
-        if self.window.is_some() {
-            if self.store.create_run(&run, &seed).await?.is_some() {
-                self.enter(&run, batch_id).await?;
-                return Ok(run);
-            }
-        } else if self.start(&run, &seed).await? {
-            return Ok(run);
-        }
-        // Another intake created it meanwhile; follow that one.
-        Ok(self.store.find_run(&run.run_id).await?.unwrap_or(run))
+    /// The priority of the task-line runs it creates.
+    pub fn priority(&self) -> Priority {
+        self.priority
     }
 
-    /// The record and thread seed of a new run `(run id, thread id)` of
-    /// `agent` for `task`, checked.
-    async fn prepare(
-        &self,
-        agent: &str,
-        task: &TaskLine,
-        batch_id: Option<&str>,
-        (run_id, thread_id): (String, String),
-    ) -> Result<(RunRecord, ThreadSeed), SchedulerError> {
-        let files = validate_task(task)?;
-        self.check_limits(task, &files)?;
-        let ServedSpec { version, spec } = self.spec_for(agent).await?;
-        let state = crate::custom_state::validate_seed(&spec, &task.id, task.state.as_ref())?;
-        crate::runtime_context::validate(&spec, &task.id, task.context.as_ref())?;
-        let context = self.seal_context(&task.id, task.context.as_ref())?;
-        let now = Utc::now();
-        let mut run = RunRecord {
-            batch_id: batch_id.map(str::to_owned),
-            task_id: Some(task.id.clone()),
-            context,
-            tenant: self.tenant.clone(),
-            expire_after_secs: self.retention.expire_after_secs(&self.tenant),
-            spec_version: Some(version),
-            priority: self.priority,
-            ..RunRecord::new(run_id, thread_id, agent.to_owned(), now)
-        };
-        let batch_budget = batch_id
-            .zip(self.batch_budget)
-            .map(|(batch, limit)| Budget::batch(batch, limit));
-        self.bounds
-            .apply(&mut run, &spec, task.timeout_secs, batch_budget, now);
-        let seed = ThreadSeed {
-            messages: vec![logged(Message::user(task.input.clone()))],
-            files: files
-                .into_iter()
-                .map(|(path, content)| (path, FileData::text(content, now)))
-                .collect(),
-            state,
-        };
-        Ok((run, seed))
+    /// The tenant its task-line runs belong to.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
     }
 
-    /// Creates `run` with its thread `seed` and publishes its first step.
-    /// Idempotent: a run that exists already is not seeded again, and its
-    /// first step is republished only if nothing ran yet (a duplicate
-    /// step message is fenced by the worker anyway). Returns whether this
-    /// call created the run.
-    pub async fn start(&self, run: &RunRecord, seed: &ThreadSeed) -> Result<bool, SchedulerError> {
-        let created = self.store.create_run(run, seed).await?;
-        let step = match created {
-            Some(step) => step,
-            None => return Ok(false),
-        };
-        let job = StepJob {
-            run_id: run.run_id.clone(),
-            thread_id: run.thread_id.clone(),
-            step,
-            priority: run.priority,
-        };
-        publish_step(self.queue.as_ref(), job, None).await?;
-        Ok(true)
-    }
-
-    /// Enters a created `run` into `batch_id`'s admission window and
-    /// publishes its first step if it is admitted; without a window, does
-    /// nothing.
-    async fn enter(&self, run: &RunRecord, batch_id: &str) -> Result<(), SchedulerError> {
-        let Some(window) = self.window else {
-            return Ok(());
-        };
-        let entered = self
-            .store
-            .enter_admission(batch_id, &run.run_id, window)
-            .await?;
-        if entered == Entered::Start {
-            let runs = [run.run_id.clone()];
-            start_admitted::<SchedulerError>(
-                self.queue.as_ref(),
-                self.store.as_ref(),
-                batch_id,
-                &runs,
-            )
-            .await?;
-        }
-        Ok(())
+    /// What the runs of a task batch may spend in all, in nano-dollars.
+    pub fn batch_budget(&self) -> Option<u64> {
+        self.batch_budget
     }
 
     /// The queue this intake publishes to.
@@ -425,32 +273,6 @@ impl Intake {
     }
 }
 
-impl Intake {
-    /// Checks `task`'s input message and seed `files` against the limits.
-    fn check_limits(
-        &self,
-        task: &TaskLine,
-        files: &BTreeMap<String, String>,
-    ) -> Result<(), SchedulerError> {
-        let too_large = |limit| SchedulerError::TooLarge {
-            id: task.id.clone(),
-            limit,
-        };
-        self.limits
-            .check_message("the input", task.input.len())
-            .map_err(too_large)?;
-        self.limits
-            .check_file_count(files.len())
-            .map_err(too_large)?;
-        for (path, content) in files {
-            self.limits
-                .check_file(path, content.len())
-                .map_err(too_large)?;
-        }
-        Ok(())
-    }
-}
-
 /// What registering a spec checks beyond its own validation: the schemas
 /// it carries compile.
 fn check_spec(spec: &AgentSpec) -> Result<(), SchedulerError> {
@@ -458,175 +280,4 @@ fn check_spec(spec: &AgentSpec) -> Result<(), SchedulerError> {
     crate::custom_state::check_schema(spec)?;
     crate::runtime_context::check_schema(spec)?;
     Ok(())
-}
-
-/// Checks a task without submitting it; returns its seed files with
-/// normalised paths.
-pub fn validate_task(task: &TaskLine) -> Result<BTreeMap<String, String>, SchedulerError> {
-    let invalid = |reason: String| SchedulerError::InvalidTask {
-        id: task.id.clone(),
-        reason,
-    };
-    if task.id.trim().is_empty() {
-        return Err(invalid("`id` must not be empty".to_owned()));
-    }
-    if task.input.trim().is_empty() {
-        return Err(invalid("`input` must not be empty".to_owned()));
-    }
-    let mut files = BTreeMap::new();
-    for (path, content) in task.files.iter().flatten() {
-        let normal =
-            deepfleet_proto::path::validate(path).map_err(|e| invalid(format!("files: {e}")))?;
-        files.insert(normal, content.clone());
-    }
-    Ok(files)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn task(id: &str, input: &str, files: &[(&str, &str)]) -> TaskLine {
-        TaskLine {
-            id: id.into(),
-            input: input.into(),
-            context: None,
-            state: None,
-            files: Some(
-                files
-                    .iter()
-                    .map(|(p, c)| ((*p).to_owned(), (*c).to_owned()))
-                    .collect(),
-            ),
-            timeout_secs: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_pinned_spec_runs_its_own_version_and_serves_nothing() {
-        use deepfleet_queue::memory::MemoryQueue;
-        use deepfleet_store::embedded::EmbeddedStore;
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
-        let queue = Arc::new(MemoryQueue::new());
-        let served =
-            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Served.\n").unwrap();
-        let brought =
-            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Brought.\n").unwrap();
-        let scheduler = Intake::new(Arc::clone(&store), queue.clone());
-        scheduler.register(&served).await.unwrap();
-        let submit = Intake::new(Arc::clone(&store), queue.clone())
-            .pin(&brought)
-            .await
-            .unwrap();
-        let theirs = submit
-            .submit("a", &task("t1", "go", &[]), None)
-            .await
-            .unwrap();
-        let ours = scheduler
-            .submit("a", &task("t2", "go", &[]), None)
-            .await
-            .unwrap();
-        let pinned = |run: &RunRecord| run.spec_version.clone().unwrap();
-        assert_eq!(pinned(&theirs), deepfleet_proto::spec_version(&brought));
-        assert_eq!(pinned(&ours), deepfleet_proto::spec_version(&served));
-        assert_eq!(store.get_spec("a").await.unwrap(), Some(served.clone()));
-        // Serving a newer spec leaves both runs' versions loadable.
-        let newer =
-            AgentSpec::from_yaml("name: a\nmodel: openai:x\nsystem_prompt: Newer.\n").unwrap();
-        scheduler.register(&newer).await.unwrap();
-        for (run, spec) in [(&theirs, &brought), (&ours, &served)] {
-            assert_eq!(
-                store
-                    .get_spec_version("a", &pinned(run))
-                    .await
-                    .unwrap()
-                    .as_ref(),
-                Some(spec)
-            );
-        }
-    }
-
-    #[tokio::test]
-    async fn a_task_past_a_limit_is_refused_before_anything_is_written() {
-        use deepfleet_queue::memory::MemoryQueue;
-        use deepfleet_store::embedded::EmbeddedStore;
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
-        let queue = Arc::new(MemoryQueue::new());
-        let limits = InputLimits {
-            max_message_bytes: 4,
-            max_file_bytes: 2,
-            max_files_per_thread: 1,
-        };
-        let intake = Intake::new(Arc::clone(&store), queue.clone()).with_limits(limits);
-        intake
-            .register(&AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap())
-            .await
-            .unwrap();
-        let cases = [
-            (
-                task("t1", "too long", &[]),
-                "task t1: the input is 8 bytes, over the limit of 4 (limits.max_message_bytes)",
-            ),
-            (
-                task("t2", "go", &[("/a", "big")]),
-                "task t2: file /a is 3 bytes, over the limit of 2 (limits.max_file_bytes)",
-            ),
-            (
-                task("t3", "go", &[("/a", "1"), ("/b", "2")]),
-                "task t3: the thread's file count is 2, over the limit of 1 (limits.max_files_per_thread)",
-            ),
-        ];
-        for (task, reason) in cases {
-            let err = intake.submit("a", &task, None).await.unwrap_err();
-            assert!(matches!(err, SchedulerError::TooLarge { .. }), "{err:?}");
-            assert_eq!(err.to_string(), reason);
-        }
-        assert_eq!(queue.depth().await.unwrap(), Some(0), "nothing started");
-    }
-
-    #[tokio::test]
-    async fn a_task_submitted_to_its_batch_again_is_the_same_run() {
-        use deepfleet_queue::memory::MemoryQueue;
-        use deepfleet_store::embedded::EmbeddedStore;
-        let store: Arc<dyn Store> = Arc::new(EmbeddedStore::new());
-        let queue = Arc::new(MemoryQueue::new());
-        let intake = Intake::new(Arc::clone(&store), queue.clone());
-        intake
-            .register(&AgentSpec::from_yaml("name: a\nmodel: openai:x\n").unwrap())
-            .await
-            .unwrap();
-        let first = intake
-            .submit_to_batch("a", &task("t1", "go", &[]), "b1")
-            .await
-            .unwrap();
-        let again = intake
-            .submit_to_batch("a", &task("t1", "go", &[]), "b1")
-            .await
-            .unwrap();
-        assert_eq!(
-            (first.run_id.as_str(), first.thread_id.as_str()),
-            (again.run_id.as_str(), again.thread_id.as_str())
-        );
-        assert_eq!(first.run_id, batch_run_id("b1", "t1"));
-        assert_eq!(queue.depth().await.unwrap(), Some(1), "one first step");
-        let thread = store.load_thread(&first.thread_id).await.unwrap();
-        assert_eq!(thread.messages.len(), 1, "seeded once");
-    }
-
-    #[test]
-    fn rejects_empty_fields_and_traversal() {
-        assert!(validate_task(&task("", "x", &[])).is_err());
-        assert!(validate_task(&task("a", " ", &[])).is_err());
-        let err = validate_task(&task("a", "x", &[("/../etc/passwd", "")])).unwrap_err();
-        assert!(
-            err.to_string().contains("Path traversal not allowed"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn normalises_seed_paths() {
-        let files = validate_task(&task("a", "x", &[("notes//a.md", "hi")])).unwrap();
-        assert_eq!(files.keys().collect::<Vec<_>>(), vec!["/notes/a.md"]);
-    }
 }

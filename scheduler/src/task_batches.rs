@@ -230,7 +230,7 @@ mod tests {
     use deepfleet_queue::memory::MemoryQueue;
     use deepfleet_store::embedded::EmbeddedStore;
 
-    use crate::Intake;
+    use crate::{Intake, submit_task};
 
     fn task(id: &str) -> TaskLine {
         TaskLine {
@@ -258,7 +258,9 @@ mod tests {
             batches.add("b1", i as u64, id).await.unwrap();
         }
         for id in ["t1", "t2"] {
-            intake.submit_to_batch("a", &task(id), "b1").await.unwrap();
+            submit_task(&intake, "a", &task(id), Some("b1"))
+                .await
+                .unwrap();
         }
         let counts = batches.counts("b1").await.unwrap().unwrap();
         assert_eq!(counts.total, 3);

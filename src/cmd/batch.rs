@@ -256,7 +256,9 @@ pub async fn enqueue(
         if stop.is_cancelled() {
             break;
         }
-        runs.push(intake.submit_to_batch(&spec.name, task, batch_id).await?);
+        runs.push(
+            deepfleet_scheduler::submit_task(intake, &spec.name, task, Some(batch_id)).await?,
+        );
     }
     Ok(runs)
 }

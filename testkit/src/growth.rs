@@ -14,7 +14,7 @@ use anyhow::Context;
 use deepfleet_proto::{AgentSpec, TaskLine};
 use deepfleet_queue::Queue;
 use deepfleet_queue::memory::MemoryQueue;
-use deepfleet_scheduler::Intake;
+use deepfleet_scheduler::{Intake, submit_task};
 use deepfleet_store::redis::RedisStore;
 use deepfleet_worker::TimeLimits;
 use tokio_util::sync::CancellationToken;
@@ -59,7 +59,7 @@ async fn drive(
     let queue = Arc::new(MemoryQueue::new());
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(spec).await?;
-    intake.submit(&spec.name, task, None).await?;
+    submit_task(&intake, &spec.name, task, None).await?;
     let one_step_each = TimeLimits {
         keep_run: Duration::ZERO,
         ..TimeLimits::default()

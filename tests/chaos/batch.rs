@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::ensure;
 use deepfleet_proto::{AgentSpec, ResultLine, TaskLine};
-use deepfleet_scheduler::BatchFollower;
+use deepfleet_scheduler::{BatchFollower, submit_task};
 use deepfleet_testkit::fleet::Fleet;
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -45,7 +45,7 @@ pub async fn run(
             futures::stream::iter(tasks)
                 .map(|task| {
                     let (intake, name, batch) = (Arc::clone(&intake), name.clone(), batch.clone());
-                    async move { intake.submit(&name, &task, Some(&batch)).await }
+                    async move { submit_task(&intake, &name, &task, Some(&batch)).await }
                 })
                 .buffered(SUBMIT_CONCURRENCY)
                 .collect::<Vec<_>>()

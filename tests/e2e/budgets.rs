@@ -9,7 +9,7 @@ use std::time::Duration;
 use deepfleet_proto::cost::{nanos, usd};
 use deepfleet_proto::{ResultStatus, TaskLine, TenantId};
 use deepfleet_replay::{ReplayEngine, Script};
-use deepfleet_scheduler::{BatchFollower, RunBounds};
+use deepfleet_scheduler::{BatchFollower, RunBounds, submit_task};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::fleet::Fleet;
 use deepfleet_testkit::script::{ScriptBuilder, When};
@@ -83,7 +83,9 @@ async fn a_batch_stops_at_its_budget(fleet: &mut Fleet, account: Account) {
     let mut follower = BatchFollower::new(fleet.store.clone(), &batch);
     let tasks: Vec<TaskLine> = (0..RUNS).map(|i| task(&format!("t{i}"), "Spend")).collect();
     for task in &tasks {
-        let run = intake.submit(&spec.name, task, Some(&batch)).await.unwrap();
+        let run = submit_task(&intake, &spec.name, task, Some(&batch))
+            .await
+            .unwrap();
         follower.track(&run);
     }
     let lines = fleet.follow(follower).await.unwrap();

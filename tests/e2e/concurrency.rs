@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use deepfleet_proto::{AgentSpec, ResultStatus, TaskLine, TenantId};
 use deepfleet_replay::{ReplayEngine, Script};
-use deepfleet_scheduler::{BatchFollower, RunBounds};
+use deepfleet_scheduler::{BatchFollower, RunBounds, submit_task};
 use deepfleet_testkit::ScriptedServer;
 use deepfleet_testkit::script::{Call, ScriptBuilder, When};
 
@@ -62,8 +62,7 @@ async fn submit(
     let mut follower = BatchFollower::new(fleet.store.clone(), uuid::Uuid::new_v4().to_string());
     let batch = follower.batch_id().to_owned();
     for task in tasks {
-        let run = intake
-            .submit_to_batch(&spec.name, task, &batch)
+        let run = submit_task(&intake, &spec.name, task, Some(&batch))
             .await
             .unwrap();
         assert_eq!(run.tenant, *tenant);

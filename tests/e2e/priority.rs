@@ -50,13 +50,11 @@ async fn interactive_goes_first(mut fleet: Fleet, server: &ScriptedServer, slots
     while server.requests().is_empty() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let interactive = fleet
-        .intake()
-        .unwrap()
-        .with_priority(Priority::Interactive)
-        .submit(&spec.name, &task("now", "Now"), None)
-        .await
-        .unwrap();
+    let intake = fleet.intake().unwrap().with_priority(Priority::Interactive);
+    let interactive =
+        deepfleet_scheduler::submit_task(&intake, &spec.name, &task("now", "Now"), None)
+            .await
+            .unwrap();
     // Counted from when its first step is queued: calls made while the
     // submission itself was under way (slower on a loaded machine) are not
     // the queue's order.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use deepfleet_proto::{Envelope, RunStatus};
 use deepfleet_queue::amqp::{AmqpConfig, AmqpQueue};
 use deepfleet_queue::{DeadLetters, Queue};
-use deepfleet_scheduler::Intake;
+use deepfleet_scheduler::{Intake, submit_task};
 use deepfleet_store::embedded::EmbeddedStore;
 use deepfleet_store::prelude::*;
 use deepfleet_testkit::fleet::Service;
@@ -45,8 +45,7 @@ async fn the_last_delivery_goes_out_again_until_the_attempts_run_out() {
     );
     let intake = Intake::new(store.clone(), queue.clone());
     intake.register(&spec).await.unwrap();
-    let run = intake
-        .submit(&spec.name, &task("t1", "go"), None)
+    let run = submit_task(&intake, &spec.name, &task("t1", "go"), None)
         .await
         .unwrap();
 

@@ -19,6 +19,7 @@ use deepfleet_api::{ApiState, router};
 use deepfleet_proto::{AgentSpec, ResultStatus, RunRecord, RunStatus};
 use deepfleet_scheduler::keys::ApiKeys;
 use deepfleet_scheduler::runs::{Graphs, Runs};
+use deepfleet_scheduler::submit_task;
 use deepfleet_scheduler::{BatchFollower, Lifecycle, RetentionPolicy, TaskBatches};
 use deepfleet_testkit::script::{Call, ScriptBuilder, When, write_task};
 use futures::StreamExt;
@@ -123,7 +124,7 @@ scenario!(
             roster.add(&batch, index, &task.id).await.unwrap();
         }
         let runs: Vec<RunRecord> = futures::stream::iter(&tasks)
-            .map(|task| intake.submit_to_batch(&spec.name, task, &batch))
+            .map(|task| submit_task(&intake, &spec.name, task, Some(&batch)))
             .buffered(32)
             .map(Result::unwrap)
             .collect()

@@ -4,7 +4,7 @@
 //! a newer spec is served while it waits.
 
 use deepfleet_proto::ResultStatus;
-use deepfleet_scheduler::BatchFollower;
+use deepfleet_scheduler::{BatchFollower, submit_task};
 
 use crate::support::{replay_model, scenario, spec, task};
 
@@ -37,14 +37,22 @@ scenario!(a_brought_spec_runs_beside_the_served_one, |fleet| {
     let submitter = fleet.intake().unwrap().pin(&brought).await.unwrap();
 
     let mut follower = BatchFollower::new(fleet.store.clone(), "versions");
-    let theirs = submitter
-        .submit("versioned", &task("theirs", "go"), Some("versions"))
-        .await
-        .unwrap();
-    let ours = scheduler
-        .submit("versioned", &task("ours", "go"), Some("versions"))
-        .await
-        .unwrap();
+    let theirs = submit_task(
+        &submitter,
+        "versioned",
+        &task("theirs", "go"),
+        Some("versions"),
+    )
+    .await
+    .unwrap();
+    let ours = submit_task(
+        &scheduler,
+        "versioned",
+        &task("ours", "go"),
+        Some("versions"),
+    )
+    .await
+    .unwrap();
     follower.track(&theirs);
     follower.track(&ours);
     // A newer spec served while both run changes neither.

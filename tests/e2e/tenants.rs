@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use deepfleet_proto::{Role, TaskLine, TenantId};
 use deepfleet_scheduler::keys::key_line;
+use deepfleet_scheduler::submit_task;
 use tokio::process::Command;
 
 use crate::live_scheduler::{
@@ -63,11 +64,9 @@ async fn two_tenants_see_only_their_own_records_through_the_sdk() {
             state: None,
             timeout_secs: None,
         };
-        let batch_run = fleet
-            .intake()
-            .unwrap()
-            .with_tenant(a.clone())
-            .submit_to_batch("helper", &task, &uuid::Uuid::new_v4().to_string())
+        let intake = fleet.intake().unwrap().with_tenant(a.clone());
+        let batch = uuid::Uuid::new_v4().to_string();
+        let batch_run = submit_task(&intake, "helper", &task, Some(&batch))
             .await
             .unwrap();
         let run = Command::new(&python)

@@ -8,7 +8,7 @@
 //! input is not applied to the thread yet); [`Lifecycle::start_queued`]
 //! starts the oldest queued run of every thread whose active run has
 //! ended. Every scheduler instance may run it: starting is idempotent
-//! ([`Intake::start`] creates a run once), and the queue lives in the
+//! ([`make_run`](crate::make_run::make_run) creates a run once), and the queue lives in the
 //! store, so a scheduler restart loses nothing.
 
 pub mod cancel;

@@ -12,19 +12,17 @@
 //! queued run is ever left unseen.
 
 use chrono::Utc;
-use deepfleet_fleet::tokens::logged;
-use deepfleet_proto::RunRecord;
 use deepfleet_proto::keys::records::QUEUED_THREADS;
-use deepfleet_store::{IndexEntry, Order, ThreadSeed};
+use deepfleet_store::{IndexEntry, Order};
 use serde_json::Map;
 
 use super::Lifecycle;
 use crate::error::SchedulerError;
+use crate::make_run::{BatchLink, RunDraft, make_run};
 use crate::repo::queued::queued;
 use crate::repo::runs::{RunMeta, runs_of};
 use crate::repo::score_at;
 use crate::repo::threads::threads;
-use crate::retention::TEMPORARY_THREAD_SECS;
 
 impl Lifecycle {
     /// Records `meta` and starts it at once, or queues it behind the
@@ -68,54 +66,37 @@ impl Lifecycle {
             self.rewind_for_run(&meta.thread_id, &meta.run_id, rewind)
                 .await?;
         }
-        let mut temporary = false;
+        let mut temporary_thread = false;
         if let Some(mut thread) = threads(store).get(&meta.thread_id).await? {
-            temporary = thread.temporary;
+            temporary_thread = thread.temporary;
             thread.active_run = Some(meta.run_id.clone());
             thread.updated_at = Utc::now();
             threads(store).put(&thread.thread_id, &thread).await?;
         }
-        // A stateless run's thread goes with it (a follower that waits for
-        // the run removes it sooner); a batch's runs hold its results, so
-        // they live as long as the tenant keeps ended runs.
-        let expire_after_secs = if temporary && meta.batch_id.is_none() {
-            Some(TEMPORARY_THREAD_SECS)
-        } else {
-            self.intake().retention().expire_after_secs(&meta.tenant)
-        };
-        let now = Utc::now();
         // The spec its graph serves when it starts; its steps keep it.
-        let served = self.intake.spec_for(&meta.graph_id).await?;
-        // API batches are followed through their own records, not the done
-        // list `deepfleet submit` drains: no batch id, an API batch id.
-        let mut run = RunRecord {
+        let spec = self.intake.spec_for(&meta.graph_id).await?;
+        let draft = RunDraft {
+            run_id: meta.run_id.clone(),
+            thread_id: meta.thread_id.clone(),
             tenant: meta.tenant.clone(),
-            api_batch_id: meta.batch_id.clone(),
+            spec,
             priority: meta.priority,
+            created_at: meta.created_at,
             context: meta.context.clone(),
-            expire_after_secs,
-            spec_version: Some(served.version),
-            updated_at: now,
-            ..RunRecord::new(
-                meta.run_id.clone(),
-                meta.thread_id.clone(),
-                meta.graph_id.clone(),
-                meta.created_at,
-            )
-        };
-        self.intake.bounds().apply(
-            &mut run,
-            &served.spec,
-            meta.requested_timeout_secs(),
-            None,
-            now,
-        );
-        let seed = ThreadSeed {
-            messages: meta.input.iter().cloned().map(logged).collect(),
+            // API batches are followed through their own records, not the
+            // done list `deepfleet submit` drains.
+            batch: meta
+                .batch_id
+                .clone()
+                .map_or(BatchLink::None, BatchLink::Api),
+            task_id: None,
+            timeout_secs: meta.requested_timeout_secs(),
+            temporary_thread,
+            input: meta.input.clone(),
             files: meta.files.clone(),
             state: Map::new(),
         };
-        self.intake.start(&run, &seed).await?;
+        make_run(&self.intake, draft).await?;
         queued(store).delete(&meta.run_id).await?;
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! The runs service: the one application layer under every entry that
-//! makes or follows runs (the HTTP API, A2A, MCP, the submissions queue
-//! and crons). It knows nothing of their wires: it takes checked
+//! makes or follows runs (the HTTP API, A2A, MCP, the submissions queue,
+//! crons, and the CLI's task lines). It knows nothing of their wires: it takes checked
 //! requests, answers [`Run`](deepfleet_proto::api::Run) resources and
 //! final bodies, and refuses with a [`RunsError`] that each edge maps to
 //! its own.
@@ -8,7 +8,9 @@
 //! Creating a run is [`request`] (every check, before anything is
 //! written: [`options`], [`modes`], [`state_values`], the assistant from
 //! [`assistants`]), then [`create`] (the thread, one admission through
-//! the lifecycle, the tenant's [`in_flight`] count); [`resource`] renders
+//! the lifecycle, the tenant's [`in_flight`] count); a task line is
+//! checked and drafted by [`tasks`]. Either way the run itself is made by
+//! [`make_run`](crate::make_run::make_run). [`resource`] renders
 //! a run, [`final_body()`] what an ended one answers, and [`follow`] is the
 //! one loop that follows a run for every edge.
 
@@ -25,6 +27,7 @@ pub mod request;
 pub mod resource;
 mod service;
 pub mod state_values;
+pub mod tasks;
 pub mod thread_runs;
 pub mod threads;
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, bail, ensure};
 use deepfleet_proto::{AgentSpec, ResultLine, RunRecord, TaskLine};
 use deepfleet_queue::DeadLetter;
-use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches};
+use deepfleet_scheduler::{BatchFollower, Intake, TaskBatches, submit_task};
 use deepfleet_store::sealed::ContextKey;
 use futures::StreamExt;
 use tokio::time::Instant;
@@ -66,7 +66,7 @@ impl Fleet {
         }
         let mut runs = Vec::with_capacity(tasks.len());
         for task in tasks {
-            let run = intake.submit_to_batch(&spec.name, task, &batch).await?;
+            let run = submit_task(&intake, &spec.name, task, Some(&batch)).await?;
             follower.track(&run);
             runs.push(run);
         }
@@ -180,7 +180,7 @@ impl Fleet {
         let mut follower = BatchFollower::new(self.store.clone(), uuid::Uuid::new_v4().to_string());
         let batch = follower.batch_id().to_owned();
         let mut submitted = futures::stream::iter(tasks)
-            .map(|task| intake.submit(&spec.name, task, Some(&batch)))
+            .map(|task| submit_task(&intake, &spec.name, task, Some(&batch)))
             .buffered(SUBMIT_CONCURRENCY);
         let mut runs = Vec::with_capacity(tasks.len());
         while let Some(run) = submitted.next().await {
