@@ -1,8 +1,11 @@
 # The verbs of the project. `make test` is what CI runs.
 CARGO ?= cargo
-## Seconds each fuzz target runs: `make fuzz`, and within `make test`.
+## Runs a recipe line as a named stage: timed into $(CI_STAGES) when CI
+## sets it (.ci/run prints the table at its end), else just run.
+STAGE := scripts/stage.sh
+## Seconds each fuzz target runs in `make fuzz` (`make test` replays the
+## kept corpus in the ordinary test build instead: see docs/fuzzing.md).
 FUZZ_SECS ?= 600
-FUZZ_TEST_SECS ?= 20
 
 .PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers chat-ui schemathesis
 
@@ -11,17 +14,16 @@ build:
 
 ## Starts RabbitMQ and Redis if needed, installs the MCP servers and
 ## prepares the Agent Chat UI (and chromium) the end-to-end tests run,
-## then runs every test (unit,
-## conformance, end-to-end on embedded and distributed modes), then the
-## promtool checks of alerts and dashboards, then each fuzz target for
-## FUZZ_TEST_SECS seconds from its kept corpus, then a short schemathesis
-## run against the served OpenAPI description.
+## then runs every test (unit, conformance, end-to-end on embedded and
+## distributed modes, and every fuzz target over its kept corpus), then
+## the promtool checks of alerts and dashboards, then a short
+## schemathesis run against the served OpenAPI description.
 test: up mcp-servers chat-ui
-	$(CARGO) test --workspace --all-targets
-	CARGO=$(CARGO) scripts/check-observability.sh
-	scripts/helm.sh
-	FUZZ_SECS=$(FUZZ_TEST_SECS) CARGO=$(CARGO) scripts/fuzz.sh
-	CARGO=$(CARGO) scripts/schemathesis.sh short
+	$(STAGE) build $(CARGO) test --workspace --all-targets --no-run
+	$(STAGE) tests $(CARGO) test --workspace --all-targets
+	$(STAGE) observability env CARGO=$(CARGO) scripts/check-observability.sh
+	$(STAGE) helm scripts/helm.sh
+	$(STAGE) schemathesis env CARGO=$(CARGO) scripts/schemathesis.sh short
 
 ## A long schemathesis run (stateless and stateful phases, many examples
 ## per operation) against `deepfleet dev`'s /openapi.json; its outcome is
@@ -63,11 +65,12 @@ helm-sync:
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy --manifest-path fuzz/Cargo.toml --target-dir target --all-targets -- -D warnings
+	$(STAGE) clippy $(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(STAGE) clippy-fuzz $(CARGO) clippy --manifest-path fuzz/Cargo.toml --target-dir target --all-targets -- -D warnings
 	scripts/test_check_import_loops.py
 	scripts/check-import-loops.py
 	scripts/test_check_architecture.py
+	scripts/test_stage_report.py
 	CARGO=$(CARGO) scripts/check-architecture.py
 
 ## The example batch, embedded mode.
@@ -75,18 +78,18 @@ run:
 	$(CARGO) run --release -- run examples/briefings/tasks.jsonl --agent examples/briefings/agent.yaml
 
 up:
-	scripts/services.sh
+	$(STAGE) services scripts/services.sh
 
 ## Installs the pinned MCP servers of tests/e2e/mcp.rs from the npm
 ## registry into .mcp-servers/ (needs node and npm; fatal under CI=true).
 mcp-servers:
-	scripts/mcp-servers.sh
+	$(STAGE) mcp-servers scripts/mcp-servers.sh
 
 ## Installs chromium (apt-get, as root) and scaffolds and builds the
 ## pinned Agent Chat UI of tests/e2e/chat_ui.rs into target/chat-ui (needs
 ## node and npm; fatal under CI=true).
 chat-ui:
-	scripts/chat-ui.sh
+	$(STAGE) chat-ui scripts/chat-ui.sh
 
 ## Regenerates proto/schema/*.json after a change to the wire types.
 schemas:

@@ -7,7 +7,8 @@
 #     (tests/e2e/chat_ui/app/ui.patch: no Google Fonts at build time, and
 #     langchain v1's human in the loop) and built with `next build`,
 #     into target/chat-ui/app;
-#   - puppeteer-core for the driver, into target/chat-ui/driver.
+#   - puppeteer-core for the driver, from the lock file of
+#     tests/e2e/chat_ui/driver/, into target/chat-ui/driver.
 # Under CI=true anything missing or failing fails the run; elsewhere it is
 # skipped with a note and the test skips too.
 # Usage: scripts/chat-ui.sh [app]
@@ -70,7 +71,9 @@ fi
 
 if ! node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
   "$PWD/$DIR/driver/node_modules/puppeteer-core/package.json" "${DRIVER##*@}" 2>/dev/null; then
+  # `npm ci` from the driver's lock file: nothing down the tree resolved.
   mkdir -p "$DIR/driver"
-  npm install --prefix "$DIR/driver" --no-audit --no-fund --silent --save-exact "$DRIVER" >/dev/null \
+  cp tests/e2e/chat_ui/driver/package.json tests/e2e/chat_ui/driver/package-lock.json "$DIR/driver/"
+  npm ci --prefix "$DIR/driver" --no-audit --no-fund --silent >/dev/null \
     || fail "npm could not install $DRIVER"
 fi

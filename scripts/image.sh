@@ -33,6 +33,7 @@ done
 missing=()
 command -v podman >/dev/null 2>&1 || missing+=(podman)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+command -v objcopy >/dev/null 2>&1 || missing+=(binutils)
 if [ ${#missing[@]} -gt 0 ]; then
     echo "image: installing ${missing[*]} (Debian packages)" >&2
     apt-get update -qq
@@ -129,7 +130,11 @@ podman import --quiet \
 # take precedence over stages of the same name, which are then skipped):
 # out/deepfleet, and the base image. The main context is not read.
 mkdir -p "$work/build/out" "$work/context"
-install -m 0755 "$PREBUILT" "$work/build/out/deepfleet"
+# Shipped stripped, as the Dockerfile's build stage does; the debug info
+# and symbols go beside the binary built here, as deepfleet.debug.
+objcopy --only-keep-debug "$PREBUILT" "$PREBUILT.debug"
+objcopy --strip-all --add-gnu-debuglink="$PREBUILT.debug" "$PREBUILT" "$work/build/out/deepfleet"
+chmod 0755 "$work/build/out/deepfleet"
 revision=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 # --layers=false: no cached intermediate image of this one-off build
 # stays behind.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the MCP servers the end-to-end tests run (tests/e2e/mcp.rs),
-# pinned, from the npm registry into .mcp-servers/ (ignored by git) when
-# they are not there yet. Under CI=true a missing node or npm, or a failed
+# from the npm registry into .mcp-servers/ (ignored by git) when they are
+# not there yet: `npm ci` from the lock file of tests/e2e/mcp/npm/, so
+# every package down the tree is pinned and nothing is resolved. Under CI=true a missing node or npm, or a failed
 # install, fails the run; elsewhere it is skipped with a note and the MCP
 # scenarios skip too.
 # Usage: scripts/mcp-servers.sh
@@ -9,6 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DIR=.mcp-servers
+LOCKED=tests/e2e/mcp/npm
+# What the lock file pins at the top (checked after the install).
 PACKAGES=(
   @modelcontextprotocol/server-everything@2026.8.31
   @modelcontextprotocol/server-filesystem@2026.8.31
@@ -40,6 +43,7 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
 installed && exit 0
 echo "mcp-servers: installing ${PACKAGES[*]} into $DIR" >&2
 mkdir -p "$DIR"
-npm install --prefix "$DIR" --no-audit --no-fund --silent --save-exact "${PACKAGES[@]}" >/dev/null \
+cp "$LOCKED/package.json" "$LOCKED/package-lock.json" "$DIR/"
+npm ci --prefix "$DIR" --no-audit --no-fund --silent >/dev/null \
   || fail "npm could not install ${PACKAGES[*]}"
 installed || fail "${PACKAGES[*]} are not at their pinned versions in $DIR"

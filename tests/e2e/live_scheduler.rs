@@ -143,9 +143,10 @@ pub async fn listening(addr: &str) -> bool {
     false
 }
 
-/// The official JavaScript client, pinned, installed from the npm
-/// registry under `target/` the first time; returns its `node_modules`
-/// (for `NODE_PATH`). `None` (skip) without node or the registry outside
+/// The official JavaScript client, installed from the npm registry under
+/// `target/` the first time with `npm ci` from the lock file of
+/// `tests/e2e/js_sdk/npm/` (every package down the tree pinned); returns
+/// its `node_modules` (for `NODE_PATH`). `None` (skip) without node or the registry outside
 /// CI, like [`python`].
 pub async fn node_sdk() -> Option<PathBuf> {
     const SDK: &str = "@langchain/langgraph-sdk@1.15.0";
@@ -159,10 +160,14 @@ pub async fn node_sdk() -> Option<PathBuf> {
     if ready {
         return Some(modules);
     }
+    let locked = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/js_sdk/npm");
+    std::fs::create_dir_all(&prefix).unwrap();
+    for file in ["package.json", "package-lock.json"] {
+        std::fs::copy(locked.join(file), prefix.join(file)).unwrap();
+    }
     let installed = Command::new("npm")
-        .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+        .args(["ci", "--silent", "--no-audit", "--no-fund", "--prefix"])
         .arg(&prefix)
-        .arg(SDK)
         .status()
         .await
         .is_ok_and(|s| s.success());

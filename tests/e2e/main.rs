@@ -1,7 +1,12 @@
-//! End-to-end scenarios. Each `scenario!` runs twice: embedded (one
-//! process, in-memory queue and store) and distributed (RabbitMQ, Redis
-//! and two `deepfleet worker` processes). Under `CI=true` a missing
-//! RabbitMQ or Redis fails the distributed half instead of skipping it.
+//! The binary's integration tests, one test binary (`chaos` and `image`
+//! stay apart: they are long, and run on their own too). End-to-end
+//! scenarios: each `scenario!` runs twice, embedded (one process,
+//! in-memory queue and store) and distributed (RabbitMQ, Redis and two
+//! `deepfleet worker` processes); beside them, the binary as a process
+//! meets its configuration (`configuration`), as a pod runs it
+//! (`deploy`) and as a new user first runs a fleet (`first_run`). Under
+//! `CI=true` a missing RabbitMQ or Redis fails the distributed half
+//! instead of skipping it.
 // Test support helpers are not `#[test]` fns, so the test exemption of
 // clippy.toml does not reach them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -22,14 +27,17 @@ mod chat_ui;
 mod coder;
 mod compression;
 mod concurrency;
+mod configuration;
 mod crash;
 mod crons;
 mod deadlines;
+mod deploy;
 mod dev_server;
 mod encryption;
 mod failures;
 mod faulty_providers;
 mod files;
+mod first_run;
 mod growth;
 mod hitl;
 mod http_model;

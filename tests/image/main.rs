@@ -23,6 +23,7 @@ mod sandbox;
 mod tools;
 mod wait;
 
+use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -165,6 +166,37 @@ fn run_batch(scheduler: &mut Pod, port: u16, key: &str) {
     }
 }
 
+/// The section names of the ELF file at `path`, as binutils' `readelf`
+/// (which `scripts/image.sh` needs for `objcopy`) lists them.
+fn sections(path: &Path) -> Vec<String> {
+    let out = Command::new("readelf")
+        .args(["-S", "-W"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "readelf: {out:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.split_once("] ")?.1.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The binary at `path` ships without symbols or debug info, and names
+/// the file that keeps them.
+fn assert_stripped(path: &Path) {
+    let shipped = sections(path);
+    assert!(
+        shipped
+            .iter()
+            // `.debug_gdb_scripts` is loaded with the program (a few
+            // bytes naming gdb's pretty printers), so no strip removes it.
+            .all(|s| s != ".symtab" && (s == ".debug_gdb_scripts" || !s.starts_with(".debug"))),
+        "the shipped binary is stripped: {shipped:?}"
+    );
+    assert!(shipped.iter().any(|s| s == ".gnu_debuglink"), "{shipped:?}");
+}
+
 #[test]
 fn the_image_runs_the_rendered_deployments() {
     let Some(python) = tools::provide() else {
@@ -184,6 +216,7 @@ fn the_image_runs_the_rendered_deployments() {
     assert_eq!(config.entrypoint, ["/usr/local/bin/deepfleet"]);
     assert_eq!(config.user, "10001:10001");
     assert_eq!(config.labels["org.opencontainers.image.title"], "deepfleet");
+    assert_stripped(&rootfs.join("usr/local/bin/deepfleet"));
     phase("image built and unpacked");
 
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -9,7 +9,6 @@
 //! (`scripts/services.sh`); without them the tests are skipped with a
 //! note, and fail under `CI=true`. Queue names and key prefixes are unique
 //! per test and removed afterwards.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};

@@ -7,7 +7,6 @@
 //! `redis-server` binary (a private Redis is started per test, so it can
 //! be killed). Without them the tests are skipped with a note, and fail
 //! under `CI=true`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -5,7 +5,6 @@
 //!
 //! Needs no servers: `deepfleet keygen` reads the configuration like
 //! every command and then touches nothing.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::{Command, Output};
 

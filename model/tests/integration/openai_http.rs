@@ -1,10 +1,7 @@
 //! The Chat Completions client against a local server answering with
 //! recorded-shape bodies, one canned answer per request.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

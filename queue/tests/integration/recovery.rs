@@ -6,7 +6,6 @@
 //!
 //! Needs `rabbitmq-server` installed; without it the tests are skipped
 //! with a note, and fail under `CI=true`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeSet;
 use std::time::Duration;

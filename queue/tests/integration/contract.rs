@@ -8,7 +8,6 @@
 
 // clippy's allow-unwrap-in-tests covers #[test] fns only, not the
 // scenarios and helpers they call.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::net::{TcpStream, ToSocketAddrs};
 use std::panic::AssertUnwindSafe;

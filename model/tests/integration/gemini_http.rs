@@ -1,10 +1,7 @@
 //! The Gemini client against a local server speaking `generateContent` and
 //! `streamGenerateContent?alt=sse`: recorded-shape answers and errors.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
+use crate::support;
 
 use deepfleet_model::gemini::GenerateContent;
 use deepfleet_model::transport::HttpClient;

@@ -2,9 +2,6 @@
 //! (recorded-shape JSON or SSE), recording path, headers and body; and the
 //! transport settings every client under test uses.
 
-// Each test binary includes this module and uses part of it.
-#![allow(dead_code)]
-
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,10 +1,7 @@
 //! The Messages client against a local server speaking the Messages
 //! protocol: recorded-shape answers, streamed and not, and errors.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
+use crate::support;
 
 use deepfleet_model::anthropic::Messages;
 use deepfleet_model::transport::HttpClient;

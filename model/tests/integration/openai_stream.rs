@@ -1,10 +1,7 @@
 //! The Chat Completions client streaming (`stream: true`, `stream_options`) against a
 //! local server sending recorded-shape chunks.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
+use crate::support;
 
 use deepfleet_model::openai::ChatCompletions;
 use deepfleet_model::retry::RetryPolicy;

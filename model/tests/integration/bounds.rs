@@ -5,10 +5,7 @@
 //! first bytes ends with `Timeout` once no byte came for the idle timeout,
 //! long before the whole-request timeout.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod support;
+use crate::support;
 
 use std::convert::Infallible;
 use std::sync::Arc;

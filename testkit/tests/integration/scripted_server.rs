@@ -1,8 +1,5 @@
 //! The scripted server driven by the real Chat Completions client.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,6 @@
 //! one script, the same answers through OpenAI, Anthropic and Gemini,
 //! streamed or not.
 
-// Helpers outside #[test] functions panic on setup failures too.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
