@@ -7,19 +7,31 @@ STAGE := scripts/stage.sh
 ## kept corpus in the ordinary test build instead: see docs/fuzzing.md).
 FUZZ_SECS ?= 600
 
-.PHONY: build test lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers chat-ui schemathesis
+.PHONY: build test test-e2e test-rest lint run up schemas bench helm helm-sync fuzz image chaos mcp-servers chat-ui schemathesis
 
 build:
 	$(CARGO) build --release
 
 ## Starts RabbitMQ and Redis if needed, installs the MCP servers and
 ## prepares the Agent Chat UI (and chromium) the end-to-end tests run,
-## then runs every test (unit, conformance, end-to-end on embedded and
-## distributed modes, and every fuzz target over its kept corpus), then
-## the promtool checks of alerts and dashboards, then a short
-## schemathesis run against the served OpenAPI description.
+## builds every test, then runs two lanes at once: the end-to-end binary
+## (embedded and distributed modes), and beside it every other test
+## (unit, conformance, chaos, the image, every fuzz target over its kept
+## corpus), the promtool checks of alerts and dashboards, the chart's
+## checks and a short schemathesis run against the served OpenAPI
+## description. Most of the end-to-end binary's time is spent waiting on
+## servers and processes, so the second lane mostly fills idle cores.
+## `--workspace` everywhere: every step resolves the features the build
+## did, so none compiles anything again.
 test: up mcp-servers chat-ui
 	$(STAGE) build $(CARGO) test --workspace --all-targets --no-run
+	$(STAGE) build-e2e $(CARGO) test --workspace --test e2e --no-run
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-e2e test-rest
+
+test-e2e:
+	$(STAGE) e2e $(CARGO) test --workspace --test e2e
+
+test-rest:
 	$(STAGE) tests $(CARGO) test --workspace --all-targets
 	$(STAGE) observability env CARGO=$(CARGO) scripts/check-observability.sh
 	$(STAGE) helm scripts/helm.sh
@@ -62,11 +74,14 @@ image:
 helm-sync:
 	scripts/helm.sh sync
 
+## rustfmt and clippy over the workspace (the fuzz crate's targets are one
+## line each, held to it by deepfleet-fuzzing's tests), then the checks of
+## the project's shape and their self-tests.
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) fmt --manifest-path fuzz/Cargo.toml --check
 	$(STAGE) clippy $(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(STAGE) clippy-fuzz $(CARGO) clippy --manifest-path fuzz/Cargo.toml --target-dir target --all-targets -- -D warnings
+	$(STAGE) clippy-e2e $(CARGO) clippy --workspace --test e2e -- -D warnings
 	scripts/test_check_import_loops.py
 	scripts/check-import-loops.py
 	scripts/test_check_architecture.py

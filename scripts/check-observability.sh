@@ -50,8 +50,11 @@ done
 promtool test rules deploy/prometheus/*_test.yml
 
 echo "== metrics exposition"
+# --workspace: the features the test build of `make test` resolved, so
+# its artifacts are reused; `-p deepfleet-fleet` alone would build the
+# crate's dependencies again with its own features.
 DEEPFLEET_METRICS_SAMPLE="$work/scrape.txt" \
-  ${CARGO:-cargo} test -q -p deepfleet-fleet --lib metrics::tests::metric_names_list_every_exported_family >/dev/null
+  ${CARGO:-cargo} test -q --workspace --lib -- --exact metrics::tests::metric_names_list_every_exported_family >/dev/null
 promtool check metrics < "$work/scrape.txt"
 
 echo "== dashboards"

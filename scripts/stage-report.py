@@ -56,7 +56,7 @@ def main() -> int:
     print("| stage | seconds | status |\n|---|---:|---|")
     for name, seconds, status in rows:
         print(f"| {name} | {seconds:.0f} | {'ok' if status == 0 else f'exit {status}'} |")
-    print(f"| **total** | **{total:.0f}** | |")
+    print(f"| **sum** (stages may overlap) | **{total:.0f}** | |")
     tests = [
         row
         for name, _, _ in rows

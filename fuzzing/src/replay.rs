@@ -55,6 +55,34 @@ fn every_saved_crash_passes_its_target_now() {
     }
 }
 
+/// The one line each file of `fuzz/fuzz_targets/` holds besides its
+/// doc: libFuzzer's input handed to the check of the same name.
+fn target_line(target: &str) -> String {
+    format!("libfuzzer_sys::fuzz_target!(|data: &[u8]| deepfleet_fuzzing::{target}::check(data));")
+}
+
+/// The fuzz crate builds only under `make fuzz` (its own workspace, with
+/// coverage instrumentation), so this is what keeps it building between
+/// those runs: each target is the one line above, naming a check that
+/// [`TARGETS`] holds, which the workspace's own build type-checks.
+#[test]
+fn every_fuzz_target_is_one_line_calling_its_check() {
+    for (target, _) in TARGETS {
+        let path = fuzz_dir().join("fuzz_targets").join(format!("{target}.rs"));
+        let source = fs::read_to_string(&path).expect("a fuzz target");
+        let code: Vec<&str> = source
+            .lines()
+            .filter(|line| !line.starts_with("//") && !line.trim().is_empty())
+            .collect();
+        assert_eq!(
+            code,
+            ["#![no_main]", target_line(target).as_str()],
+            "{}",
+            path.display()
+        );
+    }
+}
+
 #[test]
 fn every_target_of_the_fuzz_crate_is_replayed() {
     let mut bins: Vec<String> = inputs(&fuzz_dir().join("fuzz_targets"))
