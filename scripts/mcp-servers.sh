@@ -2,9 +2,9 @@
 # Installs the MCP servers the end-to-end tests run (tests/e2e/mcp.rs),
 # from the npm registry into .mcp-servers/ (ignored by git) when they are
 # not there yet: `npm ci` from the lock file of tests/e2e/mcp/npm/, so
-# every package down the tree is pinned and nothing is resolved. Under CI=true a missing node or npm, or a failed
-# install, fails the run; elsewhere it is skipped with a note and the MCP
-# scenarios skip too.
+# every package down the tree is pinned and nothing is resolved. Under
+# CI=true a missing node or npm, or a failed install, fails the run;
+# elsewhere it is skipped with a note and the MCP scenarios skip too.
 # Usage: scripts/mcp-servers.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -146,8 +146,8 @@ pub async fn listening(addr: &str) -> bool {
 /// The official JavaScript client, installed from the npm registry under
 /// `target/` the first time with `npm ci` from the lock file of
 /// `tests/e2e/js_sdk/npm/` (every package down the tree pinned); returns
-/// its `node_modules` (for `NODE_PATH`). `None` (skip) without node or the registry outside
-/// CI, like [`python`].
+/// its `node_modules` (for `NODE_PATH`). `None` (skip) without node or the
+/// registry outside CI, like [`python`].
 pub async fn node_sdk() -> Option<PathBuf> {
     const SDK: &str = "@langchain/langgraph-sdk@1.15.0";
     let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-node");
