@@ -16,7 +16,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCAFFOLD=create-agent-chat-app@0.1.6
-DRIVER=puppeteer-core@25.16.0
 FILES=tests/e2e/chat_ui/app
 DIR=target/chat-ui
 
@@ -69,11 +68,5 @@ if [ "$(cat "$DIR/app/.stamp" 2>/dev/null)" != "$stamp" ]; then
   echo "$stamp" >"$DIR/app/.stamp"
 fi
 
-if ! node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
-  "$PWD/$DIR/driver/node_modules/puppeteer-core/package.json" "${DRIVER##*@}" 2>/dev/null; then
-  # `npm ci` from the driver's lock file: nothing down the tree resolved.
-  mkdir -p "$DIR/driver"
-  cp tests/e2e/chat_ui/driver/package.json tests/e2e/chat_ui/driver/package-lock.json "$DIR/driver/"
-  npm ci --prefix "$DIR/driver" --no-audit --no-fund --silent >/dev/null \
-    || fail "npm could not install $DRIVER"
-fi
+scripts/npm-locked.sh tests/e2e/chat_ui/driver "$DIR/driver" \
+  || fail "npm could not install the driver of tests/e2e/chat_ui/driver"

@@ -11,23 +11,6 @@ cd "$(dirname "$0")/.."
 
 DIR=.mcp-servers
 LOCKED=tests/e2e/mcp/npm
-# What the lock file pins at the top (checked after the install).
-PACKAGES=(
-  @modelcontextprotocol/server-everything@2026.8.31
-  @modelcontextprotocol/server-filesystem@2026.8.31
-)
-
-# Whether every package is installed at its pinned version.
-installed() {
-  local spec name version
-  for spec in "${PACKAGES[@]}"; do
-    name=${spec%@*}
-    version=${spec##*@}
-    [ -f "$DIR/node_modules/$name/package.json" ] || return 1
-    node -e 'process.exit(require(process.argv[1]).version === process.argv[2] ? 0 : 1)' \
-      "$PWD/$DIR/node_modules/$name/package.json" "$version" 2>/dev/null || return 1
-  done
-}
 
 fail() {
   if [ "${CI:-}" = "true" ]; then
@@ -40,10 +23,5 @@ fail() {
 
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 \
   || fail "node and npm are not installed (Node 20 or later)"
-installed && exit 0
-echo "mcp-servers: installing ${PACKAGES[*]} into $DIR" >&2
-mkdir -p "$DIR"
-cp "$LOCKED/package.json" "$LOCKED/package-lock.json" "$DIR/"
-npm ci --prefix "$DIR" --no-audit --no-fund --silent >/dev/null \
-  || fail "npm could not install ${PACKAGES[*]}"
-installed || fail "${PACKAGES[*]} are not at their pinned versions in $DIR"
+scripts/npm-locked.sh "$LOCKED" "$DIR" \
+  || fail "npm could not install the MCP servers of $LOCKED into $DIR"

@@ -57,12 +57,8 @@ def main() -> int:
     for name, seconds, status in rows:
         print(f"| {name} | {seconds:.0f} | {'ok' if status == 0 else f'exit {status}'} |")
     print(f"| **sum** (stages may overlap) | **{total:.0f}** | |")
-    tests = [
-        row
-        for name, _, _ in rows
-        for row in binaries(Path(f"{path}.{name}.log"))
-        if Path(f"{path}.{name}.log").exists()
-    ]
+    logs = [Path(f"{path}.{name}.log") for name, _, _ in rows]
+    tests = [row for log in logs if log.exists() for row in binaries(log)]
     if tests:
         print("\n| test binary | passed | failed | seconds |\n|---|---:|---:|---:|")
         for binary, passed, failed, seconds in sorted(tests, key=lambda r: -r[3]):

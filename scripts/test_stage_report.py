@@ -66,6 +66,16 @@ class StageReport(unittest.TestCase):
             self.assertIn("| deepfleet_api (src/lib.rs) | 3 | 0 | 1.5 |", text)
             self.assertIn("| **2 binaries** | **10** | **1** | |", text)
 
+    def test_a_stage_whose_log_is_gone_is_still_listed(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            stages = Path(tmp) / "stages.tsv"
+            stages.write_text("build\t12.0\t0\n")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                sys.argv = ["stage-report.py", str(stages)]
+                self.assertEqual(report.main(), 0)
+            self.assertIn("| build | 12 | ok |", out.getvalue())
+
     def test_without_ci_stages_a_stage_only_runs_its_command(self):
         env = {k: v for k, v in os.environ.items() if k != "CI_STAGES"}
         done = subprocess.run(

@@ -145,38 +145,23 @@ pub async fn listening(addr: &str) -> bool {
 
 /// The official JavaScript client, installed from the npm registry under
 /// `target/` the first time with `npm ci` from the lock file of
-/// `tests/e2e/js_sdk/npm/` (every package down the tree pinned); returns
+/// `tests/e2e/js_sdk/npm/` (`scripts/npm-locked.sh`); returns
 /// its `node_modules` (for `NODE_PATH`). `None` (skip) without node or the
 /// registry outside CI, like [`python`].
 pub async fn node_sdk() -> Option<PathBuf> {
-    const SDK: &str = "@langchain/langgraph-sdk@1.15.0";
-    let prefix = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/e2e-node");
-    let modules = prefix.join("node_modules");
-    let manifest = modules.join("@langchain/langgraph-sdk/package.json");
-    let ready = std::fs::read_to_string(&manifest)
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|package| package["version"] == "1.15.0");
-    if ready {
-        return Some(modules);
-    }
-    let locked = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/js_sdk/npm");
-    std::fs::create_dir_all(&prefix).unwrap();
-    for file in ["package.json", "package-lock.json"] {
-        std::fs::copy(locked.join(file), prefix.join(file)).unwrap();
-    }
-    let installed = Command::new("npm")
-        .args(["ci", "--silent", "--no-audit", "--no-fund", "--prefix"])
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let prefix = root.join("target/e2e-node");
+    let installed = Command::new(root.join("scripts/npm-locked.sh"))
+        .arg(root.join("tests/e2e/js_sdk/npm"))
         .arg(&prefix)
         .status()
         .await
         .is_ok_and(|s| s.success());
     if installed {
-        return Some(modules);
+        return Some(prefix.join("node_modules"));
     }
-    let hint = format!(
-        "cannot install {SDK} into target/e2e-node (are node, npm and the registry there?)"
-    );
+    let hint = "cannot install tests/e2e/js_sdk/npm into target/e2e-node \
+                (are node, npm and the registry there?)";
     assert!(!services::in_ci(), "{hint}");
     eprintln!("skipping: {hint}");
     None
